@@ -1,0 +1,168 @@
+//! The client for Sume's status endpoint, `GET {base}/jobs/{id}/status`.
+//!
+//! It makes exactly one request per call and reports what came back, rate-limit headers
+//! included; deciding when to call again (budgets, `Retry-After`, backoff) is the caller's job.
+
+use std::time::Duration;
+
+use http::{HeaderMap, StatusCode};
+use thiserror::Error;
+
+use crate::{JobObject, Secret};
+
+/// What the rate-limit headers of an answer said. Absent or unreadable headers are `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RateLimit {
+    pub limit: Option<u32>,
+    pub remaining: Option<u32>,
+    /// Time until the window resets (`RateLimit-Reset`, seconds).
+    pub reset: Option<Duration>,
+    /// `Retry-After` (seconds) on a 429 or 503.
+    pub retry_after: Option<Duration>,
+}
+
+impl RateLimit {
+    pub fn from_headers(headers: &HeaderMap) -> RateLimit {
+        let num = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        RateLimit {
+            limit: num("ratelimit-limit").map(|n| n.min(u32::MAX as u64) as u32),
+            remaining: num("ratelimit-remaining").map(|n| n.min(u32::MAX as u64) as u32),
+            reset: num("ratelimit-reset").map(Duration::from_secs),
+            retry_after: num("retry-after").map(Duration::from_secs),
+        }
+    }
+}
+
+/// What one status call found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatusOutcome {
+    Found(JobObject),
+    /// This key cannot see the job: another member's, another workspace's, or no such job.
+    NotFound,
+    Unauthorized,
+    RateLimited,
+    /// 5xx: try again later.
+    ServerError,
+    /// Anything else (402, 403, an unreadable 200 ...), with the status code.
+    Unexpected(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusReply {
+    pub http_status: u16,
+    pub outcome: StatusOutcome,
+    pub rate: RateLimit,
+}
+
+#[derive(Debug, Error)]
+pub enum ClientError {
+    #[error("status call timed out")]
+    Timeout,
+    #[error("status call failed: {0}")]
+    Transport(String),
+    #[error("bad base URL {0:?}")]
+    BadUrl(String),
+}
+
+/// A cheap-to-clone client bound to one base URL (e.g. `https://www.sume.so/api/v1`).
+#[derive(Debug, Clone)]
+pub struct StatusClient {
+    http: reqwest::Client,
+    base: reqwest::Url,
+}
+
+impl StatusClient {
+    pub fn new(base_url: &str, timeout: Duration) -> Result<StatusClient, ClientError> {
+        let base = reqwest::Url::parse(base_url.trim_end_matches('/'))
+            .map_err(|_| ClientError::BadUrl(base_url.to_owned()))?;
+        if base.cannot_be_a_base() || !matches!(base.scheme(), "http" | "https") {
+            return Err(ClientError::BadUrl(base_url.to_owned()));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .user_agent(concat!("sume-inbox/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
+        Ok(StatusClient { http, base })
+    }
+
+    /// `GET {base}/jobs/{job_id}/status` with `key`.
+    pub async fn job_status(&self, key: &Secret, job_id: &str) -> Result<StatusReply, ClientError> {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .map_err(|_| ClientError::BadUrl(self.base.to_string()))?
+            .extend(["jobs", job_id, "status"]);
+        let response = self
+            .http
+            .get(url)
+            .bearer_auth(key.expose())
+            .send()
+            .await
+            .map_err(classify)?;
+        let status = response.status();
+        let rate = RateLimit::from_headers(response.headers());
+        let outcome = match status {
+            StatusCode::OK => {
+                let bytes = response.bytes().await.map_err(classify)?;
+                match serde_json::from_slice::<JobObject>(&bytes) {
+                    Ok(job) => StatusOutcome::Found(job),
+                    Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
+                }
+            }
+            StatusCode::NOT_FOUND => StatusOutcome::NotFound,
+            StatusCode::UNAUTHORIZED => StatusOutcome::Unauthorized,
+            StatusCode::TOO_MANY_REQUESTS => StatusOutcome::RateLimited,
+            s if s.is_server_error() => StatusOutcome::ServerError,
+            s => StatusOutcome::Unexpected(s.as_u16().to_string()),
+        };
+        Ok(StatusReply {
+            http_status: status.as_u16(),
+            outcome,
+            rate,
+        })
+    }
+}
+
+fn classify(e: reqwest::Error) -> ClientError {
+    if e.is_timeout() {
+        ClientError::Timeout
+    } else {
+        ClientError::Transport(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_rate_limit_headers() {
+        let mut h = HeaderMap::new();
+        h.insert("RateLimit-Limit", "120".parse().unwrap());
+        h.insert("RateLimit-Remaining", "0".parse().unwrap());
+        h.insert("RateLimit-Reset", "17".parse().unwrap());
+        h.insert("Retry-After", "3".parse().unwrap());
+        let r = RateLimit::from_headers(&h);
+        assert_eq!(r.limit, Some(120));
+        assert_eq!(r.remaining, Some(0));
+        assert_eq!(r.reset, Some(Duration::from_secs(17)));
+        assert_eq!(r.retry_after, Some(Duration::from_secs(3)));
+        assert_eq!(
+            RateLimit::from_headers(&HeaderMap::new()),
+            RateLimit::default()
+        );
+    }
+
+    #[test]
+    fn refuses_a_bad_base() {
+        assert!(StatusClient::new("not a url", Duration::from_secs(1)).is_err());
+        assert!(StatusClient::new("ftp://x/api", Duration::from_secs(1)).is_err());
+        assert!(StatusClient::new("http://127.0.0.1:1/api/v1/", Duration::from_secs(1)).is_ok());
+    }
+}

@@ -1,0 +1,31 @@
+//! Sume's wire protocol, shared by the daemon and the simulator.
+//!
+//! Everything both sides of a webhook or a status call must agree on lives here and nowhere
+//! else: how an event body is read ([`event`]), how it is signed and verified ([`signature`]),
+//! what a job status means ([`status`]), the job object and error envelope ([`job`]), and the
+//! client for Sume's status endpoint ([`client`]). Secrets are wrapped in [`Secret`] so they
+//! never reach a log line or a `Debug` print.
+
+pub mod client;
+pub mod event;
+pub mod job;
+pub mod secret;
+pub mod signature;
+pub mod status;
+
+pub use client::{ClientError, RateLimit, StatusClient, StatusOutcome, StatusReply};
+pub use event::{event_id_for, parse_event, ParseError, ParsedEvent};
+pub use job::{ErrorBody, ErrorEnvelope, JobObject};
+pub use secret::Secret;
+pub use signature::{sign, signature_header, verify, SignedHeaders, VerifyError};
+pub use status::{JobState, Status};
+
+/// Header names of a Sume webhook delivery.
+pub mod headers {
+    /// Stable per job and terminal event type: a redelivery repeats it.
+    pub const EVENT_ID: &str = "x-sume-event-id";
+    /// Unix seconds at which this delivery attempt was signed.
+    pub const TIMESTAMP: &str = "x-sume-timestamp";
+    /// `v1=<hex>`, possibly several, comma separated.
+    pub const SIGNATURE: &str = "x-sume-signature";
+}

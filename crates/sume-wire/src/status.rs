@@ -1,0 +1,126 @@
+//! What a Sume status string means.
+//!
+//! Sume's docs name `queued`, `running`, `processing` (in flight) and `completed`, `failed`,
+//! `canceled`, `expired` (terminal); avatar objects say `ready` for success, and clients in the
+//! wild see `succeeded`/`success`, `cancelled`, `error`/`errored`. Every spelling is mapped here,
+//! once, for the webhook path and the poll path alike.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The state of a job as this service records it. `Open` is the only non-final state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobState {
+    Open,
+    Completed,
+    Failed,
+    Canceled,
+    Expired,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 5] = [
+        JobState::Open,
+        JobState::Completed,
+        JobState::Failed,
+        JobState::Canceled,
+        JobState::Expired,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Open => "open",
+            JobState::Completed => "completed",
+            JobState::Failed => "failed",
+            JobState::Canceled => "canceled",
+            JobState::Expired => "expired",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        self != JobState::Open
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for JobState {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        JobState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == s)
+            .ok_or_else(|| format!("unknown job state {s:?}"))
+    }
+}
+
+/// A status string read from an event or a status call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The job has ended; the state is final.
+    Terminal(JobState),
+    /// Queued, running, processing, or a status this version does not know: only recorded.
+    InFlight,
+}
+
+impl Status {
+    /// Maps any spelling Sume or its clients use; case and surrounding space do not matter.
+    pub fn parse(raw: &str) -> Status {
+        let s = raw.trim().to_ascii_lowercase();
+        let terminal = match s.as_str() {
+            "completed" | "complete" | "ready" | "succeeded" | "success" => JobState::Completed,
+            "failed" | "error" | "errored" => JobState::Failed,
+            "canceled" | "cancelled" => JobState::Canceled,
+            "expired" => JobState::Expired,
+            _ => return Status::InFlight,
+        };
+        Status::Terminal(terminal)
+    }
+
+    pub fn terminal(self) -> Option<JobState> {
+        match self {
+            Status::Terminal(state) => Some(state),
+            Status::InFlight => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_every_documented_spelling() {
+        for (raw, want) in [
+            ("completed", Some(JobState::Completed)),
+            ("ready", Some(JobState::Completed)),
+            ("succeeded", Some(JobState::Completed)),
+            ("Success", Some(JobState::Completed)),
+            ("failed", Some(JobState::Failed)),
+            ("error", Some(JobState::Failed)),
+            ("errored", Some(JobState::Failed)),
+            ("canceled", Some(JobState::Canceled)),
+            (" cancelled ", Some(JobState::Canceled)),
+            ("expired", Some(JobState::Expired)),
+            ("queued", None),
+            ("running", None),
+            ("processing", None),
+            ("something_new", None),
+        ] {
+            assert_eq!(Status::parse(raw).terminal(), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn state_round_trips() {
+        for state in JobState::ALL {
+            assert_eq!(state.as_str().parse::<JobState>(), Ok(state));
+        }
+        assert!("done".parse::<JobState>().is_err());
+    }
+}
