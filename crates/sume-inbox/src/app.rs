@@ -1,0 +1,158 @@
+//! `run`: wires the actors together and serves until shutdown.
+//!
+//! `main` parses the configuration and calls [`run`] with bound listeners and a shutdown
+//! token; tests call the same function on port-0 listeners.
+//!
+//! Shutdown (the token is cancelled, e.g. on SIGTERM): the servers stop accepting and let
+//! in-flight requests finish; a request still waiting for its commit gets its answer or, past
+//! SHUTDOWN_TIMEOUT, is dropped unanswered (never a 2xx without a commit). When the webhook
+//! server is done, the ingest channel closes and the writers drain it; then the other tasks stop.
+
+use std::future::IntoFuture;
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::attach::Attach;
+use crate::config::Config;
+use crate::db::{self, migrate, DbError, Store};
+use crate::health::Health;
+use crate::http::{admin, webhook};
+use crate::ingest::Ingest;
+
+/// The sockets `run` serves on, bound by the caller.
+pub struct Listeners {
+    pub webhook: TcpListener,
+    pub admin: TcpListener,
+}
+
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error("database: {0}")]
+    Db(#[from] DbError),
+    #[error("serving HTTP: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How long start-up keeps trying to reach the database before giving up.
+const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Applies migrations (under the advisory lock), retrying while the database is not reachable
+/// yet, e.g. when the daemon and its database start together.
+pub async fn migrate_with_retry(
+    url: &str,
+    shutdown: &CancellationToken,
+) -> Result<Vec<i32>, DbError> {
+    let deadline = tokio::time::Instant::now() + STARTUP_PATIENCE;
+    let mut wait = Duration::from_millis(200);
+    loop {
+        let attempt = async {
+            let mut client = db::connect(url).await?;
+            migrate::migrate(&mut client).await
+        };
+        match attempt.await {
+            Ok(applied) => return Ok(applied),
+            Err(e @ (DbError::Connect(_) | DbError::Pool(_)))
+                if tokio::time::Instant::now() < deadline =>
+            {
+                tracing::warn!(error = %e, retry_in = ?wait, "database not reachable yet");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Err(e),
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Runs the daemon until `shutdown` is cancelled.
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: CancellationToken,
+) -> Result<(), RunError> {
+    let url = config.database_url.expose().to_owned();
+    let applied = migrate_with_retry(&url, &shutdown).await?;
+    tracing::info!(applied = ?applied, schema = migrate::latest(), "schema is current");
+    let store = Store::new(&url, config.db_pool_size)?;
+    let health = Health::default();
+    let tracker = TaskTracker::new();
+    // Tasks that outlive the servers get their own token, cancelled after the servers stop.
+    let background = CancellationToken::new();
+
+    let (attach, attach_handle) = Attach::new(store.clone(), url, config.attach.clone());
+    tracker.spawn(attach.run(background.clone(), health.clone()));
+
+    let (ingest, ingest_handle) =
+        Ingest::new(store.clone(), attach_handle.clone(), config.ingest.clone());
+    for i in 0..ingest.writers() {
+        let writer = ingest.writer();
+        let guard = health.task(format!("ingest-{i}"));
+        tracker.spawn(writer.run(guard));
+    }
+    drop(ingest);
+
+    let webhook_app = webhook::router(
+        webhook::WebhookState {
+            secrets: Arc::new(config.webhook_secrets.clone()),
+            tolerance: config.webhook_tolerance,
+            ingest: ingest_handle,
+            timeout: config.ingest.timeout,
+            retry_after_secs: config.ingest.retry_after_secs,
+            store: store.clone(),
+            health: health.clone(),
+        },
+        config.max_body_bytes,
+    );
+    let admin_app = admin::router(
+        admin::AdminState {
+            store: store.clone(),
+            attach: attach_handle,
+            key_names: Arc::new(config.api_keys.iter().map(|k| k.name.clone()).collect()),
+        },
+        config.admin_token.clone(),
+    );
+    tracing::info!(
+        listen = %listeners.webhook.local_addr()?,
+        admin = %listeners.admin.local_addr()?,
+        "serving"
+    );
+    let serve_webhook = {
+        let shutdown = shutdown.clone();
+        axum::serve(listeners.webhook, webhook_app)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+    };
+    let serve_admin = {
+        let shutdown = shutdown.clone();
+        axum::serve(listeners.admin, admin_app)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+    };
+    let servers =
+        async { tokio::try_join!(serve_webhook.into_future(), serve_admin.into_future()) };
+    tokio::pin!(servers);
+    let served = tokio::select! {
+        r = &mut servers => r.map(|_| ()),
+        _ = async { shutdown.cancelled().await; tokio::time::sleep(config.shutdown_timeout).await } => {
+            tracing::warn!("in-flight requests did not finish within SHUTDOWN_TIMEOUT; dropping them unanswered");
+            Ok(())
+        }
+    };
+    // The servers (and with them every ingest handle) are gone: the writers drain and stop.
+    drop(servers);
+    background.cancel();
+    tracker.close();
+    if tokio::time::timeout(config.shutdown_timeout, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("tasks did not stop within SHUTDOWN_TIMEOUT");
+    }
+    tracing::info!("stopped");
+    served.map_err(RunError::Io)
+}

@@ -1,0 +1,276 @@
+//! The attach actor: applies waiting events to their jobs as soon as both exist.
+//!
+//! It learns of work three ways: ingest tells it which jobs got new events; PostgreSQL tells it
+//! which job rows committed (the `sume_jobs` notification of the insert trigger, received on a
+//! dedicated LISTEN connection); and a periodic catch-up scan finds waiting events whose job row
+//! exists, covering a notification lost while the connection was down, or a crash. Every path
+//! ends in [`Store::attach`], which is idempotent and safe beside other instances.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::AttachConfig;
+use crate::db::{self, AttachReport, DbError, Store};
+use crate::health::{Health, TaskGuard};
+
+/// The notification channel of the `sume.jobs` insert trigger.
+pub const CHANNEL: &str = "sume_jobs";
+
+enum Msg {
+    /// Jobs that may have work; nobody waits for the answer.
+    Jobs(Vec<String>),
+    /// Jobs to attach now; the caller waits.
+    Now(Vec<String>, oneshot::Sender<Result<AttachReport, String>>),
+    /// Run the catch-up scan now (after the LISTEN connection was re-established).
+    CatchUp,
+}
+
+/// How other actors reach the attach task. Cheap to clone.
+#[derive(Clone)]
+pub struct AttachHandle {
+    tx: mpsc::Sender<Msg>,
+}
+
+impl AttachHandle {
+    /// Hints that these jobs may have work. Never waits: when the queue is full the hint is
+    /// dropped, and the catch-up scan finds the work instead.
+    pub fn notify(&self, job_ids: Vec<String>) {
+        if job_ids.is_empty() {
+            return;
+        }
+        if self.tx.try_send(Msg::Jobs(job_ids)).is_err() {
+            tracing::debug!("attach queue full; leaving the work to the catch-up scan");
+        }
+    }
+
+    /// Attaches these jobs and waits until it is done.
+    pub async fn attach_now(&self, job_ids: Vec<String>) -> Result<AttachReport, String> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(Msg::Now(job_ids, tx))
+            .await
+            .map_err(|_| "attach task stopped".to_owned())?;
+        rx.await.map_err(|_| "attach task stopped".to_owned())?
+    }
+}
+
+pub struct Attach {
+    store: Store,
+    database_url: String,
+    config: AttachConfig,
+    tx: mpsc::Sender<Msg>,
+    rx: mpsc::Receiver<Msg>,
+}
+
+impl Attach {
+    pub fn new(store: Store, database_url: String, config: AttachConfig) -> (Attach, AttachHandle) {
+        let (tx, rx) = mpsc::channel(4096);
+        let handle = AttachHandle { tx: tx.clone() };
+        (
+            Attach {
+                store,
+                database_url,
+                config,
+                tx,
+                rx,
+            },
+            handle,
+        )
+    }
+
+    /// Runs until `shutdown`: the LISTEN connection on a task of its own, and here one loop
+    /// over the queue and the catch-up ticker.
+    pub async fn run(mut self, shutdown: CancellationToken, health: Health) {
+        let guard = health.task("attach");
+        let listener = tokio::spawn(listen(
+            self.database_url.clone(),
+            AttachHandle {
+                tx: self.tx.clone(),
+            },
+            shutdown.clone(),
+            health.task("attach-listen"),
+        ));
+        let mut ticker = tokio::time::interval(self.config.scan_interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = ticker.tick() => {
+                    if let Err(e) = self.catch_up().await {
+                        tracing::warn!(error = %e, "attach catch-up scan failed; will retry");
+                    }
+                }
+                Some(msg) = self.rx.recv() => self.handle(msg).await,
+            }
+        }
+        let _ = listener.await;
+        guard.finished();
+    }
+
+    /// Takes `first` and whatever else is queued, and attaches it all in batches.
+    async fn handle(&mut self, first: Msg) {
+        let mut ids = BTreeSet::new();
+        let mut waiters = Vec::new();
+        let mut catch_up = false;
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Jobs(j) => ids.extend(j),
+                Msg::Now(j, done) => {
+                    ids.extend(j);
+                    waiters.push(done);
+                }
+                Msg::CatchUp => catch_up = true,
+            }
+            if ids.len() < self.config.batch_max {
+                next = self.rx.try_recv().ok();
+            }
+        }
+        let ids: Vec<String> = ids.into_iter().collect();
+        let mut total = AttachReport::default();
+        let mut failure = None;
+        for chunk in ids.chunks(self.config.batch_max.max(1)) {
+            match self.store.attach(chunk).await {
+                Ok(report) => merge(&mut total, report),
+                Err(e) => {
+                    tracing::warn!(error = %e, jobs = chunk.len(), "attach failed; the catch-up scan will retry");
+                    failure = Some(e.to_string());
+                }
+            }
+        }
+        log_report(&total);
+        for done in waiters {
+            let _ = done.send(match &failure {
+                Some(e) => Err(e.clone()),
+                None => Ok(total.clone()),
+            });
+        }
+        if catch_up {
+            if let Err(e) = self.catch_up().await {
+                tracing::warn!(error = %e, "attach catch-up scan failed; will retry");
+            }
+        }
+    }
+
+    /// One catch-up pass: attaches every job with a row and waiting events, in batches.
+    pub async fn catch_up(&self) -> Result<AttachReport, DbError> {
+        let limit = self.config.batch_max.max(1) as i64;
+        let mut total = AttachReport::default();
+        loop {
+            let jobs = self.store.attachable_jobs(limit).await?;
+            let full = jobs.len() as i64 == limit;
+            if jobs.is_empty() {
+                break;
+            }
+            let report = self.store.attach(&jobs).await?;
+            let progressed = report.events_applied > 0;
+            merge(&mut total, report);
+            // Stop when the scan came back short, or nothing moved (another instance holds
+            // these jobs right now; the next tick will see).
+            if !full || !progressed {
+                break;
+            }
+        }
+        if total.events_applied > 0 {
+            tracing::info!(
+                jobs = total.jobs,
+                events = total.events_applied,
+                "catch-up scan attached waiting events"
+            );
+        }
+        Ok(total)
+    }
+}
+
+fn merge(total: &mut AttachReport, r: AttachReport) {
+    total.jobs += r.jobs;
+    total.events_applied += r.events_applied;
+    total.disagreements += r.disagreements;
+    total.closed.extend(r.closed);
+}
+
+fn log_report(r: &AttachReport) {
+    if r.events_applied > 0 {
+        tracing::debug!(
+            jobs = r.jobs,
+            events = r.events_applied,
+            closed = r.closed.len(),
+            "attached"
+        );
+    }
+}
+
+/// Keeps a LISTEN connection open, forwarding each notification; reconnects with backoff and
+/// asks for a catch-up scan after every (re)connect, since notifications sent while it was
+/// down are gone.
+async fn listen(url: String, attach: AttachHandle, shutdown: CancellationToken, guard: TaskGuard) {
+    let mut backoff = Duration::from_millis(250);
+    while !shutdown.is_cancelled() {
+        match listen_once(&url, &attach, &shutdown).await {
+            Ok(()) => backoff = Duration::from_millis(250),
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in = ?backoff, "LISTEN connection lost");
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+    guard.finished();
+}
+
+async fn listen_once(
+    url: &str,
+    attach: &AttachHandle,
+    shutdown: &CancellationToken,
+) -> Result<(), DbError> {
+    let (client, mut connection) = db::pg_config(url)?
+        .connect(tokio_postgres::NoTls)
+        .await
+        .map_err(DbError::Connect)?;
+    let (ntx, mut nrx) = mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
+                    if ntx.send(n.payload().to_owned()).is_err() {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    });
+    client
+        .batch_execute(&format!("LISTEN {CHANNEL}"))
+        .await
+        .map_err(|e| DbError::query("attach_listen", e))?;
+    tracing::debug!("listening for job rows");
+    let _ = attach.tx.send(Msg::CatchUp).await;
+    let mut batch = Vec::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            n = nrx.recv_many(&mut batch, 1024) => {
+                if n == 0 {
+                    break;
+                }
+                attach.notify(std::mem::take(&mut batch));
+            }
+        }
+    }
+    drop(client);
+    match driver.await {
+        Ok(Err(e)) => Err(DbError::Connect(e)),
+        _ => Err(DbError::Closed),
+    }
+}

@@ -1,0 +1,175 @@
+//! The command line: one binary, `sume-inbox`, with subcommands. Every `serve` setting is an
+//! environment variable first (that is how daemons are configured) and a flag second.
+//!
+//! Values are taken as text and read by [`crate::config`], so an error names the variable a
+//! user actually set, not a flag they never typed.
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{self, Config, ConfigError};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "sume-inbox",
+    version,
+    about = "Receives Sume's signed webhooks into a PostgreSQL inbox and applies them to jobs once their rows commit"
+)]
+pub struct Cli {
+    /// `json` (one object a line, for log shippers) or `pretty`. Filter with RUST_LOG.
+    #[arg(long, env = "LOG_FORMAT", default_value = "pretty", global = true)]
+    pub log_format: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon: webhook ingest, attach, admin API.
+    Serve(ServeArgs),
+    /// Apply the embedded migrations to DATABASE_URL and exit.
+    Migrate(MigrateArgs),
+    /// Print the headers (or a curl command) of a correctly signed test webhook.
+    Sign(SignArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// The signing secret (the first of SUME_WEBHOOK_SECRET when not given).
+    #[arg(long, env = "SUME_WEBHOOK_SECRET", hide_env_values = true)]
+    pub secret: String,
+    /// The job the event is for (builds a `job.completed` body).
+    #[arg(long, conflicts_with = "body")]
+    pub job_id: Option<String>,
+    /// A raw body to sign instead.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// The status of the generated event.
+    #[arg(long, default_value = "completed")]
+    pub status: String,
+    /// X-Sume-Event-Id (default: derived from job id and status).
+    #[arg(long)]
+    pub event_id: Option<String>,
+    /// Unix seconds (default: now).
+    #[arg(long)]
+    pub timestamp: Option<i64>,
+    /// Print a curl command that posts the event to this URL, instead of the headers.
+    #[arg(long)]
+    pub curl: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// PostgreSQL connection URL (postgres://user:pass@host:port/db?sslmode=...).
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
+    /// Connections in this instance's pool.
+    #[arg(long, env = "DB_POOL_SIZE", default_value = "16")]
+    pub db_pool_size: String,
+    /// Webhook signing secrets, comma separated; any of them verifies (rotation).
+    #[arg(long, env = "SUME_WEBHOOK_SECRET", hide_env_values = true)]
+    pub webhook_secret: Option<String>,
+    /// Base URL of Sume's API.
+    #[arg(
+        long,
+        env = "SUME_API_URL",
+        default_value = "https://www.sume.so/api/v1"
+    )]
+    pub sume_api_url: String,
+    /// API keys as name:key,name:key (the names are what sume.jobs.api_key holds).
+    #[arg(long, env = "SUME_API_KEYS", hide_env_values = true)]
+    pub sume_api_keys: Option<String>,
+    /// A single API key, named `default` (when SUME_API_KEYS is not set).
+    #[arg(long, env = "SUME_API_KEY", hide_env_values = true)]
+    pub sume_api_key: Option<String>,
+    /// Where Sume's webhooks and the health checks are served.
+    #[arg(long, env = "LISTEN_ADDR", default_value = "0.0.0.0:8080")]
+    pub listen_addr: String,
+    /// Where the admin API is served; loopback unless ADMIN_TOKEN is set.
+    #[arg(long, env = "ADMIN_ADDR", default_value = "127.0.0.1:9090")]
+    pub admin_addr: String,
+    /// Bearer token every admin request must carry.
+    #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// How far a webhook's timestamp may be from now.
+    #[arg(long, env = "WEBHOOK_TOLERANCE", default_value = "5m")]
+    pub webhook_tolerance: String,
+    /// The largest webhook body accepted (413 beyond).
+    #[arg(long, env = "MAX_BODY_BYTES", default_value = "1MiB")]
+    pub max_body_bytes: String,
+    /// Ingest writer tasks.
+    #[arg(long, env = "INGEST_WRITERS", default_value = "2")]
+    pub ingest_writers: String,
+    /// The most events one ingest transaction takes.
+    #[arg(long, env = "INGEST_BATCH_MAX", default_value = "512")]
+    pub ingest_batch_max: String,
+    /// How long a webhook waits for its commit before it is answered 503.
+    #[arg(long, env = "INGEST_TIMEOUT", default_value = "10s")]
+    pub ingest_timeout: String,
+    /// How often attach scans for waiting events whose job row exists (lost notifications).
+    #[arg(long, env = "ATTACH_SCAN_INTERVAL", default_value = "5s")]
+    pub attach_scan_interval: String,
+    /// How long shutdown waits for in-flight work.
+    #[arg(long, env = "SHUTDOWN_TIMEOUT", default_value = "20s")]
+    pub shutdown_timeout: String,
+}
+
+impl ServeArgs {
+    /// Reads and validates every setting; the first bad one is reported by name.
+    pub fn into_config(self) -> Result<Config, ConfigError> {
+        use config::*;
+        let webhook_secrets = match self.webhook_secret.as_deref() {
+            Some(raw) => parse_secrets("SUME_WEBHOOK_SECRET", raw)?,
+            None => return Err(ConfigError::new("SUME_WEBHOOK_SECRET", "is required")),
+        };
+        let api_keys = match (self.sume_api_keys.as_deref(), self.sume_api_key.as_deref()) {
+            (Some(raw), _) => parse_api_keys("SUME_API_KEYS", raw)?,
+            (None, Some(key)) if !key.trim().is_empty() => vec![ApiKey {
+                name: "default".to_owned(),
+                key: sume_wire::Secret::new(key.trim()),
+            }],
+            (None, Some(_)) => return Err(ConfigError::new("SUME_API_KEY", "is empty")),
+            (None, None) => Vec::new(),
+        };
+        let admin_token = match self.admin_token {
+            Some(t) if t.trim().len() < 16 => {
+                return Err(ConfigError::new(
+                    "ADMIN_TOKEN",
+                    "must be at least 16 characters",
+                ))
+            }
+            Some(t) => Some(sume_wire::Secret::new(t.trim())),
+            None => None,
+        };
+        let config = Config {
+            database_url: check_database_url(&self.database_url)?,
+            db_pool_size: parse_count("DB_POOL_SIZE", &self.db_pool_size, 2)?,
+            webhook_secrets,
+            sume_api_url: parse_api_url("SUME_API_URL", &self.sume_api_url)?,
+            api_keys,
+            listen_addr: parse_addr("LISTEN_ADDR", &self.listen_addr)?,
+            admin_addr: parse_addr("ADMIN_ADDR", &self.admin_addr)?,
+            admin_token,
+            webhook_tolerance: parse_duration("WEBHOOK_TOLERANCE", &self.webhook_tolerance)?,
+            max_body_bytes: parse_bytes("MAX_BODY_BYTES", &self.max_body_bytes)?,
+            ingest: IngestConfig {
+                writers: parse_count("INGEST_WRITERS", &self.ingest_writers, 1)?,
+                batch_max: parse_count("INGEST_BATCH_MAX", &self.ingest_batch_max, 1)?,
+                timeout: parse_duration("INGEST_TIMEOUT", &self.ingest_timeout)?,
+                ..IngestConfig::default()
+            },
+            attach: AttachConfig {
+                scan_interval: parse_duration("ATTACH_SCAN_INTERVAL", &self.attach_scan_interval)?,
+                ..AttachConfig::default()
+            },
+            shutdown_timeout: parse_duration("SHUTDOWN_TIMEOUT", &self.shutdown_timeout)?,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}

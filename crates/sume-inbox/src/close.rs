@@ -1,0 +1,221 @@
+//! The one idempotent close: what an observed Sume status does to a job.
+//!
+//! A webhook event and a status poll are both *observations* of a job's status, and both go
+//! through [`JobFold`]: the first terminal observation closes the job; the same terminal state
+//! seen again changes nothing; a different terminal state is a disagreement, recorded and never
+//! applied; an in-flight status only updates `sume_status` while the job is open. The fold is
+//! pure, so the database code runs it under the job's row lock and writes what it says.
+
+use serde_json::Value;
+use sume_wire::{JobState, Status};
+
+/// Who saw the status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Webhook,
+    Poll,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Webhook => "webhook",
+            Source::Poll => "poll",
+        }
+    }
+}
+
+/// One observation of a job's status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub source: Source,
+    /// The event it came from (webhooks only).
+    pub event_id: Option<String>,
+    /// The raw status string; `None` when an event carried none.
+    pub status: Option<String>,
+    pub result: Option<Value>,
+}
+
+/// What one observation did, as recorded on its event (`sume.events.outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It closed the job.
+    Closed,
+    /// It updated the in-flight status of an open job.
+    Status,
+    /// Nothing to do: the job was already closed in the same state, or it was an in-flight
+    /// status after the close, or it carried no status.
+    Ignored,
+    /// A terminal state other than the one the job was closed with.
+    Disagreement,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Closed => "closed",
+            Outcome::Status => "status",
+            Outcome::Ignored => "ignored",
+            Outcome::Disagreement => "disagreement",
+        }
+    }
+}
+
+/// A disagreement to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Disagreement {
+    pub kept: JobState,
+    pub seen: JobState,
+    pub seen_status: String,
+    pub source: Source,
+    pub event_id: Option<String>,
+}
+
+/// A job's state as observations are applied to it in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobFold {
+    pub job_id: String,
+    pub state: JobState,
+    pub sume_status: Option<String>,
+    /// Set by the observation that closed the job in this fold.
+    pub closed_by: Option<Source>,
+    pub closed_event_id: Option<String>,
+    pub result: Option<Value>,
+    pub disagreements: Vec<Disagreement>,
+    changed: bool,
+}
+
+impl JobFold {
+    /// Starts from the job as it is stored (read under its row lock).
+    pub fn new(job_id: String, state: JobState, sume_status: Option<String>) -> JobFold {
+        JobFold {
+            job_id,
+            state,
+            sume_status,
+            closed_by: None,
+            closed_event_id: None,
+            result: None,
+            disagreements: Vec::new(),
+            changed: false,
+        }
+    }
+
+    /// Applies one observation and says what it did.
+    pub fn apply(&mut self, obs: &Observation) -> Outcome {
+        let Some(raw) = obs.status.as_deref() else {
+            return Outcome::Ignored;
+        };
+        match (Status::parse(raw), self.state) {
+            (Status::Terminal(seen), JobState::Open) => {
+                self.state = seen;
+                self.sume_status = Some(raw.to_owned());
+                self.closed_by = Some(obs.source);
+                self.closed_event_id = obs.event_id.clone();
+                self.result = obs.result.clone();
+                self.changed = true;
+                Outcome::Closed
+            }
+            (Status::Terminal(seen), kept) if seen == kept => Outcome::Ignored,
+            (Status::Terminal(seen), kept) => {
+                self.disagreements.push(Disagreement {
+                    kept,
+                    seen,
+                    seen_status: raw.to_owned(),
+                    source: obs.source,
+                    event_id: obs.event_id.clone(),
+                });
+                Outcome::Disagreement
+            }
+            (Status::InFlight, JobState::Open) => {
+                if self.sume_status.as_deref() != Some(raw) {
+                    self.sume_status = Some(raw.to_owned());
+                    self.changed = true;
+                }
+                Outcome::Status
+            }
+            (Status::InFlight, _) => Outcome::Ignored,
+        }
+    }
+
+    /// Whether the job row needs writing.
+    pub fn changed(&self) -> bool {
+        self.changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn webhook(id: &str, status: &str) -> Observation {
+        Observation {
+            source: Source::Webhook,
+            event_id: Some(id.to_owned()),
+            status: Some(status.to_owned()),
+            result: Some(serde_json::json!({"url": id})),
+        }
+    }
+
+    fn poll(status: &str) -> Observation {
+        Observation {
+            source: Source::Poll,
+            event_id: None,
+            status: Some(status.to_owned()),
+            result: None,
+        }
+    }
+
+    fn open() -> JobFold {
+        JobFold::new("job_1".into(), JobState::Open, None)
+    }
+
+    #[test]
+    fn first_terminal_wins_and_later_ones_disagree() {
+        let mut job = open();
+        assert_eq!(job.apply(&webhook("e1", "running")), Outcome::Status);
+        assert_eq!(job.apply(&webhook("e2", "succeeded")), Outcome::Closed);
+        assert_eq!(job.state, JobState::Completed);
+        assert_eq!(job.closed_by, Some(Source::Webhook));
+        assert_eq!(job.closed_event_id.as_deref(), Some("e2"));
+        assert_eq!(job.result, Some(serde_json::json!({"url": "e2"})));
+        assert_eq!(job.apply(&webhook("e3", "completed")), Outcome::Ignored);
+        assert_eq!(job.apply(&webhook("e4", "running")), Outcome::Ignored);
+        assert_eq!(job.sume_status.as_deref(), Some("succeeded"));
+        assert_eq!(job.apply(&poll("failed")), Outcome::Disagreement);
+        assert_eq!(job.state, JobState::Completed, "never applied");
+        assert_eq!(job.disagreements.len(), 1);
+        assert_eq!(job.disagreements[0].seen, JobState::Failed);
+        assert_eq!(job.disagreements[0].source, Source::Poll);
+    }
+
+    #[test]
+    fn poll_closes_the_same_way() {
+        let mut job = open();
+        assert_eq!(job.apply(&poll("cancelled")), Outcome::Closed);
+        assert_eq!(job.state, JobState::Canceled);
+        assert_eq!(job.closed_by, Some(Source::Poll));
+        assert_eq!(job.apply(&webhook("e1", "canceled")), Outcome::Ignored);
+        assert!(job.disagreements.is_empty());
+    }
+
+    #[test]
+    fn a_closed_job_loaded_from_the_database_stays_closed() {
+        let mut job = JobFold::new("j".into(), JobState::Expired, Some("expired".into()));
+        assert_eq!(job.apply(&webhook("e", "completed")), Outcome::Disagreement);
+        assert_eq!(job.apply(&webhook("e2", "expired")), Outcome::Ignored);
+        assert!(!job.changed());
+        assert_eq!(job.state, JobState::Expired);
+    }
+
+    #[test]
+    fn no_status_is_ignored_and_a_repeated_status_is_no_write() {
+        let mut job = open();
+        let mut obs = webhook("e", "x");
+        obs.status = None;
+        assert_eq!(job.apply(&obs), Outcome::Ignored);
+        assert!(!job.changed());
+        let mut job = JobFold::new("j".into(), JobState::Open, Some("running".into()));
+        assert_eq!(job.apply(&poll("running")), Outcome::Status);
+        assert!(!job.changed());
+    }
+}

@@ -1,0 +1,308 @@
+//! Settings of `sume-inbox serve`: read from the environment (flags mirror every variable),
+//! validated once at start, with an error that names the setting at fault.
+//!
+//! Secrets (webhook secrets, API keys, the database URL's password, the admin token) are held
+//! in [`Secret`] and never reach a log line or a `Debug` print.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use sume_wire::Secret;
+use thiserror::Error;
+
+/// A setting that is missing or malformed. The message names it.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("{name}: {problem}")]
+pub struct ConfigError {
+    pub name: &'static str,
+    pub problem: String,
+}
+
+impl ConfigError {
+    pub fn new(name: &'static str, problem: impl Into<String>) -> Self {
+        ConfigError {
+            name,
+            problem: problem.into(),
+        }
+    }
+}
+
+/// A named Sume API key. The name is what `sume.jobs.api_key` holds; the key never leaves
+/// memory except in an `Authorization` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub name: String,
+    pub key: Secret,
+}
+
+/// Everything `serve` needs, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub database_url: Secret,
+    pub db_pool_size: usize,
+    pub webhook_secrets: Vec<Secret>,
+    pub sume_api_url: String,
+    pub api_keys: Vec<ApiKey>,
+    pub listen_addr: SocketAddr,
+    pub admin_addr: SocketAddr,
+    pub admin_token: Option<Secret>,
+    pub webhook_tolerance: Duration,
+    pub max_body_bytes: usize,
+    pub ingest: IngestConfig,
+    pub attach: AttachConfig,
+    pub shutdown_timeout: Duration,
+}
+
+/// Tuning of the ingest writers.
+#[derive(Debug, Clone)]
+pub struct IngestConfig {
+    /// Writer tasks: while one commits, the next collects its batch.
+    pub writers: usize,
+    /// The most events one transaction takes.
+    pub batch_max: usize,
+    /// How long a request waits for its commit before answering 503.
+    pub timeout: Duration,
+    /// `Retry-After` (seconds) sent with a 503.
+    pub retry_after_secs: u64,
+}
+
+/// Tuning of the attach task.
+#[derive(Debug, Clone)]
+pub struct AttachConfig {
+    /// How often the catch-up scan looks for waiting events whose job row exists.
+    pub scan_interval: Duration,
+    /// The most jobs one attach transaction takes.
+    pub batch_max: usize,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        IngestConfig {
+            writers: 2,
+            batch_max: 512,
+            timeout: Duration::from_secs(10),
+            retry_after_secs: 5,
+        }
+    }
+}
+
+impl Default for AttachConfig {
+    fn default() -> Self {
+        AttachConfig {
+            scan_interval: Duration::from_secs(5),
+            batch_max: 512,
+        }
+    }
+}
+
+/// Reads `250ms`, `30s`, `5m`, `1h`, `14d` (and combinations such as `1m30s`).
+pub fn parse_duration(name: &'static str, raw: &str) -> Result<Duration, ConfigError> {
+    let d = humantime::parse_duration(raw.trim()).map_err(|e| {
+        ConfigError::new(
+            name,
+            format!("{raw:?} is not a duration like 250ms, 30s or 5m ({e})"),
+        )
+    })?;
+    Ok(d)
+}
+
+/// Reads a size in bytes: `1048576`, `512KiB`, `1MiB`, `1MB`.
+pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> {
+    let s = raw.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: usize = digits.parse().map_err(|_| {
+        ConfigError::new(name, format!("{raw:?} is not a size like 1048576 or 1MiB"))
+    })?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "kib" | "k" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" | "m" => 1 << 20,
+        _ => {
+            return Err(ConfigError::new(
+                name,
+                format!("{raw:?}: unknown unit {unit:?}"),
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .filter(|n| *n > 0)
+        .ok_or_else(|| ConfigError::new(name, format!("{raw:?} is out of range")))
+}
+
+pub fn parse_addr(name: &'static str, raw: &str) -> Result<SocketAddr, ConfigError> {
+    raw.trim()
+        .parse()
+        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not an address like 0.0.0.0:8080")))
+}
+
+/// A comma-separated list of secrets; empty items are refused (a stray comma is a typo, and a
+/// typo in a secret list must not pass silently).
+pub fn parse_secrets(name: &'static str, raw: &str) -> Result<Vec<Secret>, ConfigError> {
+    let items: Vec<&str> = raw.split(',').map(str::trim).collect();
+    if items.iter().any(|s| s.is_empty()) {
+        return Err(ConfigError::new(
+            name,
+            "has an empty item (check for stray commas)",
+        ));
+    }
+    Ok(items.into_iter().map(Secret::new).collect())
+}
+
+/// `name:key,name:key`. Names are unique, made of letters, digits, `-`, `_`, `.`.
+pub fn parse_api_keys(name: &'static str, raw: &str) -> Result<Vec<ApiKey>, ConfigError> {
+    let mut keys: Vec<ApiKey> = Vec::new();
+    for (i, item) in raw.split(',').map(str::trim).enumerate() {
+        let (key_name, key) = item
+            .split_once(':')
+            .ok_or_else(|| ConfigError::new(name, format!("item {} is not name:key", i + 1)))?;
+        let key_name = key_name.trim();
+        let valid_name = !key_name.is_empty()
+            && key_name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if !valid_name {
+            return Err(ConfigError::new(
+                name,
+                format!(
+                    "item {}: key name {key_name:?} must be letters, digits, - _ .",
+                    i + 1
+                ),
+            ));
+        }
+        if key.trim().is_empty() {
+            return Err(ConfigError::new(name, format!("key {key_name:?} is empty")));
+        }
+        if keys.iter().any(|k| k.name == key_name) {
+            return Err(ConfigError::new(
+                name,
+                format!("key name {key_name:?} appears twice"),
+            ));
+        }
+        keys.push(ApiKey {
+            name: key_name.to_owned(),
+            key: Secret::new(key.trim()),
+        });
+    }
+    Ok(keys)
+}
+
+pub fn parse_count(name: &'static str, raw: &str, min: usize) -> Result<usize, ConfigError> {
+    let n: usize = raw
+        .trim()
+        .parse()
+        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not a whole number")))?;
+    if n < min {
+        return Err(ConfigError::new(name, format!("must be at least {min}")));
+    }
+    Ok(n)
+}
+
+/// The API base URL: http(s), no query, no trailing slash kept.
+pub fn parse_api_url(name: &'static str, raw: &str) -> Result<String, ConfigError> {
+    let trimmed = raw.trim().trim_end_matches('/');
+    let ok = (trimmed.starts_with("http://") || trimmed.starts_with("https://"))
+        && !trimmed.contains('?')
+        && trimmed.len() > "https://".len();
+    if !ok {
+        return Err(ConfigError::new(
+            name,
+            format!("{raw:?} is not an http(s) URL"),
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
+pub fn check_database_url(raw: &str) -> Result<Secret, ConfigError> {
+    raw.parse::<tokio_postgres::Config>()
+        .map_err(|e| ConfigError::new("DATABASE_URL", format!("cannot be read: {e}")))?;
+    Ok(Secret::new(raw))
+}
+
+impl Config {
+    /// Cross-setting checks that a single value cannot show.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.webhook_secrets.is_empty() {
+            return Err(ConfigError::new("SUME_WEBHOOK_SECRET", "is required"));
+        }
+        if !self.admin_addr.ip().is_loopback() && self.admin_token.is_none() {
+            return Err(ConfigError::new(
+                "ADMIN_TOKEN",
+                format!(
+                    "is required when ADMIN_ADDR ({}) is not a loopback address",
+                    self.admin_addr
+                ),
+            ));
+        }
+        if self.webhook_tolerance.is_zero() {
+            return Err(ConfigError::new("WEBHOOK_TOLERANCE", "must be more than 0"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("X", "250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("X", "30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("X", "5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(
+            parse_duration("X", "14d"),
+            Ok(Duration::from_secs(14 * 86400))
+        );
+        let err = parse_duration("WEBHOOK_TOLERANCE", "5 minutes please").unwrap_err();
+        assert_eq!(err.name, "WEBHOOK_TOLERANCE");
+        assert!(err.to_string().starts_with("WEBHOOK_TOLERANCE: "));
+        assert!(parse_duration("X", "").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("M", "1048576"), Ok(1 << 20));
+        assert_eq!(parse_bytes("M", "1MiB"), Ok(1 << 20));
+        assert_eq!(parse_bytes("M", "64KiB"), Ok(64 << 10));
+        assert_eq!(parse_bytes("M", "2MB"), Ok(2_000_000));
+        assert!(parse_bytes("M", "0").is_err());
+        assert!(parse_bytes("M", "lots").is_err());
+        assert!(parse_bytes("M", "1GiB").is_err());
+    }
+
+    #[test]
+    fn api_keys() {
+        let keys = parse_api_keys("SUME_API_KEYS", "main:sk_1, other:sk_2").unwrap();
+        assert_eq!(keys.len(), 2);
+        assert_eq!(keys[1].name, "other");
+        assert_eq!(keys[1].key.expose(), "sk_2");
+        for bad in ["main", "main:", ":sk", "a:1,a:2", "bad name:sk"] {
+            let err = parse_api_keys("SUME_API_KEYS", bad).unwrap_err();
+            assert_eq!(err.name, "SUME_API_KEYS", "{bad}");
+            assert!(!err.to_string().contains("sk_"), "never echo a key: {err}");
+        }
+    }
+
+    #[test]
+    fn secrets() {
+        assert_eq!(parse_secrets("S", "a, b").unwrap().len(), 2);
+        assert!(parse_secrets("S", "a,,b").is_err());
+        assert!(parse_secrets("S", "").is_err());
+    }
+
+    #[test]
+    fn urls_and_addresses() {
+        assert_eq!(
+            parse_api_url("U", "https://www.sume.so/api/v1/").unwrap(),
+            "https://www.sume.so/api/v1"
+        );
+        assert!(parse_api_url("U", "www.sume.so").is_err());
+        assert!(parse_addr("A", "0.0.0.0:8080").is_ok());
+        assert!(parse_addr("A", "localhost").is_err());
+        assert!(check_database_url("postgres://u:p@127.0.0.1:5432/db").is_ok());
+        assert!(check_database_url("postgres://u:p@127.0.0.1:notaport/db").is_err());
+    }
+}

@@ -1,0 +1,102 @@
+//! Embedded, numbered migrations (`sql/NNNN_name.sql`), applied under an advisory lock so that
+//! any number of instances may start at once: the first applies, the others wait and find
+//! nothing left to do.
+
+use tokio_postgres::Client;
+
+use super::DbError;
+
+/// Every migration, in order. A test checks this list against the files in `sql/`.
+pub const MIGRATIONS: &[(i32, &str, &str)] =
+    &[(1, "init", include_str!("../../../../sql/0001_init.sql"))];
+
+/// The schema version this binary expects.
+pub fn latest() -> i32 {
+    MIGRATIONS.last().map(|m| m.0).unwrap_or(0)
+}
+
+/// An arbitrary constant naming "sume-inbox migrations" among advisory locks.
+const LOCK_KEY: i64 = 0x5355_4d45_494e_4258;
+
+/// Applies what is missing; answers the versions it applied.
+pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, DbError> {
+    let q = |statement: &'static str| move |e| DbError::query(statement, e);
+    client
+        .execute("select pg_advisory_lock($1)", &[&LOCK_KEY])
+        .await
+        .map_err(q("migrate_lock"))?;
+    let result = apply_missing(client).await;
+    // Unlock whatever happened; a dropped connection releases the lock anyway.
+    let _ = client
+        .execute("select pg_advisory_unlock($1)", &[&LOCK_KEY])
+        .await;
+    result
+}
+
+async fn apply_missing(client: &mut Client) -> Result<Vec<i32>, DbError> {
+    client
+        .batch_execute(
+            "create schema if not exists sume;
+             create table if not exists sume.schema_migrations (
+                 version    integer primary key,
+                 name       text not null,
+                 applied_at timestamptz not null default now()
+             );",
+        )
+        .await
+        .map_err(|e| DbError::query("migrate_bootstrap", e))?;
+    let rows = client
+        .query("select version from sume.schema_migrations", &[])
+        .await
+        .map_err(|e| DbError::query("migrate_applied", e))?;
+    let applied: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+    let mut done = Vec::new();
+    for (version, name, sql) in MIGRATIONS {
+        if applied.contains(version) {
+            continue;
+        }
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| DbError::query("migrate_begin", e))?;
+        tx.batch_execute(sql)
+            .await
+            .map_err(|e| DbError::Migration(*version, e))?;
+        tx.execute(
+            "insert into sume.schema_migrations (version, name) values ($1, $2)",
+            &[version, name],
+        )
+        .await
+        .map_err(|e| DbError::Migration(*version, e))?;
+        tx.commit()
+            .await
+            .map_err(|e| DbError::Migration(*version, e))?;
+        tracing::info!(version, name, "applied migration");
+        done.push(*version);
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_in_sql_is_listed_in_order() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sql");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".sql") && n.as_bytes()[0].is_ascii_digit())
+            .collect();
+        files.sort();
+        let listed: Vec<String> = MIGRATIONS
+            .iter()
+            .map(|(v, name, _)| format!("{v:04}_{name}.sql"))
+            .collect();
+        assert_eq!(files, listed);
+        for (i, (v, _, _)) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(*v as usize, i + 1, "versions are 1, 2, 3 ...");
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The database: the connection pool, migrations, and every statement the actors run.
+//!
+//! The actors call only [`Store`] methods; SQL text lives in `sql/queries/*.sql` and is
+//! prepared (and cached per connection) by name. Every write is safe to repeat and safe beside
+//! another instance: inserts are `on conflict do nothing`, updates are guarded by the state
+//! they expect, and jobs are changed only under their row lock.
+
+mod inbox;
+mod jobs;
+pub mod migrate;
+mod queries;
+
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
+use thiserror::Error;
+use tokio_postgres::NoTls;
+
+pub use inbox::{AttachReport, NewDeadLetter, NewEvent};
+pub use jobs::{JobRow, NewJob, Registered};
+pub use queries::sql;
+
+/// A database failure, naming the statement that failed.
+#[derive(Debug, Error)]
+pub enum DbError {
+    #[error("no database connection: {0}")]
+    Pool(#[from] PoolError),
+    #[error("{statement}: {source}")]
+    Query {
+        statement: &'static str,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    #[error("migration {0}: {1}")]
+    Migration(i32, #[source] tokio_postgres::Error),
+    #[error("cannot connect: {0}")]
+    Connect(#[source] tokio_postgres::Error),
+    #[error("bad DATABASE_URL: {0}")]
+    Config(String),
+    #[error("connection closed")]
+    Closed,
+    #[error("unexpected database state: {0}")]
+    Invariant(String),
+}
+
+impl DbError {
+    pub fn query(statement: &'static str, source: tokio_postgres::Error) -> DbError {
+        DbError::Query { statement, source }
+    }
+
+    /// A unique-violation or other constraint error (bad input, not an outage).
+    pub fn is_constraint(&self) -> bool {
+        match self {
+            DbError::Query { source, .. } => {
+                source.code().is_some_and(|c| c.code().starts_with("23"))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Reads DATABASE_URL into a driver config, naming this service to the server.
+pub fn pg_config(url: &str) -> Result<tokio_postgres::Config, DbError> {
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e: tokio_postgres::Error| DbError::Config(e.to_string()))?;
+    if config.get_application_name().is_none() {
+        config.application_name("sume-inbox");
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(5));
+    }
+    Ok(config)
+}
+
+/// Opens one connection outside the pool (migrations, LISTEN), driving it on a task.
+pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
+    let (client, connection) = pg_config(url)?
+        .connect(NoTls)
+        .await
+        .map_err(DbError::Connect)?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "database connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// The shared handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+}
+
+impl Store {
+    /// Builds the pool (connections are opened lazily, so this does not need the server up).
+    pub fn new(url: &str, size: usize) -> Result<Store, DbError> {
+        let manager = Manager::from_config(
+            pg_config(url)?,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(size)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(Duration::from_secs(5)))
+            .create_timeout(Some(Duration::from_secs(5)))
+            .recycle_timeout(Some(Duration::from_secs(5)))
+            .build()
+            .map_err(|e| DbError::Config(e.to_string()))?;
+        Ok(Store { pool })
+    }
+
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, DbError> {
+        Ok(self.pool.get().await?)
+    }
+
+    /// The applied schema version (0 before the first migration).
+    pub async fn schema_version(&self) -> Result<i32, DbError> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(sql("schema_version"), &[])
+            .await
+            .map_err(|e| DbError::query("schema_version", e))?;
+        Ok(row.get(0))
+    }
+}

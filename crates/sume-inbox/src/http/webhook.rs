@@ -1,0 +1,154 @@
+//! `POST /webhooks/sume`, `GET /healthz`, `GET /readyz` on LISTEN_ADDR.
+//!
+//! A delivery is verified here (signature over every configured secret, timestamp within the
+//! tolerance), read, and handed to the ingest actor; the answer waits for the commit:
+//! - 204: stored, a duplicate, an unknown job (it waits in the inbox), or a verified body that
+//!   names no job (kept as a dead letter);
+//! - 401: missing or wrong signature, or a stale timestamp; nothing stored;
+//! - 413: body over MAX_BODY_BYTES; 404/405: wrong path or method;
+//! - 503 with Retry-After: the database could not take the write. Never a 2xx without a commit.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use sume_wire::{event_id_for, headers, parse_event, verify, Secret, SignedHeaders};
+
+use crate::db::{migrate, NewDeadLetter, NewEvent, Store};
+use crate::health::Health;
+use crate::ingest::{Delivery, IngestHandle};
+
+/// What the webhook endpoint needs.
+#[derive(Clone)]
+pub struct WebhookState {
+    pub secrets: Arc<Vec<Secret>>,
+    pub tolerance: Duration,
+    pub ingest: IngestHandle,
+    /// How long a request waits for its commit.
+    pub timeout: Duration,
+    pub retry_after_secs: u64,
+    pub store: Store,
+    pub health: Health,
+}
+
+pub fn router(state: WebhookState, max_body_bytes: usize) -> Router {
+    Router::new()
+        .route("/webhooks/sume", post(receive))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .with_state(state)
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+async fn receive(State(state): State<WebhookState>, headers: HeaderMap, body: Bytes) -> Response {
+    let signed = SignedHeaders {
+        timestamp: header_str(&headers, headers::TIMESTAMP),
+        signature: header_str(&headers, headers::SIGNATURE),
+    };
+    let tolerance = state.tolerance.as_secs();
+    if let Err(e) = verify(signed, &body, &state.secrets, unix_now(), tolerance) {
+        tracing::warn!(reason = %e, "webhook refused");
+        return (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
+    }
+    // verify() has read both headers, so they are present and the timestamp is a number.
+    let signed_at: i64 = signed
+        .timestamp
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or_default();
+    let signature = signed.signature.unwrap_or_default().to_owned();
+    let header_event_id = header_str(&headers, headers::EVENT_ID);
+    let delivery = match parse_event(&body) {
+        Ok(parsed) => Delivery::Event(NewEvent {
+            event_id: event_id_for(header_event_id, Some(&parsed), &body),
+            job_id: parsed.job_id,
+            event_type: parsed.event_type,
+            status: parsed.status,
+            result: parsed.result,
+            body,
+            signed_at,
+            signature,
+        }),
+        Err(e) => {
+            tracing::warn!(reason = %e, "verified webhook names no job; keeping it as a dead letter");
+            Delivery::DeadLetter(NewDeadLetter {
+                dead_letter_id: event_id_for(header_event_id, None, &body),
+                reason: e.to_string(),
+                header_event_id: header_event_id.map(str::to_owned),
+                body,
+                signed_at,
+                signature,
+            })
+        }
+    };
+    match tokio::time::timeout(state.timeout, state.ingest.store(delivery)).await {
+        Ok(Ok(stored)) => {
+            tracing::debug!(?stored, "webhook stored");
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Ok(Err(_)) | Err(_) => unavailable(state.retry_after_secs),
+    }
+}
+
+fn unavailable(retry_after_secs: u64) -> Response {
+    let mut response = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the inbox cannot take writes right now; retry later",
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    response
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// Ready when the database answers, the schema is at least this binary's version, and no task
+/// has died.
+async fn readyz(State(state): State<WebhookState>) -> Response {
+    let dead = state.health.dead();
+    if !dead.is_empty() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("tasks stopped: {}", dead.join(", ")),
+        )
+            .into_response();
+    }
+    let check = tokio::time::timeout(Duration::from_secs(3), state.store.schema_version()).await;
+    match check {
+        Ok(Ok(v)) if v >= migrate::latest() => "ready".into_response(),
+        Ok(Ok(v)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "schema version {v}, this binary needs {}",
+                migrate::latest()
+            ),
+        )
+            .into_response(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readiness: database check failed");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
+        }
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "database: no answer in 3s").into_response(),
+    }
+}

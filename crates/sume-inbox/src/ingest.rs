@@ -1,0 +1,194 @@
+//! The ingest actor: writes verified deliveries to the inbox in batches, and answers each
+//! request only after the transaction holding it has committed.
+//!
+//! HTTP handlers never touch the database. They send a [`Delivery`] with a `oneshot` over an
+//! mpsc channel ([`IngestHandle`]); writer tasks take everything that has queued up (up to a
+//! batch limit), store it in one transaction, then answer every waiting request. Several
+//! writers share the channel, so while one commits the next is already collecting: under load
+//! the batches grow, and the cost of a commit is shared by many requests.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot, Mutex};
+
+use crate::attach::AttachHandle;
+use crate::config::IngestConfig;
+use crate::db::{NewDeadLetter, NewEvent, Store};
+use crate::health::TaskGuard;
+
+/// A verified delivery.
+#[derive(Debug)]
+pub enum Delivery {
+    Event(NewEvent),
+    /// Valid signature, but the body names no job.
+    DeadLetter(NewDeadLetter),
+}
+
+/// How a delivery was stored (every one of these is answered 2xx).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    New,
+    Duplicate,
+    DeadLettered,
+}
+
+/// The delivery could not be committed (the database refused or is unreachable): answer 503.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the inbox cannot take writes right now")]
+pub struct Unavailable;
+
+struct Request {
+    delivery: Delivery,
+    reply: oneshot::Sender<Result<Stored, Unavailable>>,
+}
+
+/// The sending side, held by the HTTP handlers. When every handle is dropped, the writers
+/// finish what is queued and stop.
+#[derive(Clone)]
+pub struct IngestHandle {
+    tx: mpsc::Sender<Request>,
+}
+
+impl IngestHandle {
+    /// Queues the delivery and waits for its commit.
+    pub async fn store(&self, delivery: Delivery) -> Result<Stored, Unavailable> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Request { delivery, reply })
+            .await
+            .map_err(|_| Unavailable)?;
+        answer.await.unwrap_or(Err(Unavailable))
+    }
+}
+
+/// The writers' side.
+pub struct Ingest {
+    store: Store,
+    attach: AttachHandle,
+    config: IngestConfig,
+    rx: Arc<Mutex<mpsc::Receiver<Request>>>,
+}
+
+impl Ingest {
+    pub fn new(store: Store, attach: AttachHandle, config: IngestConfig) -> (Ingest, IngestHandle) {
+        let (tx, rx) = mpsc::channel(config.batch_max.max(1) * 16);
+        let ingest = Ingest {
+            store,
+            attach,
+            config,
+            rx: Arc::new(Mutex::new(rx)),
+        };
+        (ingest, IngestHandle { tx })
+    }
+
+    /// The number of writer tasks to spawn, each running [`Ingest::run_writer`].
+    pub fn writers(&self) -> usize {
+        self.config.writers
+    }
+
+    /// A writer for `spawn`; several share one channel.
+    pub fn writer(&self) -> Writer {
+        Writer {
+            store: self.store.clone(),
+            attach: self.attach.clone(),
+            batch_max: self.config.batch_max,
+            rx: self.rx.clone(),
+        }
+    }
+}
+
+/// One writer task.
+pub struct Writer {
+    store: Store,
+    attach: AttachHandle,
+    batch_max: usize,
+    rx: Arc<Mutex<mpsc::Receiver<Request>>>,
+}
+
+impl Writer {
+    /// Runs until every [`IngestHandle`] is dropped and the queue is empty.
+    pub async fn run(self, guard: TaskGuard) {
+        let mut batch = Vec::with_capacity(self.batch_max);
+        loop {
+            {
+                let mut rx = self.rx.lock().await;
+                if rx.recv_many(&mut batch, self.batch_max).await == 0 {
+                    break;
+                }
+            }
+            self.write(std::mem::take(&mut batch)).await;
+            batch.reserve(self.batch_max);
+        }
+        guard.finished();
+    }
+
+    /// Stores one batch and answers its requests.
+    async fn write(&self, batch: Vec<Request>) {
+        let mut events: Vec<NewEvent> = Vec::new();
+        let mut dead: Vec<NewDeadLetter> = Vec::new();
+        // Each request is answered by the fate of its id; a repeat inside the batch is written
+        // once and answered as a duplicate.
+        let mut waiting: Vec<(Key, oneshot::Sender<Result<Stored, Unavailable>>)> =
+            Vec::with_capacity(batch.len());
+        let mut seen: HashSet<Key> = HashSet::with_capacity(batch.len());
+        for Request { delivery, reply } in batch {
+            let (key, is_first) = match delivery {
+                Delivery::Event(e) => {
+                    let key = Key::Event(e.event_id.clone());
+                    let first = seen.insert(key.clone());
+                    if first {
+                        events.push(e);
+                    }
+                    (key, first)
+                }
+                Delivery::DeadLetter(d) => {
+                    let key = Key::Dead(d.dead_letter_id.clone());
+                    let first = seen.insert(key.clone());
+                    if first {
+                        dead.push(d);
+                    }
+                    (key, first)
+                }
+            };
+            waiting.push((if is_first { key } else { Key::Repeat }, reply));
+        }
+        match self.store.write_inbox_batch(&mut events, &mut dead).await {
+            Ok(new_ids) => {
+                tracing::debug!(
+                    events = events.len(),
+                    dead = dead.len(),
+                    new = new_ids.len(),
+                    "inbox batch committed"
+                );
+                for (key, reply) in waiting {
+                    let stored = match key {
+                        Key::Event(id) if new_ids.contains(&id) => Stored::New,
+                        Key::Event(_) | Key::Repeat => Stored::Duplicate,
+                        Key::Dead(_) => Stored::DeadLettered,
+                    };
+                    let _ = reply.send(Ok(stored));
+                }
+                let jobs: Vec<String> = events
+                    .iter()
+                    .filter(|e| new_ids.contains(&e.event_id))
+                    .map(|e| e.job_id.clone())
+                    .collect();
+                self.attach.notify(jobs);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, requests = waiting.len(), "inbox batch failed; answering 503");
+                for (_, reply) in waiting {
+                    let _ = reply.send(Err(Unavailable));
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Event(String),
+    Dead(String),
+    Repeat,
+}

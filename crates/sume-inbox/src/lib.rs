@@ -1,0 +1,24 @@
+//! sume-inbox: receives Sume's signed webhooks into a PostgreSQL inbox and applies them to jobs
+//! once the job rows commit, whichever comes first.
+//!
+//! The actors, each a task of its own:
+//! - [`ingest`]: writes verified deliveries in batches and answers only after the commit;
+//! - [`attach`]: applies waiting events to jobs whose rows exist (LISTEN/NOTIFY + catch-up);
+//!
+//! talking over mpsc channels and sharing one [`db::Store`]. [`app::run`] wires them together;
+//! [`close`] is the one idempotent close every observation of a job goes through.
+
+pub mod app;
+pub mod attach;
+pub mod cli;
+pub mod close;
+pub mod config;
+pub mod db;
+pub mod health;
+pub mod http;
+pub mod ingest;
+pub mod sign;
+pub mod telemetry;
+
+pub use app::{run, Listeners};
+pub use config::Config;

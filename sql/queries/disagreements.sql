@@ -1,0 +1,6 @@
+-- Statements on sume.disagreements.
+
+-- name: disagreements_insert
+insert into sume.disagreements (job_id, kept_state, seen_state, seen_status, source, event_id)
+select *
+from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]);
