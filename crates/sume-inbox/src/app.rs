@@ -133,9 +133,10 @@ pub async fn run(
         axum::serve(listeners.admin, admin_app)
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
     };
-    let servers =
-        async { tokio::try_join!(serve_webhook.into_future(), serve_admin.into_future()) };
-    tokio::pin!(servers);
+    // Boxed, so it can be dropped (with every ingest handle it holds) after a forced stop.
+    let mut servers = Box::pin(async move {
+        tokio::try_join!(serve_webhook.into_future(), serve_admin.into_future())
+    });
     let served = tokio::select! {
         r = &mut servers => r.map(|_| ()),
         _ = async { shutdown.cancelled().await; tokio::time::sleep(config.shutdown_timeout).await } => {

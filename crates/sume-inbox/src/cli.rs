@@ -23,6 +23,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once at start
 pub enum Command {
     /// Run the daemon: webhook ingest, attach, admin API.
     Serve(ServeArgs),

@@ -77,15 +77,17 @@ struct Registration {
     api_key: Option<String>,
 }
 
-fn check_id(field: &str, value: &str) -> Result<(), Response> {
-    if value.trim().is_empty() || value.len() > 255 || value.chars().any(char::is_control) {
-        return Err(error(
+/// `None` when the id is usable, else the 422 to answer.
+fn bad_id(field: &str, value: &str) -> Option<Response> {
+    let usable =
+        !value.trim().is_empty() && value.len() <= 255 && !value.chars().any(char::is_control);
+    (!usable).then(|| {
+        error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_field",
             format!("{field} must be 1 to 255 characters without control characters"),
-        ));
-    }
-    Ok(())
+        )
+    })
 }
 
 async fn register(
@@ -96,13 +98,11 @@ async fn register(
         Ok(b) => b,
         Err(e) => return error(e.status(), "invalid_body", e.body_text()),
     };
-    if let Err(r) = check_id("job_id", &reg.job_id) {
+    if let Some(r) = bad_id("job_id", &reg.job_id) {
         return r;
     }
-    if let Some(order) = &reg.order_id {
-        if let Err(r) = check_id("order_id", order) {
-            return r;
-        }
+    if let Some(r) = reg.order_id.as_deref().and_then(|o| bad_id("order_id", o)) {
+        return r;
     }
     if let Some(key) = &reg.api_key {
         if !state.key_names.is_empty() && !state.key_names.contains(key) {

@@ -1,0 +1,383 @@
+//! Attach: events and job rows meeting in any order, on any instance, applied once.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn event_before_the_job_row_completes_once_the_row_commits() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let app = app_pool(&db).await;
+    assert_eq!(
+        Delivery::completed("job_early")
+            .send(&http, &daemon.url("/webhooks/sume"))
+            .await
+            .status(),
+        204
+    );
+    assert_eq!(job_state(&db, "job_early").await, None, "no row yet");
+    app_commit_job(&app, "job_early", "order-7", Duration::from_millis(50)).await;
+    wait_for("job_early completed", Duration::from_secs(10), || async {
+        job_state(&db, "job_early").await.as_deref() == Some("completed")
+    })
+    .await;
+    let job: serde_json::Value = http
+        .get(daemon.admin_url("/v1/jobs/job_early"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(job["order_id"], "order-7");
+    assert_eq!(job["closed_by"], "webhook");
+    assert_eq!(job["result"]["url"], "https://cdn.example/job_early.mp4");
+    assert!(job["closed_at"].is_string());
+    assert_eq!(
+        db.scalar(
+            "select count(*) from sume.events where applied_at is not null and outcome = 'closed'"
+        )
+        .await,
+        1,
+        "the event is marked applied, not deleted"
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_with_no_event_stays_open() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let app = app_pool(&db).await;
+    app_commit_job(&app, "job_late", "order-8", Duration::ZERO).await;
+    app_commit_job(&app, "job_other", "order-9", Duration::ZERO).await;
+    // Another job's event goes through attach, so attach has demonstrably run past job_late.
+    Delivery::completed("job_other")
+        .send(&http, &daemon.url("/webhooks/sume"))
+        .await;
+    wait_for("job_other completed", Duration::from_secs(10), || async {
+        job_state(&db, "job_other").await.as_deref() == Some("completed")
+    })
+    .await;
+    let r = http
+        .get(daemon.admin_url("/v1/jobs/job_late"))
+        .send()
+        .await
+        .unwrap();
+    let job: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(job["state"], "open");
+    assert!(job["closed_by"].is_null() && job["closed_at"].is_null());
+    let missing = http
+        .get(daemon.admin_url("/v1/jobs/job_nope"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn registration_api_attaches_at_once_and_refuses_bad_input() {
+    let db = TestDb::new().await;
+    let mut cfg = config(&db.url);
+    cfg.api_keys = vec![sume_inbox::config::ApiKey {
+        name: "main".into(),
+        key: sume_wire::Secret::new("sk_main"),
+    }];
+    let daemon = Daemon::start(cfg).await;
+    let http = reqwest::Client::new();
+    Delivery::completed("job_a")
+        .send(&http, &daemon.url("/webhooks/sume"))
+        .await;
+    let reg = |body: serde_json::Value| {
+        let http = http.clone();
+        let url = daemon.admin_url("/v1/jobs");
+        async move { http.post(url).json(&body).send().await.unwrap() }
+    };
+    let r = reg(serde_json::json!({"job_id": "job_a", "order_id": "o1", "api_key": "main"})).await;
+    assert_eq!(r.status(), 201);
+    let job: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(job["state"], "completed", "attached before answering");
+    assert_eq!(job["api_key"], "main");
+    let again =
+        reg(serde_json::json!({"job_id": "job_a", "order_id": "o1", "api_key": "main"})).await;
+    assert_eq!(again.status(), 200);
+    let clash = reg(serde_json::json!({"job_id": "job_a", "order_id": "o2"})).await;
+    assert_eq!(clash.status(), 409);
+    let clash: serde_json::Value = clash.json().await.unwrap();
+    assert_eq!(
+        clash["job"]["order_id"], "o1",
+        "the existing job is shown, unchanged"
+    );
+    assert_eq!(
+        reg(serde_json::json!({"order_id": "o3"})).await.status(),
+        422
+    );
+    assert_eq!(reg(serde_json::json!({"job_id": ""})).await.status(), 422);
+    assert_eq!(
+        reg(serde_json::json!({"job_id": "j", "api_key": "nope"}))
+            .await
+            .status(),
+        422
+    );
+    assert_eq!(
+        reg(serde_json::json!({"job_id": "j", "surprise": 1}))
+            .await
+            .status(),
+        422
+    );
+    let not_json = http
+        .post(daemon.admin_url("/v1/jobs"))
+        .header("content-type", "application/json")
+        .body("{")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_json.status(), 400);
+    assert_eq!(db.scalar("select count(*) from sume.jobs").await, 1);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn admin_token_guards_every_admin_endpoint() {
+    let db = TestDb::new().await;
+    let mut cfg = config(&db.url);
+    cfg.admin_token = Some(sume_wire::Secret::new("a-long-admin-token-123"));
+    let daemon = Daemon::start(cfg).await;
+    let http = reqwest::Client::new();
+    let bare = http
+        .get(daemon.admin_url("/v1/jobs/x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bare.status(), 401);
+    let wrong = http
+        .post(daemon.admin_url("/v1/jobs"))
+        .bearer_auth("a-long-admin-token-124")
+        .json(&serde_json::json!({"job_id": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let ok = http
+        .get(daemon.admin_url("/v1/jobs/x"))
+        .bearer_auth("a-long-admin-token-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 404);
+    assert_eq!(db.scalar("select count(*) from sume.jobs").await, 0);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminal_state_is_final_and_redeliveries_change_nothing() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    assert_eq!(
+        api_register(&http, &daemon, "job_f", "o").await.status(),
+        201
+    );
+    for status in ["running", "completed", "failed", "processing"] {
+        assert_eq!(
+            Delivery::status("job_f", status)
+                .send(&http, &url)
+                .await
+                .status(),
+            204
+        );
+        wait_for("event applied", Duration::from_secs(10), || async {
+            db.scalar("select count(*) from sume.events where applied_at is null")
+                .await
+                == 0
+        })
+        .await;
+    }
+    // Days later, Sume redelivers the completed event.
+    assert_eq!(
+        Delivery::status("job_f", "completed")
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
+    let c = db.client().await;
+    let row = c
+        .query_one(
+            "select state, sume_status, closed_event_id from sume.jobs",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "completed");
+    assert_eq!(row.get::<_, String>(1), "completed");
+    assert_eq!(row.get::<_, String>(2), "evt_job_f_completed");
+    let outcomes: Vec<(String, String)> = c
+        .query(
+            "select status, outcome from sume.events order by received_at",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            ("running".into(), "status".into()),
+            ("completed".into(), "closed".into()),
+            ("failed".into(), "disagreement".into()),
+            ("processing".into(), "ignored".into()),
+        ]
+    );
+    let d = c
+        .query_one(
+            "select kept_state, seen_state, source, event_id from sume.disagreements",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(d.get::<_, String>(0), "completed");
+    assert_eq!(d.get::<_, String>(1), "failed");
+    assert_eq!(d.get::<_, String>(2), "webhook");
+    assert_eq!(d.get::<_, String>(3), "evt_job_f_failed");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_notification_is_caught_up() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    Delivery::completed("job_quiet")
+        .send(&http, &daemon.url("/webhooks/sume"))
+        .await;
+    // Insert the row with triggers off, so no notification is ever sent.
+    let c = db.client().await;
+    c.batch_execute(
+        "set session_replication_role = replica;
+         insert into sume.jobs (job_id, order_id) values ('job_quiet', 'o');
+         set session_replication_role = origin;",
+    )
+    .await
+    .unwrap();
+    wait_for(
+        "catch-up scan closes job_quiet",
+        Duration::from_secs(10),
+        || async { job_state(&db, "job_quiet").await.as_deref() == Some("completed") },
+    )
+    .await;
+    daemon.stop().await;
+}
+
+/// Registers `jobs` jobs and delivers their events in random order with random delays, through
+/// both registration paths, against the given daemons; every job must end `completed`.
+async fn race(db: &TestDb, daemons: &[&Daemon], jobs: usize) {
+    let http = reqwest::Client::new();
+    let app = app_pool(db).await;
+    let mut tasks = Vec::new();
+    for i in 0..jobs {
+        let job_id = format!("job_{i:04}");
+        let (event_delay, reg_delay, via_api, dup, ingest_on, register_on) = {
+            let mut rng = rand::thread_rng();
+            (
+                Duration::from_millis(rng.gen_range(0..300)),
+                Duration::from_millis(rng.gen_range(0..300)),
+                rng.gen_bool(0.5),
+                rng.gen_bool(0.2),
+                rng.gen_range(0..daemons.len()),
+                rng.gen_range(0..daemons.len()),
+            )
+        };
+        let hook = daemons[ingest_on].url("/webhooks/sume");
+        let admin = daemons[register_on].admin_url("/v1/jobs");
+        let (http2, app) = (http.clone(), app.clone());
+        let id = job_id.clone();
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep(event_delay).await;
+            let d = Delivery::completed(&id);
+            assert_eq!(d.send(&http2, &hook).await.status(), 204);
+            if dup {
+                assert_eq!(d.send(&http2, &hook).await.status(), 204);
+            }
+        }));
+        let http2 = http.clone();
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep(reg_delay).await;
+            if via_api {
+                let r = http2
+                    .post(admin)
+                    .json(&serde_json::json!({"job_id": job_id, "order_id": format!("o-{job_id}")}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(r.status() == 201, "{}", r.status());
+            } else {
+                let slow = Duration::from_millis(rand::thread_rng().gen_range(0..100));
+                app_commit_job(&app, &job_id, &format!("o-{job_id}"), slow).await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    wait_for("every job completed", Duration::from_secs(60), || async {
+        db.scalar("select count(*) from sume.jobs where state = 'completed'")
+            .await
+            == jobs as i64
+    })
+    .await;
+    assert_eq!(
+        db.scalar("select count(*) from sume.jobs").await,
+        jobs as i64
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.events").await,
+        jobs as i64
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.events where applied_at is null")
+            .await,
+        0
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.events where outcome = 'closed'")
+            .await,
+        jobs as i64,
+        "each job closed exactly once"
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.jobs where closed_event_id <> 'evt_' || job_id || '_completed'").await,
+        0
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.disagreements").await,
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn five_hundred_jobs_racing_through_both_paths() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    race(&db, &[&daemon], 500).await;
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_instances_on_one_database() {
+    let db = TestDb::new().await;
+    let a = Daemon::start(config(&db.url)).await;
+    let b = Daemon::start(config(&db.url)).await;
+    race(&db, &[&a, &b], 300).await;
+    a.stop().await;
+    b.stop().await;
+}

@@ -1,0 +1,131 @@
+//! The binary's start-up checks: a missing or malformed setting fails with a message naming
+//! it, and no secret is ever printed.
+
+use std::process::Command;
+
+fn serve(env: &[(&str, &str)]) -> (bool, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+    cmd.arg("serve")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run sume-inbox");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+const BASE: &[(&str, &str)] = &[
+    (
+        "DATABASE_URL",
+        "postgres://u:db-password-xyz@127.0.0.1:1/db",
+    ),
+    ("SUME_WEBHOOK_SECRET", "whsec_super_secret_value"),
+    ("SUME_API_KEYS", "main:sk_live_secret_key"),
+];
+
+fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut env: Vec<_> = BASE
+        .iter()
+        .copied()
+        .filter(|(k, _)| !extra.iter().any(|(e, _)| e == k))
+        .collect();
+    env.extend(extra.iter().copied().filter(|(_, v)| !v.is_empty()));
+    env
+}
+
+#[test]
+fn bad_settings_fail_at_start_naming_the_setting() {
+    for (extra, name) in [
+        (vec![("SUME_WEBHOOK_SECRET", "")], "SUME_WEBHOOK_SECRET"),
+        (
+            vec![("WEBHOOK_TOLERANCE", "five minutes")],
+            "WEBHOOK_TOLERANCE",
+        ),
+        (vec![("MAX_BODY_BYTES", "huge")], "MAX_BODY_BYTES"),
+        (vec![("LISTEN_ADDR", "localhost")], "LISTEN_ADDR"),
+        (vec![("SUME_API_KEYS", "main")], "SUME_API_KEYS"),
+        (vec![("SUME_API_URL", "www.sume.so")], "SUME_API_URL"),
+        (
+            vec![("DATABASE_URL", "postgres://u@h:notaport/db")],
+            "DATABASE_URL",
+        ),
+        (vec![("ADMIN_ADDR", "0.0.0.0:9090")], "ADMIN_TOKEN"),
+        (vec![("LOG_FORMAT", "xml")], "LOG_FORMAT"),
+    ] {
+        let (ok, text) = serve(&with(&extra));
+        assert!(!ok, "{extra:?} should fail");
+        assert!(
+            text.contains(name),
+            "{extra:?}: message should name {name}: {text}"
+        );
+        for secret in [
+            "db-password-xyz",
+            "whsec_super_secret_value",
+            "sk_live_secret_key",
+        ] {
+            assert!(!text.contains(secret), "{extra:?} printed a secret: {text}");
+        }
+    }
+    let (ok, text) = serve(&[("SUME_WEBHOOK_SECRET", "x")]);
+    assert!(!ok && text.contains("DATABASE_URL"), "{text}");
+}
+
+#[test]
+fn the_config_never_prints_its_secrets() {
+    let cfg = sume_inbox::cli::ServeArgs {
+        database_url: "postgres://u:db-password-xyz@127.0.0.1/db".into(),
+        db_pool_size: "4".into(),
+        webhook_secret: Some("whsec_super_secret_value".into()),
+        sume_api_url: "https://www.sume.so/api/v1".into(),
+        sume_api_keys: Some("main:sk_live_secret_key".into()),
+        sume_api_key: None,
+        listen_addr: "127.0.0.1:0".into(),
+        admin_addr: "127.0.0.1:0".into(),
+        admin_token: Some("admin-token-0123456789".into()),
+        webhook_tolerance: "5m".into(),
+        max_body_bytes: "1MiB".into(),
+        ingest_writers: "2".into(),
+        ingest_batch_max: "512".into(),
+        ingest_timeout: "10s".into(),
+        attach_scan_interval: "5s".into(),
+        shutdown_timeout: "20s".into(),
+    }
+    .into_config()
+    .unwrap();
+    let printed = format!("{cfg:?}");
+    for secret in [
+        "db-password-xyz",
+        "whsec_super_secret_value",
+        "sk_live_secret_key",
+        "admin-token-0123456789",
+    ] {
+        assert!(!printed.contains(secret), "{printed}");
+    }
+    assert!(printed.contains("main"), "key names are not secret");
+}
+
+#[test]
+fn sign_prints_a_command_that_the_daemon_accepts() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args([
+            "sign",
+            "--secret",
+            "s",
+            "--job-id",
+            "job_1",
+            "--curl",
+            "http://127.0.0.1:8080/webhooks/sume",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("curl "), "{text}");
+    assert!(text.contains("x-sume-signature: v1="));
+}

@@ -1,0 +1,243 @@
+//! The webhook endpoint: what each delivery is answered, and what the database then holds.
+
+use std::time::Duration;
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_and_stores_exactly_what_it_should() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+
+    // Wrong secret: 401, nothing stored.
+    let mut forged = Delivery::completed("job_forged");
+    forged.secret = "whsec_someone_else".into();
+    assert_eq!(forged.send(&http, &url).await.status(), 401);
+
+    // No signature at all: 401.
+    let r = http.post(&url).body("{}").send().await.unwrap();
+    assert_eq!(r.status(), 401);
+
+    // Authentic but stale (and one from too far in the future): 401.
+    let mut stale = Delivery::completed("job_stale");
+    stale.timestamp = unix_now() - 301;
+    assert_eq!(stale.send(&http, &url).await.status(), 401);
+    let mut future = Delivery::completed("job_future");
+    future.timestamp = unix_now() + 301;
+    assert_eq!(future.send(&http, &url).await.status(), 401);
+
+    // A body changed after signing: 401.
+    let d = Delivery::completed("job_tampered");
+    let r = http
+        .post(&url)
+        .header("x-sume-timestamp", d.timestamp.to_string())
+        .header(
+            "x-sume-signature",
+            sume_wire::signature_header(
+                &[sume_wire::Secret::new(SECRET)],
+                d.timestamp,
+                d.body.as_bytes(),
+            ),
+        )
+        .body(d.body.replace("completed", "failed"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    // Over MAX_BODY_BYTES (64 KiB in tests): 413.
+    let mut big = Delivery::completed("job_big");
+    big.body = format!(
+        r#"{{"job_id":"job_big","pad":"{}"}}"#,
+        "x".repeat(70 * 1024)
+    );
+    assert_eq!(big.send(&http, &url).await.status(), 413);
+
+    // Wrong path, wrong method.
+    assert_eq!(
+        http.post(daemon.url("/webhooks/other"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    assert_eq!(http.get(&url).send().await.unwrap().status(), 405);
+
+    // Authentic garbage, and authentic JSON naming no job: 204, kept as dead letters.
+    let mut garbage = Delivery::completed("x");
+    garbage.body = "this is not json".into();
+    garbage.event_id = None;
+    assert_eq!(garbage.send(&http, &url).await.status(), 204);
+    let mut no_job = Delivery::completed("x");
+    no_job.body = r#"{"event":"job.completed"}"#.into();
+    no_job.event_id = Some("evt_no_job".into());
+    assert_eq!(no_job.send(&http, &url).await.status(), 204);
+
+    // A good event for a job nobody registered, then its duplicate: 204 both, one row.
+    let good = Delivery::completed("job_unknown");
+    assert_eq!(good.send(&http, &url).await.status(), 204);
+    assert_eq!(good.send(&http, &url).await.status(), 204);
+
+    assert_eq!(db.scalar("select count(*) from sume.events").await, 1);
+    assert_eq!(
+        db.scalar(
+            "select count(*) from sume.events where job_id = 'job_unknown' and applied_at is null"
+        )
+        .await,
+        1
+    );
+    assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 2);
+    let c = db.client().await;
+    let row = c
+        .query_one(
+            "select reason, body, header_event_id from sume.dead_letters where dead_letter_id = 'evt_no_job'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(row.get::<_, String>(0).contains("no job id"));
+    assert_eq!(
+        row.get::<_, Vec<u8>>(1),
+        br#"{"event":"job.completed"}"#.to_vec()
+    );
+    // The stored body and headers verify again, byte for byte.
+    let row = c
+        .query_one("select body, signed_at, signature from sume.events", &[])
+        .await
+        .unwrap();
+    let body: Vec<u8> = row.get(0);
+    let signed_at: i64 = row.get(1);
+    let signature: String = row.get(2);
+    assert_eq!(
+        sume_wire::verify(
+            sume_wire::SignedHeaders {
+                timestamp: Some(&signed_at.to_string()),
+                signature: Some(&signature)
+            },
+            &body,
+            &[sume_wire::Secret::new(SECRET)],
+            signed_at,
+            1
+        ),
+        Ok(0)
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn any_configured_secret_verifies_for_rotation() {
+    let db = TestDb::new().await;
+    let mut cfg = config(&db.url);
+    cfg.webhook_secrets = vec![
+        sume_wire::Secret::new("whsec_old"),
+        sume_wire::Secret::new("whsec_new"),
+    ];
+    let daemon = Daemon::start(cfg).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    for (job, secret, want) in [
+        ("j_old", "whsec_old", 204),
+        ("j_new", "whsec_new", 204),
+        ("j_bad", SECRET, 401),
+    ] {
+        let mut d = Delivery::completed(job);
+        d.secret = secret.into();
+        assert_eq!(d.send(&http, &url).await.status(), want, "{job}");
+    }
+    assert_eq!(db.scalar("select count(*) from sume.events").await, 2);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn both_body_shapes_and_every_event_id_source() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    let mut envelope = Delivery::completed("job_env");
+    envelope.body = serde_json::json!({
+        "id": "evt_from_body", "type": "job.completed",
+        "data": {"object": {"id": "job_env", "object": "job", "status": "succeeded",
+                            "result": {"url": "https://cdn.example/a.png"}}}
+    })
+    .to_string();
+    envelope.event_id = None;
+    assert_eq!(envelope.send(&http, &url).await.status(), 204);
+    let mut bare = Delivery::completed("job_bare");
+    bare.event_id = None;
+    assert_eq!(bare.send(&http, &url).await.status(), 204);
+    let c = db.client().await;
+    let rows = c
+        .query(
+            "select event_id, job_id, status from sume.events order by job_id",
+            &[],
+        )
+        .await
+        .unwrap();
+    let got: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(got[0].1, "job_bare");
+    assert!(got[0].0.starts_with("sha256:"), "{got:?}");
+    assert_eq!(
+        got[1],
+        ("evt_from_body".into(), "job_env".into(), "succeeded".into())
+    );
+    // Redelivered byte for byte without an id header: still one row.
+    bare.timestamp = unix_now();
+    assert_eq!(bare.send(&http, &url).await.status(), 204);
+    assert_eq!(db.scalar("select count(*) from sume.events").await, 2);
+
+    let reg = api_register(&http, &daemon, "job_env", "o1").await;
+    assert_eq!(reg.status(), 201);
+    let job: serde_json::Value = reg.json().await.unwrap();
+    assert_eq!(job["state"], "completed");
+    assert_eq!(job["sume_status"], "succeeded");
+    assert_eq!(job["result"]["url"], "https://cdn.example/a.png");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn twenty_concurrent_deliveries_of_one_event() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    assert_eq!(
+        api_register(&http, &daemon, "job_dup", "o1").await.status(),
+        201
+    );
+    let url = daemon.url("/webhooks/sume");
+    let sends = (0..20).map(|_| {
+        let http = http.clone();
+        let url = url.clone();
+        tokio::spawn(async move {
+            Delivery::completed("job_dup")
+                .send(&http, &url)
+                .await
+                .status()
+        })
+    });
+    for s in futures_util::future::join_all(sends).await {
+        assert_eq!(s.unwrap(), 204);
+    }
+    wait_for("job_dup closed", Duration::from_secs(10), || async {
+        job_state(&db, "job_dup").await.as_deref() == Some("completed")
+    })
+    .await;
+    assert_eq!(db.scalar("select count(*) from sume.events").await, 1);
+    assert_eq!(
+        db.scalar("select count(*) from sume.events where outcome = 'closed'")
+            .await,
+        1,
+        "one transition"
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.disagreements").await,
+        0
+    );
+    daemon.stop().await;
+}

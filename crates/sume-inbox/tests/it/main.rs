@@ -1,0 +1,9 @@
+//! Integration tests: real PostgreSQL (DATABASE_URL, started by `make test`), real HTTP on
+//! loopback, daemons running in this process through the same `run` as the binary.
+
+mod attach;
+mod cli;
+mod ingest;
+mod outage;
+mod shutdown;
+mod support;

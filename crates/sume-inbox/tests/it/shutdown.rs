@@ -1,0 +1,95 @@
+//! SIGTERM under load: the binary stops accepting, every request it answered 2xx is committed,
+//! and it exits 0 in bounded time.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::*;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
+    let db = TestDb::new().await;
+    let (port, admin) = (free_port(), free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("SUME_WEBHOOK_SECRET", SECRET)
+        .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
+        .env("ADMIN_ADDR", format!("127.0.0.1:{admin}"))
+        .env("SHUTDOWN_TIMEOUT", "10s")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    wait_for("binary ready", Duration::from_secs(30), || async {
+        matches!(http.get(format!("{base}/readyz")).send().await, Ok(r) if r.status() == 200)
+    })
+    .await;
+
+    let url = format!("{base}/webhooks/sume");
+    let senders: Vec<_> = (0..16)
+        .map(|w| {
+            let (http, url) = (http.clone(), url.clone());
+            tokio::spawn(async move {
+                let mut acked = Vec::new();
+                for i in 0..10_000 {
+                    let job = format!("job_{w}_{i}");
+                    match Delivery::completed(&job).send_raw(&http, &url).await {
+                        Ok(r) if r.status() == 204 => acked.push(job),
+                        Ok(r) => assert_eq!(r.status(), 503, "only 204, 503 or no answer"),
+                        Err(_) => break, // the daemon stopped accepting
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    wait_for("load is flowing", Duration::from_secs(20), || async {
+        db.scalar("select count(*) from sume.events").await >= 200
+    })
+    .await;
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "did not exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "exit status {status}");
+    let mut acked = Vec::new();
+    for s in senders {
+        acked.extend(s.await.unwrap());
+    }
+    let stored: std::collections::HashSet<String> = db
+        .client()
+        .await
+        .query("select job_id from sume.events", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(acked.len() >= 200);
+    let lost: Vec<&String> = acked.iter().filter(|j| !stored.contains(*j)).collect();
+    assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
+}
