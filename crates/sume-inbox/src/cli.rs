@@ -124,20 +124,27 @@ impl ServeArgs {
     /// Reads and validates every setting; the first bad one is reported by name.
     pub fn into_config(self) -> Result<Config, ConfigError> {
         use config::*;
-        let webhook_secrets = match self.webhook_secret.as_deref() {
+        // An optional variable set to nothing (`SUME_API_KEYS=` in a compose file) is unset.
+        let given = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
+        let (webhook_secret, sume_api_keys, sume_api_key, admin_token) = (
+            given(self.webhook_secret),
+            given(self.sume_api_keys),
+            given(self.sume_api_key),
+            given(self.admin_token),
+        );
+        let webhook_secrets = match webhook_secret.as_deref() {
             Some(raw) => parse_secrets("SUME_WEBHOOK_SECRET", raw)?,
             None => return Err(ConfigError::new("SUME_WEBHOOK_SECRET", "is required")),
         };
-        let api_keys = match (self.sume_api_keys.as_deref(), self.sume_api_key.as_deref()) {
+        let api_keys = match (sume_api_keys.as_deref(), sume_api_key.as_deref()) {
             (Some(raw), _) => parse_api_keys("SUME_API_KEYS", raw)?,
-            (None, Some(key)) if !key.trim().is_empty() => vec![ApiKey {
+            (None, Some(key)) => vec![ApiKey {
                 name: "default".to_owned(),
                 key: sume_wire::Secret::new(key.trim()),
             }],
-            (None, Some(_)) => return Err(ConfigError::new("SUME_API_KEY", "is empty")),
             (None, None) => Vec::new(),
         };
-        let admin_token = match self.admin_token {
+        let admin_token = match admin_token {
             Some(t) if t.trim().len() < 16 => {
                 return Err(ConfigError::new(
                     "ADMIN_TOKEN",
