@@ -31,6 +31,8 @@ pub enum Command {
     Migrate(MigrateArgs),
     /// Print the headers (or a curl command) of a correctly signed test webhook.
     Sign(SignArgs),
+    /// Run the Sume simulator: jobs, rate limits, signed webhooks, injectable faults.
+    Sim(sume_sim::SimConfig),
 }
 
 #[derive(Debug, Args)]

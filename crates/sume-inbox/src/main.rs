@@ -57,6 +57,15 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Sim(config) => {
+            let listener = TcpListener::bind(config.listen)
+                .await
+                .with_context(|| format!("--listen {}", config.listen))?;
+            tracing::info!(listen = %listener.local_addr()?, "Sume simulator serving");
+            let shutdown = CancellationToken::new();
+            tokio::spawn(on_signal(shutdown.clone()));
+            sume_sim::run(config, listener, shutdown).await
+        }
         Command::Sign(args) => {
             println!("{}", sign::render(&args).map_err(anyhow::Error::msg)?);
             Ok(())
