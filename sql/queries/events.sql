@@ -24,6 +24,7 @@ where e.job_id = any($1)
 select distinct e.job_id
 from sume.events e
 where e.applied_at is null
+  and e.set_aside_at is null
   and exists (select 1 from sume.jobs j where j.job_id = e.job_id)
 limit $1;
 
@@ -48,3 +49,13 @@ select event_id, event_type, status, received_at, applied_at, outcome
 from sume.events
 where job_id = $1
 order by received_at, event_id;
+
+-- name: events_set_aside
+-- Sets aside the waiting events of a job every key reported unknown, unless its row exists.
+update sume.events e
+set set_aside_at     = now(),
+    set_aside_reason = $2
+where e.job_id = $1
+  and e.applied_at is null
+  and e.set_aside_at is null
+  and not exists (select 1 from sume.jobs j where j.job_id = e.job_id);

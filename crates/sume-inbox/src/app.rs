@@ -23,6 +23,7 @@ use crate::db::{self, migrate, DbError, Store};
 use crate::health::Health;
 use crate::http::{admin, webhook};
 use crate::ingest::Ingest;
+use crate::sweep::Sweep;
 
 /// The sockets `run` serves on, bound by the caller.
 pub struct Listeners {
@@ -36,6 +37,8 @@ pub enum RunError {
     Db(#[from] DbError),
     #[error("serving HTTP: {0}")]
     Io(#[from] std::io::Error),
+    #[error("configuration: {0}")]
+    Config(String),
 }
 
 /// How long start-up keeps trying to reach the database before giving up.
@@ -88,6 +91,17 @@ pub async fn run(
 
     let (attach, attach_handle) = Attach::new(store.clone(), url, config.attach.clone());
     tracker.spawn(attach.run(background.clone(), health.clone()));
+
+    let status_client =
+        sume_wire::StatusClient::new(&config.sume_api_url, config.sweep.request_timeout)
+            .map_err(|e| RunError::Config(e.to_string()))?;
+    let sweep = Sweep::new(
+        store.clone(),
+        status_client,
+        config.api_keys.clone(),
+        config.sweep.clone(),
+    );
+    tracker.spawn(sweep.run(background.clone(), health.clone()));
 
     let (ingest, ingest_handle) =
         Ingest::new(store.clone(), attach_handle.clone(), config.ingest.clone());

@@ -117,6 +117,37 @@ pub struct ServeArgs {
     /// How often attach scans for waiting events whose job row exists (lost notifications).
     #[arg(long, env = "ATTACH_SCAN_INTERVAL", default_value = "5s")]
     pub attach_scan_interval: String,
+    /// Time between sweep passes.
+    #[arg(long, env = "SWEEP_INTERVAL", default_value = "30s")]
+    pub sweep_interval: String,
+    /// How long an event may wait with no job row before Sume is asked whose job it is
+    /// (longer than your longest submit transaction).
+    #[arg(long, env = "INBOX_GRACE", default_value = "5m")]
+    pub inbox_grace: String,
+    /// How long after registration an open job is first polled.
+    #[arg(long, env = "POLL_AFTER", default_value = "2m")]
+    pub poll_after: String,
+    /// The longest interval between two polls of one job.
+    #[arg(long, env = "POLL_MAX_INTERVAL", default_value = "30m")]
+    pub poll_max_interval: String,
+    /// When an open job with no terminal status is closed as expired.
+    #[arg(long, env = "POLL_GIVE_UP", default_value = "24h")]
+    pub poll_give_up: String,
+    /// Requests per API key for the whole fleet: `100` (a minute) or `100/1m`.
+    #[arg(long, env = "SUME_READ_RATE", default_value = "100")]
+    pub sume_read_rate: String,
+    /// Timeout of one call to Sume's API.
+    #[arg(long, env = "SUME_TIMEOUT", default_value = "10s")]
+    pub sume_timeout: String,
+    /// The most jobs (and inbox checks) one sweep pass claims.
+    #[arg(long, env = "SWEEP_BATCH", default_value = "100")]
+    pub sweep_batch: String,
+    /// How long a sweep claim holds (a crashed instance's claims return after it).
+    #[arg(long, env = "SWEEP_LEASE", default_value = "2m")]
+    pub sweep_lease: String,
+    /// Status calls in flight at once, per instance.
+    #[arg(long, env = "SWEEP_CONCURRENCY", default_value = "4")]
+    pub sweep_concurrency: String,
     /// How long shutdown waits for in-flight work.
     #[arg(long, env = "SHUTDOWN_TIMEOUT", default_value = "20s")]
     pub shutdown_timeout: String,
@@ -176,6 +207,18 @@ impl ServeArgs {
             attach: AttachConfig {
                 scan_interval: parse_duration("ATTACH_SCAN_INTERVAL", &self.attach_scan_interval)?,
                 ..AttachConfig::default()
+            },
+            sweep: SweepConfig {
+                interval: parse_duration("SWEEP_INTERVAL", &self.sweep_interval)?,
+                inbox_grace: parse_duration("INBOX_GRACE", &self.inbox_grace)?,
+                poll_after: parse_duration("POLL_AFTER", &self.poll_after)?,
+                poll_max_interval: parse_duration("POLL_MAX_INTERVAL", &self.poll_max_interval)?,
+                poll_give_up: parse_duration("POLL_GIVE_UP", &self.poll_give_up)?,
+                batch: parse_count("SWEEP_BATCH", &self.sweep_batch, 1)?,
+                lease: parse_duration("SWEEP_LEASE", &self.sweep_lease)?,
+                concurrency: parse_count("SWEEP_CONCURRENCY", &self.sweep_concurrency, 1)?,
+                read_rate: parse_rate("SUME_READ_RATE", &self.sume_read_rate)?,
+                request_timeout: parse_duration("SUME_TIMEOUT", &self.sume_timeout)?,
             },
             shutdown_timeout: parse_duration("SHUTDOWN_TIMEOUT", &self.shutdown_timeout)?,
         };

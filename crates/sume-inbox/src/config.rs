@@ -50,6 +50,7 @@ pub struct Config {
     pub max_body_bytes: usize,
     pub ingest: IngestConfig,
     pub attach: AttachConfig,
+    pub sweep: SweepConfig,
     pub shutdown_timeout: Duration,
 }
 
@@ -73,6 +74,65 @@ pub struct AttachConfig {
     pub scan_interval: Duration,
     /// The most jobs one attach transaction takes.
     pub batch_max: usize,
+}
+
+/// A number of requests per time window, e.g. `100/1m`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub count: u32,
+    pub per: Duration,
+}
+
+impl Rate {
+    pub fn per_second(&self) -> f64 {
+        self.count as f64 / self.per.as_secs_f64()
+    }
+}
+
+/// Tuning of the status sweep.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// Time between passes.
+    pub interval: Duration,
+    /// How long an event may wait without a job row before Sume is asked about it: longer than
+    /// the longest submit transaction.
+    pub inbox_grace: Duration,
+    /// How long after registration an open job is first polled.
+    pub poll_after: Duration,
+    /// The longest interval between two polls of one job.
+    pub poll_max_interval: Duration,
+    /// When an open job is closed as `expired` without a terminal status.
+    pub poll_give_up: Duration,
+    /// The most jobs (and inbox checks) one pass claims.
+    pub batch: usize,
+    /// How long a claim holds; a crashed instance's claims return after it.
+    pub lease: Duration,
+    /// Status calls in flight at once.
+    pub concurrency: usize,
+    /// The fleet's budget per API key.
+    pub read_rate: Rate,
+    /// Timeout of one status call.
+    pub request_timeout: Duration,
+}
+
+impl Default for SweepConfig {
+    fn default() -> Self {
+        SweepConfig {
+            interval: Duration::from_secs(30),
+            inbox_grace: Duration::from_secs(300),
+            poll_after: Duration::from_secs(120),
+            poll_max_interval: Duration::from_secs(1800),
+            poll_give_up: Duration::from_secs(86_400),
+            batch: 100,
+            lease: Duration::from_secs(120),
+            concurrency: 4,
+            read_rate: Rate {
+                count: 100,
+                per: Duration::from_secs(60),
+            },
+            request_timeout: Duration::from_secs(10),
+        }
+    }
 }
 
 impl Default for IngestConfig {
@@ -189,6 +249,22 @@ pub fn parse_api_keys(name: &'static str, raw: &str) -> Result<Vec<ApiKey>, Conf
     Ok(keys)
 }
 
+/// `100` (a minute), or `100/1m`, `20/10s`.
+pub fn parse_rate(name: &'static str, raw: &str) -> Result<Rate, ConfigError> {
+    let (count, per) = match raw.trim().split_once('/') {
+        Some((c, w)) => (c, parse_duration(name, w)?),
+        None => (raw.trim(), Duration::from_secs(60)),
+    };
+    let count: u32 = count
+        .trim()
+        .parse()
+        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not a rate like 100 or 100/1m")))?;
+    if count == 0 || per.is_zero() {
+        return Err(ConfigError::new(name, "must be more than 0"));
+    }
+    Ok(Rate { count, per })
+}
+
 pub fn parse_count(name: &'static str, raw: &str, min: usize) -> Result<usize, ConfigError> {
     let n: usize = raw
         .trim()
@@ -239,6 +315,30 @@ impl Config {
         if self.webhook_tolerance.is_zero() {
             return Err(ConfigError::new("WEBHOOK_TOLERANCE", "must be more than 0"));
         }
+        let s = &self.sweep;
+        for (name, d) in [
+            ("SWEEP_INTERVAL", s.interval),
+            ("POLL_AFTER", s.poll_after),
+            ("POLL_MAX_INTERVAL", s.poll_max_interval),
+            ("SWEEP_LEASE", s.lease),
+            ("SUME_TIMEOUT", s.request_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::new(name, "must be more than 0"));
+            }
+        }
+        if s.lease <= s.request_timeout {
+            return Err(ConfigError::new(
+                "SWEEP_LEASE",
+                "must be longer than SUME_TIMEOUT, or a claim could expire during its own request",
+            ));
+        }
+        if s.poll_give_up <= s.poll_after {
+            return Err(ConfigError::new(
+                "POLL_GIVE_UP",
+                "must be longer than POLL_AFTER",
+            ));
+        }
         Ok(())
     }
 }
@@ -283,6 +383,21 @@ mod tests {
             let err = parse_api_keys("SUME_API_KEYS", bad).unwrap_err();
             assert_eq!(err.name, "SUME_API_KEYS", "{bad}");
             assert!(!err.to_string().contains("sk_"), "never echo a key: {err}");
+        }
+    }
+
+    #[test]
+    fn rates() {
+        let r = parse_rate("SUME_READ_RATE", "100").unwrap();
+        assert_eq!((r.count, r.per), (100, Duration::from_secs(60)));
+        let r = parse_rate("SUME_READ_RATE", "20/10s").unwrap();
+        assert_eq!((r.count, r.per), (20, Duration::from_secs(10)));
+        assert!((r.per_second() - 2.0).abs() < 1e-9);
+        for bad in ["0", "fast", "10/0s", "-1"] {
+            assert_eq!(
+                parse_rate("SUME_READ_RATE", bad).unwrap_err().name,
+                "SUME_READ_RATE"
+            );
         }
     }
 

@@ -4,12 +4,15 @@
 //! The actors, each a task of its own:
 //! - [`ingest`]: writes verified deliveries in batches and answers only after the commit;
 //! - [`attach`]: applies waiting events to jobs whose rows exist (LISTEN/NOTIFY + catch-up);
+//! - [`sweep`]: checks stale inbox rows and polls open jobs at Sume, within the fleet-wide
+//!   [`budget`];
 //!
 //! talking over mpsc channels and sharing one [`db::Store`]. [`app::run`] wires them together;
 //! [`close`] is the one idempotent close every observation of a job goes through.
 
 pub mod app;
 pub mod attach;
+pub mod budget;
 pub mod cli;
 pub mod close;
 pub mod config;
@@ -18,6 +21,7 @@ pub mod health;
 pub mod http;
 pub mod ingest;
 pub mod sign;
+pub mod sweep;
 pub mod telemetry;
 
 pub use app::{run, Listeners};

@@ -7,8 +7,10 @@ use tokio_postgres::Client;
 use super::DbError;
 
 /// Every migration, in order. A test checks this list against the files in `sql/`.
-pub const MIGRATIONS: &[(i32, &str, &str)] =
-    &[(1, "init", include_str!("../../../../sql/0001_init.sql"))];
+pub const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (1, "init", include_str!("../../../../sql/0001_init.sql")),
+    (2, "sweep", include_str!("../../../../sql/0002_sweep.sql")),
+];
 
 /// The schema version this binary expects.
 pub fn latest() -> i32 {

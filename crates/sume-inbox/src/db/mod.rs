@@ -9,6 +9,7 @@ mod inbox;
 mod jobs;
 pub mod migrate;
 mod queries;
+mod sweep;
 
 use std::time::Duration;
 
@@ -19,21 +20,22 @@ use tokio_postgres::NoTls;
 pub use inbox::{AttachReport, NewDeadLetter, NewEvent};
 pub use jobs::{JobRow, NewJob, Registered};
 pub use queries::sql;
+pub use sweep::{ClaimedCheck, ClaimedJob, Concluded, Take, Verdict};
 
 /// A database failure, naming the statement that failed.
 #[derive(Debug, Error)]
 pub enum DbError {
     #[error("no database connection: {0}")]
     Pool(#[from] PoolError),
-    #[error("{statement}: {source}")]
+    #[error("{statement}: {}", pg_message(source))]
     Query {
         statement: &'static str,
         #[source]
         source: tokio_postgres::Error,
     },
-    #[error("migration {0}: {1}")]
+    #[error("migration {version}: {}", pg_message(.1), version = .0)]
     Migration(i32, #[source] tokio_postgres::Error),
-    #[error("cannot connect: {0}")]
+    #[error("cannot connect: {}", pg_message(.0))]
     Connect(#[source] tokio_postgres::Error),
     #[error("bad DATABASE_URL: {0}")]
     Config(String),
@@ -41,6 +43,18 @@ pub enum DbError {
     Closed,
     #[error("unexpected database state: {0}")]
     Invariant(String),
+}
+
+/// The server's own message (with its SQLSTATE) when there is one: tokio-postgres alone prints
+/// only "db error".
+fn pg_message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => match std::error::Error::source(e) {
+            Some(inner) => format!("{e}: {inner}"),
+            None => e.to_string(),
+        },
+    }
 }
 
 impl DbError {

@@ -24,6 +24,14 @@ const FILES: &[(&str, &str)] = &[
         "schema.sql",
         include_str!("../../../../sql/queries/schema.sql"),
     ),
+    (
+        "inbox_checks.sql",
+        include_str!("../../../../sql/queries/inbox_checks.sql"),
+    ),
+    (
+        "rate_buckets.sql",
+        include_str!("../../../../sql/queries/rate_buckets.sql"),
+    ),
 ];
 
 fn parse(text: &str) -> Vec<(&str, String)> {

@@ -94,6 +94,16 @@ fn the_config_never_prints_its_secrets() {
         ingest_batch_max: "512".into(),
         ingest_timeout: "10s".into(),
         attach_scan_interval: "5s".into(),
+        sweep_interval: "30s".into(),
+        inbox_grace: "5m".into(),
+        poll_after: "2m".into(),
+        poll_max_interval: "30m".into(),
+        poll_give_up: "24h".into(),
+        sume_read_rate: "100".into(),
+        sume_timeout: "10s".into(),
+        sweep_batch: "100".into(),
+        sweep_lease: "2m".into(),
+        sweep_concurrency: "4".into(),
         shutdown_timeout: "20s".into(),
     }
     .into_config()

@@ -5,5 +5,7 @@ mod attach;
 mod cli;
 mod ingest;
 mod outage;
+mod plans;
 mod shutdown;
 mod support;
+mod sweep;

@@ -96,6 +96,7 @@ pub fn config(url: &str) -> Config {
             scan_interval: Duration::from_millis(300),
             ..AttachConfig::default()
         },
+        sweep: sume_inbox::config::SweepConfig::default(),
         shutdown_timeout: Duration::from_secs(5),
     }
 }
@@ -108,8 +109,19 @@ pub struct Daemon {
     pub task: JoinHandle<Result<(), sume_inbox::app::RunError>>,
 }
 
+/// Logs to the test's output when RUST_LOG is set (`RUST_LOG=sume_inbox=debug cargo test ...`).
+fn init_logging() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 impl Daemon {
     pub async fn start(config: Config) -> Daemon {
+        init_logging();
         let webhook_listener = TcpListener::bind(config.listen_addr).await.unwrap();
         let admin_listener = TcpListener::bind(config.admin_addr).await.unwrap();
         let webhook = webhook_listener.local_addr().unwrap();

@@ -1,0 +1,138 @@
+//! The request budget for Sume's API, one per API key, shared by the whole fleet.
+//!
+//! Sume limits reads per key (120 a minute). Every instance calls the status endpoint with the
+//! same keys, so a per-instance limit would multiply with the number of instances. The budget
+//! is therefore a token bucket per key in PostgreSQL (`sume.rate_buckets`), the one thing the
+//! instances already share: each request first takes a token in one short `UPDATE`, timed by
+//! the database's clock. The fleet as a whole stays within `SUME_READ_RATE` however many
+//! instances run or die, with no membership to track; and a `Retry-After` (or
+//! `RateLimit-Remaining: 0`) seen by any instance pauses the key for all of them.
+//!
+//! The bucket holds at most a tenth of a window's tokens (at least one), so a burst plus a
+//! window's refill stays under Sume's limit: with 100 a minute, at most 10 + 100 in any minute.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sume_wire::RateLimit;
+use tokio::time::Instant;
+
+use crate::config::Rate;
+use crate::db::{DbError, Store};
+
+#[derive(Clone)]
+pub struct Budget {
+    store: Store,
+    rate: Rate,
+    /// Pauses this instance has seen, applied at once to its own tasks; the database carries
+    /// them to the other instances a round trip later.
+    paused: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+/// Why no token was taken.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    #[error("no request budget before the deadline")]
+    Deadline,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl Budget {
+    pub fn new(store: Store, rate: Rate) -> Budget {
+        Budget {
+            store,
+            rate,
+            paused: Arc::default(),
+        }
+    }
+
+    fn local_pause(&self, key_name: &str) -> Option<Instant> {
+        let paused = self.paused.lock().expect("budget lock");
+        paused
+            .get(key_name)
+            .copied()
+            .filter(|until| *until > Instant::now())
+    }
+
+    pub fn capacity(&self) -> f64 {
+        (self.rate.count as f64 / 10.0).floor().max(1.0)
+    }
+
+    /// Creates the buckets of these keys (full) where they do not exist yet.
+    pub async fn ensure(&self, key_names: &[String]) -> Result<(), DbError> {
+        for name in key_names {
+            self.store.rate_bucket_ensure(name, self.capacity()).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits for a token of `key_name`, up to `deadline`; answers how long it waited.
+    pub async fn acquire(
+        &self,
+        key_name: &str,
+        deadline: Instant,
+    ) -> Result<Duration, BudgetError> {
+        let started = Instant::now();
+        loop {
+            if let Some(until) = self.local_pause(key_name) {
+                if until > deadline {
+                    return Err(BudgetError::Deadline);
+                }
+                tokio::time::sleep_until(until).await;
+                continue;
+            }
+            let take = self
+                .store
+                .rate_bucket_take(key_name, self.rate.per_second(), self.capacity())
+                .await?;
+            if take.taken {
+                // A pause seen while the token was being taken still applies to this request.
+                if let Some(until) = self.local_pause(key_name) {
+                    if until > deadline {
+                        return Err(BudgetError::Deadline);
+                    }
+                    tokio::time::sleep_until(until).await;
+                }
+                return Ok(started.elapsed());
+            }
+            let refill = ((1.0 - take.available).max(0.0) / self.rate.per_second()).max(0.001);
+            let wait = Duration::from_secs_f64(take.paused_for.max(refill));
+            if Instant::now() + wait > deadline {
+                return Err(BudgetError::Deadline);
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Applies what an answer said about the key's limit: a `Retry-After` on a 429, or a
+    /// `RateLimit-Remaining` of 0 until `RateLimit-Reset`. Answers the pause, if any.
+    pub async fn observe(
+        &self,
+        key_name: &str,
+        status: u16,
+        rate: &RateLimit,
+    ) -> Result<Option<Duration>, DbError> {
+        let pause = match (status, rate.retry_after, rate.remaining, rate.reset) {
+            (429, Some(after), _, _) => Some(after),
+            (429, None, _, reset) => Some(reset.unwrap_or(Duration::from_secs(60))),
+            (_, _, Some(0), Some(reset)) => Some(reset),
+            _ => None,
+        };
+        if let Some(p) = pause.filter(|p| !p.is_zero()) {
+            {
+                let mut paused = self.paused.lock().expect("budget lock");
+                let until = paused
+                    .entry(key_name.to_owned())
+                    .or_insert_with(Instant::now);
+                *until = (*until).max(Instant::now() + p);
+            }
+            self.store
+                .rate_bucket_pause(key_name, p.as_secs_f64())
+                .await?;
+            tracing::info!(key = key_name, pause = ?p, "Sume asked to slow down; pausing this key for every instance");
+        }
+        Ok(pause)
+    }
+}

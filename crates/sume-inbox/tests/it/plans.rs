@@ -1,0 +1,99 @@
+//! The sweep's and attach's queries stay on their indexes beside a million closed jobs: the
+//! cost of a pass grows with the rows due, not with the size of the tables.
+
+use crate::support::*;
+
+/// The statements a sweep pass and the catch-up scan run, with sample parameters.
+fn statements() -> Vec<(&'static str, String)> {
+    let sql = sume_inbox::db::sql;
+    vec![
+        ("jobs_claim_due", sql("jobs_claim_due").to_owned()),
+        (
+            "inbox_checks_enqueue",
+            sql("inbox_checks_enqueue").to_owned(),
+        ),
+        ("inbox_checks_claim", sql("inbox_checks_claim").to_owned()),
+        (
+            "events_attachable_scan",
+            sql("events_attachable_scan").to_owned(),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sweep_queries_use_indexes_beside_a_million_closed_jobs() {
+    let db = TestDb::new().await;
+    let mut c = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
+    c.batch_execute(
+        "set session_replication_role = replica; -- no notification per inserted row
+         insert into sume.jobs (job_id, order_id, state, sume_status, closed_by, created_at, closed_at)
+         select 'job_' || g, 'order_' || g, 'completed', 'completed', 'webhook',
+                now() - interval '2 days', now() - interval '2 days'
+         from generate_series(1, 1000000) g;
+         insert into sume.events (event_id, job_id, status, body, signed_at, signature,
+                                  received_at, applied_at, outcome)
+         select 'evt_' || g, 'job_' || g, 'completed', '\\x7b7d', 0, 'v1=00',
+                now() - interval '2 days', now() - interval '2 days', 'closed'
+         from generate_series(1, 1000000) g;
+         -- What is due: 200 open jobs, and 50 old events with no row.
+         insert into sume.jobs (job_id, created_at)
+         select 'open_' || g, now() - interval '1 hour' from generate_series(1, 200) g;
+         insert into sume.events (event_id, job_id, status, body, signed_at, signature, received_at)
+         select 'evt_stray_' || g, 'stray_' || g, 'completed', '\\x7b7d', 0, 'v1=00',
+                now() - interval '1 hour'
+         from generate_series(1, 50) g;
+         set session_replication_role = origin;
+         analyze sume.jobs; analyze sume.events; analyze sume.inbox_checks;",
+    )
+    .await
+    .unwrap();
+
+    for (name, sql) in statements() {
+        let explain = format!("explain (analyze, buffers, format text) {sql}");
+        let tx = c.transaction().await.unwrap();
+        let params: Vec<Box<dyn tokio_postgres::types::ToSql + Sync>> = match name {
+            "jobs_claim_due" => vec![
+                Box::new("plan-test"),
+                Box::new(100i64),
+                Box::new(60.0f64),
+                Box::new(120.0f64),
+            ],
+            "inbox_checks_enqueue" => vec![Box::new(300.0f64), Box::new(100i64)],
+            "inbox_checks_claim" => {
+                vec![Box::new("plan-test"), Box::new(100i64), Box::new(60.0f64)]
+            }
+            "events_attachable_scan" => vec![Box::new(100i64)],
+            _ => unreachable!(),
+        };
+        let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p.as_ref()).collect();
+        let plan: Vec<String> = tx
+            .query(&explain, &refs)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"))
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        tx.rollback().await.unwrap();
+        let plan = plan.join("\n");
+        eprintln!("--- {name}\n{plan}");
+        for table in ["jobs", "events"] {
+            assert!(
+                !plan.contains(&format!("Seq Scan on {table}")),
+                "{name} scans all of sume.{table}:\n{plan}"
+            );
+        }
+        // Pages touched, not time: a scan of either table would touch tens of thousands.
+        let touched: u64 = plan
+            .lines()
+            .filter(|l| l.trim_start().starts_with("Buffers:"))
+            .take(1)
+            .flat_map(|l| {
+                l.split_whitespace()
+                    .filter_map(|w| w.split('=').nth(1)?.parse::<u64>().ok())
+            })
+            .sum();
+        assert!(touched < 5_000, "{name} touched {touched} pages:\n{plan}");
+    }
+}

@@ -1,0 +1,625 @@
+//! The status sweep against the simulator: dropped webhooks closed by poll, foreign events set
+//! aside, orphans kept, Retry-After honoured, leases shared and recovered, one close per job.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sume_inbox::config::{ApiKey, Rate, SweepConfig};
+use sume_sim::{Faults, JobsAnswer, RequestsAnswer, RunningSim, SimConfig, SimStats};
+use sume_wire::Secret;
+
+use crate::support::*;
+
+const MAIN_KEY: &str = "sk_test_main";
+const FOREIGN_KEY: &str = "sk_test_foreign";
+
+fn sim_config() -> SimConfig {
+    SimConfig::for_tests()
+        .with_key("main", MAIN_KEY, "mem_main", "ws_ours")
+        .with_key("foreign", FOREIGN_KEY, "mem_other", "ws_theirs")
+}
+
+fn sweep_config() -> SweepConfig {
+    SweepConfig {
+        interval: Duration::from_millis(100),
+        inbox_grace: Duration::from_millis(500),
+        poll_after: Duration::from_millis(200),
+        poll_max_interval: Duration::from_secs(1),
+        poll_give_up: Duration::from_secs(3600),
+        batch: 50,
+        lease: Duration::from_secs(5),
+        concurrency: 4,
+        read_rate: Rate {
+            count: 1000,
+            per: Duration::from_secs(1),
+        },
+        request_timeout: Duration::from_secs(1),
+    }
+}
+
+/// A daemon pointed at the simulator, knowing only the `main` key.
+fn daemon_config(db: &TestDb, sim: &RunningSim, sweep: SweepConfig) -> sume_inbox::Config {
+    let mut c = config(&db.url);
+    c.webhook_secrets = vec![Secret::new(sume_sim::TEST_WEBHOOK_SECRET)];
+    c.sume_api_url = sim.api_url();
+    c.api_keys = vec![ApiKey {
+        name: "main".into(),
+        key: Secret::new(MAIN_KEY),
+    }];
+    c.sweep = sweep;
+    c
+}
+
+/// Creates a job at the simulator; answers its id.
+async fn create(
+    http: &reqwest::Client,
+    sim: &RunningSim,
+    key: &str,
+    webhook: Option<&str>,
+    overrides: Value,
+) -> String {
+    let mut body = json!({ "prompt": "a fox at dawn", "sim": overrides });
+    if let Some(url) = webhook {
+        body["webhook_url"] = json!(url);
+    }
+    let r = http
+        .post(format!("{}/videos/generations", sim.api_url()))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let v: Value = r.json().await.unwrap();
+    v["job_id"].as_str().unwrap().to_owned()
+}
+
+async fn sim_get<T: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    sim: &RunningSim,
+    path: &str,
+) -> T {
+    http.get(sim.sim_url(path))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn register(db: &TestDb, job_id: &str) {
+    db.client()
+        .await
+        .execute(
+            "insert into sume.jobs (job_id, order_id, api_key) values ($1, $1, 'main')",
+            &[&job_id],
+        )
+        .await
+        .unwrap();
+}
+
+async fn count(db: &TestDb, sql: &str) -> i64 {
+    db.scalar(sql).await
+}
+
+/// Every job's state equals the simulator's truth.
+async fn assert_matches_truth(
+    http: &reqwest::Client,
+    sim: &RunningSim,
+    db: &TestDb,
+    jobs: &[String],
+) {
+    let truth: JobsAnswer = sim_get(http, sim, "jobs").await;
+    for id in jobs {
+        let t = truth.jobs.iter().find(|j| &j.id == id).unwrap();
+        let want = sume_wire::Status::parse(&t.final_status)
+            .terminal()
+            .unwrap();
+        assert_eq!(
+            job_state(db, id).await.as_deref(),
+            Some(want.as_str()),
+            "{id}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropped_webhooks_are_closed_by_poll() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let daemon = Daemon::start(daemon_config(&db, &sim, sweep_config())).await;
+    let http = reqwest::Client::new();
+    let hook = daemon.url("/webhooks/sume");
+    let mut jobs = Vec::new();
+    for (i, outcome) in ["completed", "failed", "canceled", "expired"]
+        .iter()
+        .cycle()
+        .take(20)
+        .enumerate()
+    {
+        let id = create(
+            &http,
+            &sim,
+            MAIN_KEY,
+            Some(&hook),
+            json!({"drop": true, "outcome": outcome, "duration_ms": 50 + i * 10}),
+        )
+        .await;
+        register(&db, &id).await;
+        jobs.push(id);
+    }
+    wait_for(
+        "every dropped job closed by poll",
+        Duration::from_secs(30),
+        || async { count(&db, "select count(*) from sume.jobs where state <> 'open'").await == 20 },
+    )
+    .await;
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.jobs where closed_by = 'poll'"
+        )
+        .await,
+        20
+    );
+    assert_eq!(
+        count(&db, "select count(*) from sume.events").await,
+        0,
+        "no webhook ever came"
+    );
+    assert_matches_truth(&http, &sim, &db, &jobs).await;
+    let deliveries: sume_sim::DeliveriesAnswer = sim_get(&http, &sim, "deliveries").await;
+    assert_eq!(deliveries.count, 0);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn foreign_events_are_set_aside_after_the_grace_period() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let daemon = Daemon::start(daemon_config(&db, &sim, sweep_config())).await;
+    let http = reqwest::Client::new();
+    let hook = daemon.url("/webhooks/sume");
+    // Another workspace's jobs whose webhooks come here (a shared endpoint, a copied URL).
+    let mut foreign = Vec::new();
+    for _ in 0..5 {
+        foreign.push(create(&http, &sim, FOREIGN_KEY, Some(&hook), json!({})).await);
+    }
+    let ours = create(&http, &sim, MAIN_KEY, Some(&hook), json!({})).await;
+    register(&db, &ours).await;
+    wait_for(
+        "foreign events set aside",
+        Duration::from_secs(30),
+        || async {
+            count(
+                &db,
+                "select count(*) from sume.events where set_aside_at is not null",
+            )
+            .await
+                == 5
+        },
+    )
+    .await;
+    let c = db.client().await;
+    for id in &foreign {
+        let row = c
+            .query_one(
+                "select e.set_aside_reason, e.applied_at is null, c.verdict, c.answers
+                 from sume.events e join sume.inbox_checks c using (job_id) where e.job_id = $1",
+                &[id],
+            )
+            .await
+            .unwrap();
+        assert!(
+            row.get::<_, String>(0).starts_with("foreign"),
+            "reason kept"
+        );
+        assert!(row.get::<_, bool>(1), "never applied, never deleted");
+        assert_eq!(row.get::<_, String>(2), "foreign");
+        assert_eq!(
+            row.get::<_, Value>(3),
+            json!({"main": "404"}),
+            "the answers seen"
+        );
+    }
+    wait_for("our job completed", Duration::from_secs(10), || async {
+        job_state(&db, &ours).await.as_deref() == Some("completed")
+    })
+    .await;
+    assert_eq!(
+        count(&db, "select count(*) from sume.inbox_checks").await,
+        5,
+        "ours was never checked"
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_orphan_is_kept_reported_and_attached_when_its_row_returns() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let daemon = Daemon::start(daemon_config(&db, &sim, sweep_config())).await;
+    let http = reqwest::Client::new();
+    // Our own job, but the row was lost (a deploy, a rolled-back transaction).
+    let orphan = create(
+        &http,
+        &sim,
+        MAIN_KEY,
+        Some(&daemon.url("/webhooks/sume")),
+        json!({}),
+    )
+    .await;
+    wait_for("orphan reported", Duration::from_secs(30), || async {
+        count(
+            &db,
+            "select count(*) from sume.inbox_checks where verdict = 'orphan'",
+        )
+        .await
+            == 1
+    })
+    .await;
+    let c = db.client().await;
+    let row = c
+        .query_one(
+            "select applied_at is null, set_aside_at is null from sume.events where job_id = $1",
+            &[&orphan],
+        )
+        .await
+        .unwrap();
+    assert!(
+        row.get::<_, bool>(0) && row.get::<_, bool>(1),
+        "kept waiting, not set aside"
+    );
+    let answers: Value = c
+        .query_one(
+            "select answers from sume.inbox_checks where job_id = $1",
+            &[&orphan],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(answers, json!({"main": "200 completed"}));
+    // The row is restored: the waiting event applies.
+    register(&db, &orphan).await;
+    wait_for("orphan completed", Duration::from_secs(10), || async {
+        job_state(&db, &orphan).await.as_deref() == Some("completed")
+    })
+    .await;
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_after_is_honoured_by_every_request() {
+    let db = TestDb::new().await;
+    let mut sc = sim_config();
+    sc.faults = Faults {
+        status_429: 1.0,
+        status_429_retry_after: Duration::from_secs(1),
+        ..Faults::none()
+    };
+    let sim = RunningSim::start(sc).await.unwrap();
+    let daemon = Daemon::start(daemon_config(&db, &sim, sweep_config())).await;
+    let http = reqwest::Client::new();
+    let mut jobs = Vec::new();
+    for _ in 0..8 {
+        let id = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 20})).await;
+        register(&db, &id).await;
+        jobs.push(id);
+    }
+    wait_for("a few 429s", Duration::from_secs(30), || async {
+        let stats: SimStats = sim_get(&http, &sim, "stats").await;
+        stats
+            .keys
+            .get("main")
+            .map(|k| k.counts.fault_429)
+            .unwrap_or(0)
+            >= 3
+    })
+    .await;
+    let r = http
+        .patch(sim.sim_url("faults"))
+        .json(&json!({"status_429": 0.0}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    wait_for(
+        "every job closed by poll",
+        Duration::from_secs(30),
+        || async {
+            count(
+                &db,
+                "select count(*) from sume.jobs where state = 'completed'",
+            )
+            .await
+                == 8
+        },
+    )
+    .await;
+    let log: RequestsAnswer = sim_get(&http, &sim, "requests?key=main").await;
+    let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap();
+    let mut checked = 0;
+    // A request that reached Sume within a few milliseconds of a 429's answer was already on
+    // its way when the 429 arrived; everything sent after must wait out Retry-After.
+    let in_flight = chrono::Duration::milliseconds(5);
+    for limited in log.requests.iter().filter(|r| r.status == 429) {
+        let answered = at(&limited.at) + chrono::Duration::milliseconds(limited.latency_ms as i64);
+        let until = answered + chrono::Duration::seconds(1);
+        for later in log
+            .requests
+            .iter()
+            .filter(|r| at(&r.at) > answered + in_flight)
+        {
+            assert!(
+                at(&later.at) >= until - chrono::Duration::milliseconds(20),
+                "request at {} came before the Retry-After of the 429 answered at {answered} ran out",
+                later.at
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_instances_share_the_sweep_within_one_budget() {
+    let db = TestDb::new().await;
+    let mut sc = sim_config();
+    sc.limits.reads_per_window = 50;
+    sc.limits.rate_window = Duration::from_secs(1);
+    sc.faults = Faults {
+        status_slow: 0.3,
+        status_slow_delay: Duration::from_millis(150),
+        ..Faults::none()
+    };
+    let sim = RunningSim::start(sc).await.unwrap();
+    let mut sweep = sweep_config();
+    sweep.poll_after = Duration::from_millis(100);
+    sweep.poll_max_interval = Duration::from_millis(300);
+    sweep.read_rate = Rate {
+        count: 40,
+        per: Duration::from_secs(1),
+    };
+    let a = Daemon::start(daemon_config(&db, &sim, sweep.clone())).await;
+    let b = Daemon::start(daemon_config(&db, &sim, sweep)).await;
+    let http = reqwest::Client::new();
+    let mut jobs = Vec::new();
+    for i in 0..30 {
+        let id = create(
+            &http,
+            &sim,
+            MAIN_KEY,
+            None,
+            json!({"duration_ms": 1000 + i * 40}),
+        )
+        .await;
+        register(&db, &id).await;
+        jobs.push(id);
+    }
+    wait_for(
+        "every job closed by poll",
+        Duration::from_secs(60),
+        || async {
+            count(
+                &db,
+                "select count(*) from sume.jobs where state = 'completed'",
+            )
+            .await
+                == 30
+        },
+    )
+    .await;
+    let stats: SimStats = sim_get(&http, &sim, "stats").await;
+    assert!(
+        stats.requests > 60,
+        "jobs were polled repeatedly ({} reads)",
+        stats.requests
+    );
+    assert_eq!(
+        stats.max_concurrent_status_reads, 1,
+        "no job polled by two instances at once"
+    );
+    let main = &stats.keys["main"];
+    assert_eq!(
+        main.counts.rate_limited, 0,
+        "the fleet never went over Sume's limit"
+    );
+    assert!(
+        main.max_reads_per_window <= 40 + 4,
+        "within the budget: {}",
+        main.max_reads_per_window
+    );
+    let owners = count(
+        &db,
+        "select count(distinct last_poll_answer) from sume.jobs",
+    )
+    .await;
+    assert!(owners >= 1);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crashed_instances_leases_are_recovered() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let http = reqwest::Client::new();
+    let mut jobs = Vec::new();
+    for _ in 0..10 {
+        let id = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 20})).await;
+        jobs.push(id);
+    }
+    // The schema exists once a daemon has started; start one that polls nothing yet.
+    let mut quiet = sweep_config();
+    quiet.poll_after = Duration::from_secs(3600);
+    let first = Daemon::start(daemon_config(&db, &sim, quiet)).await;
+    first.stop().await;
+    for id in &jobs {
+        register(&db, id).await;
+    }
+    // An instance claimed them all, then died: its lease holds for two more seconds.
+    db.client()
+        .await
+        .execute(
+            "update sume.jobs set lease_owner = 'crashed-instance', lease_until = now() + interval '2 seconds'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let lease_until: chrono::DateTime<chrono::Utc> = db
+        .client()
+        .await
+        .query_one("select max(lease_until) from sume.jobs", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let daemon = Daemon::start(daemon_config(&db, &sim, sweep_config())).await;
+    wait_for(
+        "claims recovered and jobs closed",
+        Duration::from_secs(30),
+        || async {
+            count(
+                &db,
+                "select count(*) from sume.jobs where state = 'completed' and closed_by = 'poll'",
+            )
+            .await
+                == 10
+        },
+    )
+    .await;
+    let log: RequestsAnswer = sim_get(&http, &sim, "requests?key=main").await;
+    for r in log.requests.iter().filter(|r| r.method == "GET") {
+        let at = chrono::DateTime::parse_from_rfc3339(&r.at).unwrap();
+        assert!(
+            at >= lease_until - chrono::Duration::milliseconds(20),
+            "polled at {at} under a live lease"
+        );
+    }
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.jobs where lease_owner is not null"
+        )
+        .await,
+        0
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn webhook_and_poll_racing_close_each_job_once() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let mut sweep = sweep_config();
+    sweep.poll_after = Duration::from_millis(60);
+    sweep.interval = Duration::from_millis(30);
+    sweep.poll_max_interval = Duration::from_millis(60);
+    let daemon = Daemon::start(daemon_config(&db, &sim, sweep)).await;
+    let http = reqwest::Client::new();
+    let hook = daemon.url("/webhooks/sume");
+    let mut jobs = Vec::new();
+    for i in 0..60 {
+        let id = create(
+            &http,
+            &sim,
+            MAIN_KEY,
+            Some(&hook),
+            json!({"duration_ms": 40 + (i % 7) * 15}),
+        )
+        .await;
+        register(&db, &id).await;
+        jobs.push(id);
+    }
+    wait_for(
+        "every job closed, every event applied",
+        Duration::from_secs(30),
+        || async {
+            count(
+                &db,
+                "select count(*) from sume.jobs where state = 'completed'",
+            )
+            .await
+                == 60
+                && count(
+                    &db,
+                    "select count(*) from sume.events where applied_at is null",
+                )
+                .await
+                    == 0
+                && count(&db, "select count(*) from sume.events").await == 60
+        },
+    )
+    .await;
+    let by_webhook = count(
+        &db,
+        "select count(*) from sume.jobs where closed_by = 'webhook'",
+    )
+    .await;
+    let by_poll = count(
+        &db,
+        "select count(*) from sume.jobs where closed_by = 'poll'",
+    )
+    .await;
+    assert_eq!(by_webhook + by_poll, 60);
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.events where outcome = 'closed'"
+        )
+        .await,
+        by_webhook,
+        "an event closed exactly the jobs closed by webhook"
+    );
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.jobs j where closed_by = 'poll'
+             and exists (select 1 from sume.events e where e.job_id = j.job_id and e.outcome <> 'ignored')"
+        )
+        .await,
+        0,
+        "after a poll closed a job, its webhook was a no-op"
+    );
+    assert_eq!(
+        count(&db, "select count(*) from sume.disagreements").await,
+        0
+    );
+    assert_matches_truth(&http, &sim, &db, &jobs).await;
+    eprintln!("closed by webhook: {by_webhook}, by poll: {by_poll}");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_that_never_ends_is_given_up_as_expired() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let mut sweep = sweep_config();
+    sweep.poll_give_up = Duration::from_secs(1);
+    let daemon = Daemon::start(daemon_config(&db, &sim, sweep)).await;
+    let http = reqwest::Client::new();
+    let id = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 600_000})).await;
+    register(&db, &id).await;
+    wait_for("given up", Duration::from_secs(30), || async {
+        job_state(&db, &id).await.as_deref() == Some("expired")
+    })
+    .await;
+    let row = db
+        .client()
+        .await
+        .query_one(
+            "select closed_by, close_reason, sume_status from sume.jobs",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "give_up");
+    assert!(row.get::<_, String>(1).contains("POLL_GIVE_UP"));
+    assert_eq!(
+        row.get::<_, Option<String>>(2).as_deref(),
+        Some("queued"),
+        "the last status read"
+    );
+    daemon.stop().await;
+}

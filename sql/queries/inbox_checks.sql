@@ -1,0 +1,72 @@
+-- Statements on sume.inbox_checks: stale inbox rows checked against Sume's status endpoint.
+
+-- name: inbox_checks_enqueue
+-- Opens a check for every job id whose events have waited more than $1 seconds with no job row
+-- and no check yet; at most $2 at a time. Served by events_pending (pending events by age).
+insert into sume.inbox_checks (job_id)
+select distinct e.job_id
+from sume.events e
+where e.applied_at is null
+  and e.set_aside_at is null
+  and e.received_at < now() - make_interval(secs => $1)
+  and not exists (select 1 from sume.jobs j where j.job_id = e.job_id)
+  and not exists (select 1 from sume.inbox_checks c where c.job_id = e.job_id)
+limit $2
+on conflict (job_id) do nothing;
+
+-- name: inbox_checks_claim
+-- Claims up to $2 due checks for instance $1 until now() + $3 seconds.
+with due as (
+    select job_id
+    from sume.inbox_checks
+    where verdict = 'pending'
+      and next_check_at <= now()
+      and (lease_until is null or lease_until < now())
+    order by next_check_at
+    limit $2
+    for update skip locked
+)
+update sume.inbox_checks c
+set lease_owner = $1,
+    lease_until = now() + make_interval(secs => $3)
+from due
+where c.job_id = due.job_id
+returning c.job_id, c.attempts, c.lease_until;
+
+-- name: inbox_checks_retry
+-- Inconclusive (429, 5xx, timeout, a key refused): try again in $4 seconds.
+update sume.inbox_checks
+set answers       = $3,
+    attempts      = attempts + 1,
+    checked_at    = now(),
+    next_check_at = now() + make_interval(secs => $4),
+    lease_owner   = null,
+    lease_until   = null
+where job_id = $1
+  and lease_owner = $2;
+
+-- name: inbox_checks_verdict
+-- A verdict: 'foreign' (every key answered 404) or 'orphan' (a key can read it; no row).
+update sume.inbox_checks
+set verdict     = $3,
+    answers     = $4,
+    attempts    = attempts + 1,
+    checked_at  = now(),
+    lease_owner = null,
+    lease_until = null
+where job_id = $1
+  and lease_owner = $2
+  and verdict = 'pending';
+
+-- name: inbox_checks_drop
+-- The job row appeared while it was being checked: attach owns it now.
+delete from sume.inbox_checks
+where job_id = $1
+  and lease_owner = $2;
+
+-- name: inbox_checks_release
+update sume.inbox_checks
+set lease_owner = null,
+    lease_until = null
+where job_id = any($1)
+  and lease_owner = $2;
