@@ -148,6 +148,13 @@ pub struct ServeArgs {
     /// Status calls in flight at once, per instance.
     #[arg(long, env = "SWEEP_CONCURRENCY", default_value = "4")]
     pub sweep_concurrency: String,
+    /// How long applied and set-aside events and dead letters are kept (longer than Sume's
+    /// whole retry horizon, so a redelivery is still recognised as a duplicate).
+    #[arg(long, env = "RETENTION", default_value = "14d")]
+    pub retention: String,
+    /// Rows one retention statement removes.
+    #[arg(long, env = "RETENTION_BATCH", default_value = "1000")]
+    pub retention_batch: String,
     /// How long shutdown waits for in-flight work.
     #[arg(long, env = "SHUTDOWN_TIMEOUT", default_value = "20s")]
     pub shutdown_timeout: String,
@@ -219,6 +226,8 @@ impl ServeArgs {
                 concurrency: parse_count("SWEEP_CONCURRENCY", &self.sweep_concurrency, 1)?,
                 read_rate: parse_rate("SUME_READ_RATE", &self.sume_read_rate)?,
                 request_timeout: parse_duration("SUME_TIMEOUT", &self.sume_timeout)?,
+                retention: parse_duration("RETENTION", &self.retention)?,
+                retention_batch: parse_count("RETENTION_BATCH", &self.retention_batch, 1)?,
             },
             shutdown_timeout: parse_duration("SHUTDOWN_TIMEOUT", &self.shutdown_timeout)?,
         };

@@ -113,6 +113,10 @@ pub struct SweepConfig {
     pub read_rate: Rate,
     /// Timeout of one status call.
     pub request_timeout: Duration,
+    /// How long applied and set-aside events and dead letters are kept.
+    pub retention: Duration,
+    /// Rows one retention statement removes.
+    pub retention_batch: usize,
 }
 
 impl Default for SweepConfig {
@@ -131,6 +135,8 @@ impl Default for SweepConfig {
                 per: Duration::from_secs(60),
             },
             request_timeout: Duration::from_secs(10),
+            retention: Duration::from_secs(14 * 86_400),
+            retention_batch: 1000,
         }
     }
 }
@@ -331,6 +337,12 @@ impl Config {
             return Err(ConfigError::new(
                 "SWEEP_LEASE",
                 "must be longer than SUME_TIMEOUT, or a claim could expire during its own request",
+            ));
+        }
+        if s.retention < Duration::from_secs(3600) {
+            return Err(ConfigError::new(
+                "RETENTION",
+                "must be at least 1h: applied events are the memory that makes a redelivery a duplicate",
             ));
         }
         if s.poll_give_up <= s.poll_after {

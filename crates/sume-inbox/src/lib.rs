@@ -14,6 +14,7 @@ pub mod app;
 pub mod attach;
 pub mod budget;
 pub mod cli;
+pub mod client;
 pub mod close;
 pub mod config;
 pub mod db;

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::budget::{Budget, BudgetError};
 use crate::close::Outcome;
 use crate::config::{ApiKey, SweepConfig};
-use crate::db::{ClaimedCheck, ClaimedJob, Concluded, DbError, Store, Verdict};
+use crate::db::{ClaimedCheck, ClaimedJob, Concluded, DbError, Removed, Store, Verdict};
 use crate::health::Health;
 
 /// What one pass did.
@@ -48,6 +48,8 @@ pub struct SweepStats {
     /// Claims given back because the budget could not serve them before their lease ended.
     pub deferred: usize,
     pub requests: usize,
+    /// Rows removed by retention.
+    pub removed: Removed,
 }
 
 impl SweepStats {
@@ -64,8 +66,16 @@ impl SweepStats {
         self.disagreements += o.disagreements;
         self.deferred += o.deferred;
         self.requests += o.requests;
+        self.removed.events_applied += o.removed.events_applied;
+        self.removed.events_set_aside += o.removed.events_set_aside;
+        self.removed.dead_letters += o.removed.dead_letters;
+        self.removed.inbox_checks += o.removed.inbox_checks;
     }
 }
+
+/// Retention statements per kind and pass: a backlog drains over several passes rather than
+/// in one long burst.
+const RETENTION_BATCHES_PER_PASS: usize = 10;
 
 pub struct Sweep {
     store: Store,
@@ -141,12 +151,26 @@ impl Sweep {
     }
 
     /// One pass: the inbox sweep, then the open-job sweep, each until nothing due is left
-    /// (or the budget ran out for this pass).
+    /// (or the budget ran out for this pass); then retention.
     pub async fn run_once(&self, shutdown: &CancellationToken) -> Result<SweepStats, DbError> {
         let mut total = SweepStats::default();
-        if self.keys.is_empty() {
-            return Ok(total);
+        if !self.keys.is_empty() {
+            total.add(self.sume_pass(shutdown).await?);
         }
+        total.removed = self
+            .store
+            .retention_pass(
+                self.config.retention.as_secs_f64(),
+                self.config.retention_batch as i64,
+                RETENTION_BATCHES_PER_PASS,
+            )
+            .await?;
+        Ok(total)
+    }
+
+    /// The part of a pass that asks Sume.
+    async fn sume_pass(&self, shutdown: &CancellationToken) -> Result<SweepStats, DbError> {
+        let mut total = SweepStats::default();
         let names: Vec<String> = self.keys.iter().map(|k| k.name.clone()).collect();
         self.budget.ensure(&names).await?;
         loop {

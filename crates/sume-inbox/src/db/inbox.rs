@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use serde_json::Value;
+use tokio_postgres::{GenericClient, Statement};
 
 use super::{jobs, sql, DbError, Store};
 use crate::close::{Observation, Source};
@@ -44,9 +45,14 @@ pub struct AttachReport {
 }
 
 impl Store {
-    /// Stores one batch in one transaction and answers the event ids that were new (the rest
-    /// were already stored). Events must have distinct ids; they are written sorted by id so
-    /// that two batches sharing ids never wait on each other in opposite orders.
+    /// Stores one batch atomically and answers the event ids that were new (the rest were
+    /// already stored). Events must have distinct ids; they are written sorted by id so that
+    /// two batches sharing ids never wait on each other in opposite orders.
+    ///
+    /// A batch of one kind (the usual case: only events) is one statement in autocommit: its
+    /// own transaction, committed before the server answers it, so one round trip instead of
+    /// three (begin, insert, commit). A batch with both kinds takes an explicit transaction.
+    /// Either way this returns only once the commit is durable.
     pub async fn write_inbox_batch(
         &self,
         events: &mut [NewEvent],
@@ -55,55 +61,46 @@ impl Store {
         events.sort_by(|a, b| a.event_id.cmp(&b.event_id));
         dead.sort_by(|a, b| a.dead_letter_id.cmp(&b.dead_letter_id));
         let mut client = self.client().await?;
-        let tx = client
-            .transaction()
-            .await
-            .map_err(|e| DbError::query("inbox_begin", e))?;
-        let mut new_ids = HashSet::new();
-        if !events.is_empty() {
-            let stmt = tx
-                .prepare_cached(sql("events_insert"))
-                .await
-                .map_err(|e| DbError::query("events_insert", e))?;
-            let ids: Vec<&str> = events.iter().map(|e| e.event_id.as_str()).collect();
-            let jobs: Vec<&str> = events.iter().map(|e| e.job_id.as_str()).collect();
-            let types: Vec<Option<&str>> = events.iter().map(|e| e.event_type.as_deref()).collect();
-            let statuses: Vec<Option<&str>> = events.iter().map(|e| e.status.as_deref()).collect();
-            let results: Vec<Option<&Value>> = events.iter().map(|e| e.result.as_ref()).collect();
-            let bodies: Vec<&[u8]> = events.iter().map(|e| e.body.as_ref()).collect();
-            let signed: Vec<i64> = events.iter().map(|e| e.signed_at).collect();
-            let sigs: Vec<&str> = events.iter().map(|e| e.signature.as_str()).collect();
-            let rows = tx
-                .query(
-                    &stmt,
-                    &[
-                        &ids, &jobs, &types, &statuses, &results, &bodies, &signed, &sigs,
-                    ],
-                )
-                .await
-                .map_err(|e| DbError::query("events_insert", e))?;
-            new_ids = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+        let events_stmt = if events.is_empty() {
+            None
+        } else {
+            Some(
+                client
+                    .prepare_cached(sql("events_insert"))
+                    .await
+                    .map_err(|e| DbError::query("events_insert", e))?,
+            )
+        };
+        let dead_stmt = if dead.is_empty() {
+            None
+        } else {
+            Some(
+                client
+                    .prepare_cached(sql("dead_letters_insert"))
+                    .await
+                    .map_err(|e| DbError::query("dead_letters_insert", e))?,
+            )
+        };
+        match (events_stmt, dead_stmt) {
+            (None, None) => Ok(HashSet::new()),
+            (Some(stmt), None) => insert_events(&**client, &stmt, events).await,
+            (None, Some(stmt)) => {
+                insert_dead_letters(&**client, &stmt, dead).await?;
+                Ok(HashSet::new())
+            }
+            (Some(events_stmt), Some(dead_stmt)) => {
+                let tx = client
+                    .transaction()
+                    .await
+                    .map_err(|e| DbError::query("inbox_begin", e))?;
+                let new_ids = insert_events(&*tx, &events_stmt, events).await?;
+                insert_dead_letters(&*tx, &dead_stmt, dead).await?;
+                tx.commit()
+                    .await
+                    .map_err(|e| DbError::query("inbox_commit", e))?;
+                Ok(new_ids)
+            }
         }
-        if !dead.is_empty() {
-            let stmt = tx
-                .prepare_cached(sql("dead_letters_insert"))
-                .await
-                .map_err(|e| DbError::query("dead_letters_insert", e))?;
-            let ids: Vec<&str> = dead.iter().map(|d| d.dead_letter_id.as_str()).collect();
-            let reasons: Vec<&str> = dead.iter().map(|d| d.reason.as_str()).collect();
-            let bodies: Vec<&[u8]> = dead.iter().map(|d| d.body.as_ref()).collect();
-            let headers: Vec<Option<&str>> =
-                dead.iter().map(|d| d.header_event_id.as_deref()).collect();
-            let signed: Vec<i64> = dead.iter().map(|d| d.signed_at).collect();
-            let sigs: Vec<&str> = dead.iter().map(|d| d.signature.as_str()).collect();
-            tx.execute(&stmt, &[&ids, &reasons, &bodies, &headers, &signed, &sigs])
-                .await
-                .map_err(|e| DbError::query("dead_letters_insert", e))?;
-        }
-        tx.commit()
-            .await
-            .map_err(|e| DbError::query("inbox_commit", e))?;
-        Ok(new_ids)
     }
 
     /// The catch-up scan: up to `limit` jobs that have a row and waiting events.
@@ -211,4 +208,48 @@ impl Store {
         }
         Ok(report)
     }
+}
+
+/// `events_insert` for a sorted batch; answers the ids that were new.
+async fn insert_events<C: GenericClient>(
+    db: &C,
+    stmt: &Statement,
+    events: &[NewEvent],
+) -> Result<HashSet<String>, DbError> {
+    let ids: Vec<&str> = events.iter().map(|e| e.event_id.as_str()).collect();
+    let jobs: Vec<&str> = events.iter().map(|e| e.job_id.as_str()).collect();
+    let types: Vec<Option<&str>> = events.iter().map(|e| e.event_type.as_deref()).collect();
+    let statuses: Vec<Option<&str>> = events.iter().map(|e| e.status.as_deref()).collect();
+    let results: Vec<Option<&Value>> = events.iter().map(|e| e.result.as_ref()).collect();
+    let bodies: Vec<&[u8]> = events.iter().map(|e| e.body.as_ref()).collect();
+    let signed: Vec<i64> = events.iter().map(|e| e.signed_at).collect();
+    let sigs: Vec<&str> = events.iter().map(|e| e.signature.as_str()).collect();
+    let rows = db
+        .query(
+            stmt,
+            &[
+                &ids, &jobs, &types, &statuses, &results, &bodies, &signed, &sigs,
+            ],
+        )
+        .await
+        .map_err(|e| DbError::query("events_insert", e))?;
+    Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+}
+
+/// `dead_letters_insert` for a sorted batch.
+async fn insert_dead_letters<C: GenericClient>(
+    db: &C,
+    stmt: &Statement,
+    dead: &[NewDeadLetter],
+) -> Result<(), DbError> {
+    let ids: Vec<&str> = dead.iter().map(|d| d.dead_letter_id.as_str()).collect();
+    let reasons: Vec<&str> = dead.iter().map(|d| d.reason.as_str()).collect();
+    let bodies: Vec<&[u8]> = dead.iter().map(|d| d.body.as_ref()).collect();
+    let headers: Vec<Option<&str>> = dead.iter().map(|d| d.header_event_id.as_deref()).collect();
+    let signed: Vec<i64> = dead.iter().map(|d| d.signed_at).collect();
+    let sigs: Vec<&str> = dead.iter().map(|d| d.signature.as_str()).collect();
+    db.execute(stmt, &[&ids, &reasons, &bodies, &headers, &signed, &sigs])
+        .await
+        .map_err(|e| DbError::query("dead_letters_insert", e))?;
+    Ok(())
 }

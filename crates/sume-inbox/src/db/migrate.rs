@@ -10,6 +10,11 @@ use super::DbError;
 pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "init", include_str!("../../../../sql/0001_init.sql")),
     (2, "sweep", include_str!("../../../../sql/0002_sweep.sql")),
+    (
+        3,
+        "retention",
+        include_str!("../../../../sql/0003_retention.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.

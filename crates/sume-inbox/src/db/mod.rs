@@ -9,6 +9,7 @@ mod inbox;
 mod jobs;
 pub mod migrate;
 mod queries;
+mod retention;
 mod sweep;
 
 use std::time::Duration;
@@ -20,6 +21,7 @@ use tokio_postgres::NoTls;
 pub use inbox::{AttachReport, NewDeadLetter, NewEvent};
 pub use jobs::{JobRow, NewJob, Registered};
 pub use queries::sql;
+pub use retention::Removed;
 pub use sweep::{ClaimedCheck, ClaimedJob, Concluded, Take, Verdict};
 
 /// A database failure, naming the statement that failed.

@@ -6,32 +6,16 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+#[rustfmt::skip]
 const FILES: &[(&str, &str)] = &[
     ("jobs.sql", include_str!("../../../../sql/queries/jobs.sql")),
-    (
-        "events.sql",
-        include_str!("../../../../sql/queries/events.sql"),
-    ),
-    (
-        "dead_letters.sql",
-        include_str!("../../../../sql/queries/dead_letters.sql"),
-    ),
-    (
-        "disagreements.sql",
-        include_str!("../../../../sql/queries/disagreements.sql"),
-    ),
-    (
-        "schema.sql",
-        include_str!("../../../../sql/queries/schema.sql"),
-    ),
-    (
-        "inbox_checks.sql",
-        include_str!("../../../../sql/queries/inbox_checks.sql"),
-    ),
-    (
-        "rate_buckets.sql",
-        include_str!("../../../../sql/queries/rate_buckets.sql"),
-    ),
+    ("events.sql", include_str!("../../../../sql/queries/events.sql")),
+    ("dead_letters.sql", include_str!("../../../../sql/queries/dead_letters.sql")),
+    ("disagreements.sql", include_str!("../../../../sql/queries/disagreements.sql")),
+    ("schema.sql", include_str!("../../../../sql/queries/schema.sql")),
+    ("inbox_checks.sql", include_str!("../../../../sql/queries/inbox_checks.sql")),
+    ("rate_buckets.sql", include_str!("../../../../sql/queries/rate_buckets.sql")),
+    ("retention.sql", include_str!("../../../../sql/queries/retention.sql")),
 ];
 
 fn parse(text: &str) -> Vec<(&str, String)> {

@@ -104,6 +104,8 @@ fn the_config_never_prints_its_secrets() {
         sweep_batch: "100".into(),
         sweep_lease: "2m".into(),
         sweep_concurrency: "4".into(),
+        retention: "14d".into(),
+        retention_batch: "1000".into(),
         shutdown_timeout: "20s".into(),
     }
     .into_config()

@@ -3,9 +3,11 @@
 
 mod attach;
 mod cli;
+mod e2e;
 mod ingest;
 mod outage;
 mod plans;
+mod retention;
 mod shutdown;
 mod support;
 mod sweep;

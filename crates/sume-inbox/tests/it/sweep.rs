@@ -34,6 +34,7 @@ fn sweep_config() -> SweepConfig {
             per: Duration::from_secs(1),
         },
         request_timeout: Duration::from_secs(1),
+        ..SweepConfig::default()
     }
 }
 

@@ -1,0 +1,92 @@
+//! Retention removes what is old and settled, in bounded batches, and never an open job or an
+//! event still waiting in the inbox.
+
+use std::time::Duration;
+
+use sume_inbox::config::SweepConfig;
+use sume_inbox::db::Store;
+use sume_inbox::sweep::Sweep;
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retention_removes_only_what_is_old_and_settled() {
+    let db = TestDb::new().await;
+    let mut c = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
+    c.batch_execute(
+        "insert into sume.jobs (job_id, created_at) values ('open_old', now() - interval '30 days');
+         insert into sume.jobs (job_id, state, sume_status, closed_by, created_at, closed_at)
+         select 'done_' || g, 'completed', 'completed', 'webhook',
+                now() - interval '30 days', now() - interval '30 days'
+         from generate_series(1, 2500) g;
+         -- Applied long ago (2,500), applied recently (1), set aside long ago (3), set aside
+         -- recently (1), waiting in the inbox for a month (1), dead letters old (2) and new (1).
+         insert into sume.events (event_id, job_id, status, body, signed_at, signature,
+                                  received_at, applied_at, outcome)
+         select 'old_' || g, 'done_' || g, 'completed', '\\x7b7d', 0, 'v1=00',
+                now() - interval '30 days', now() - interval '30 days', 'closed'
+         from generate_series(1, 2500) g;
+         insert into sume.events (event_id, job_id, status, body, signed_at, signature,
+                                  received_at, applied_at, outcome)
+         values ('recent', 'done_1', 'completed', '\\x7b7d', 0, 'v1=00', now(), now(), 'ignored');
+         insert into sume.events (event_id, job_id, status, body, signed_at, signature,
+                                  received_at, set_aside_at, set_aside_reason)
+         select 'aside_' || g, 'foreign_' || g, 'completed', '\\x7b7d', 0, 'v1=00',
+                now() - interval '30 days', now() - interval '30 days', 'foreign'
+         from generate_series(1, 3) g;
+         insert into sume.events (event_id, job_id, status, body, signed_at, signature,
+                                  received_at, set_aside_at, set_aside_reason)
+         values ('aside_new', 'foreign_new', 'completed', '\\x7b7d', 0, 'v1=00', now(), now(), 'foreign');
+         insert into sume.inbox_checks (job_id, verdict, checked_at)
+         select 'foreign_' || g, 'foreign', now() - interval '30 days' from generate_series(1, 3) g;
+         insert into sume.inbox_checks (job_id, verdict, checked_at)
+         values ('foreign_new', 'foreign', now());
+         insert into sume.events (event_id, job_id, status, body, signed_at, signature, received_at)
+         values ('waiting', 'open_old', 'running', '\\x7b7d', 0, 'v1=00', now() - interval '30 days');
+         insert into sume.dead_letters (dead_letter_id, reason, body, signed_at, signature, received_at)
+         values ('dl_1', 'x', '\\x00', 0, 'v1=00', now() - interval '30 days'),
+                ('dl_2', 'x', '\\x00', 0, 'v1=00', now() - interval '30 days'),
+                ('dl_3', 'x', '\\x00', 0, 'v1=00', now());",
+    )
+    .await
+    .unwrap();
+    let store = Store::new(&db.url, 2).unwrap();
+    let fourteen_days = 14.0 * 86_400.0;
+    // Bounded: 1,000 rows a statement, two statements a kind in this pass.
+    let first = store.retention_pass(fourteen_days, 1000, 2).await.unwrap();
+    assert_eq!(first.events_applied, 2000);
+    assert_eq!(first.events_set_aside, 3);
+    assert_eq!(first.dead_letters, 2);
+    assert_eq!(first.inbox_checks, 3);
+    // The sweep's own pass takes the rest, with no API key configured at all.
+    let mut cfg = SweepConfig {
+        retention: Duration::from_secs(14 * 86_400),
+        ..SweepConfig::default()
+    };
+    cfg.retention_batch = 1000;
+    let client =
+        sume_wire::StatusClient::new("http://127.0.0.1:9/v1", Duration::from_secs(1)).unwrap();
+    let sweep = Sweep::new(store.clone(), client, vec![], cfg);
+    let stats = sweep
+        .run_once(&tokio_util::sync::CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(stats.removed.events_applied, 500);
+    assert_eq!(stats.removed.total(), 500);
+    let left: Vec<String> = c
+        .query("select event_id from sume.events order by event_id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(left, vec!["aside_new", "recent", "waiting"]);
+    assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);
+    assert_eq!(db.scalar("select count(*) from sume.inbox_checks").await, 1);
+    assert_eq!(
+        db.scalar("select count(*) from sume.jobs").await,
+        2501,
+        "jobs are never removed"
+    );
+}
