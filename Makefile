@@ -5,12 +5,19 @@ CARGO ?= cargo
 DEV_SECRET ?= whsec_dev_only_not_secret
 export LOG_FORMAT ?= pretty
 
-.PHONY: run test lint fmt clean-db
+.PHONY: run serve test lint fmt clean-db
 
-## run: the daemon against a throwaway PostgreSQL, with a development secret
+## run: the whole story in about a minute: PostgreSQL, the Sume simulator, two daemon
+## instances and an application submitting a few hundred jobs; ends with a report
 run:
 	$(CARGO) build --release -p sume-inbox
-	@DEVPG_DIR=target/devpg-run scripts/with-devpg scripts/run-dev target/release/sume-inbox $(DEV_SECRET)
+	@scripts/devpg destroy target/devpg-run >/dev/null 2>&1 || true
+	@DEVPG_DIR=target/devpg-run RUST_LOG=$${RUST_LOG:-warn} scripts/with-devpg target/release/sume-inbox demo
+
+## serve: the daemon alone, in the foreground, with a development secret
+serve:
+	$(CARGO) build --release -p sume-inbox
+	@DEVPG_DIR=target/devpg-serve scripts/with-devpg scripts/run-dev target/release/sume-inbox $(DEV_SECRET)
 
 ## test: every test, against a fresh throwaway PostgreSQL (or DATABASE_URL)
 test:
@@ -27,4 +34,4 @@ fmt:
 	$(CARGO) fmt --all
 
 clean-db:
-	scripts/devpg destroy target/devpg-run; scripts/devpg destroy target/devpg-test
+	for d in target/devpg-*; do scripts/devpg destroy $$d; done

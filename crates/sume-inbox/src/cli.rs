@@ -33,6 +33,8 @@ pub enum Command {
     Sign(SignArgs),
     /// Run the Sume simulator: jobs, rate limits, signed webhooks, injectable faults.
     Sim(sume_sim::SimConfig),
+    /// The whole story in a minute: simulator, daemons and an application racing them.
+    Demo(crate::demo::DemoArgs),
 }
 
 #[derive(Debug, Args)]

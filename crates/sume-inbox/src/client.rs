@@ -434,10 +434,16 @@ impl SubmitClient {
         self.orders_ready
             .get_or_try_init(|| async {
                 let client = self.pool.get().await?;
-                client
-                    .batch_execute(ORDERS_CREATE)
-                    .await
-                    .map_err(db("orders_create"))
+                match client.batch_execute(ORDERS_CREATE).await {
+                    // Two sessions running `create table if not exists` at once: one wins the
+                    // race on the catalog, the other's table exists all the same.
+                    Err(e)
+                        if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) =>
+                    {
+                        Ok(())
+                    }
+                    other => other.map_err(db("orders_create")),
+                }
             })
             .await
             .map(|_| ())

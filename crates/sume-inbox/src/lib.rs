@@ -18,6 +18,7 @@ pub mod client;
 pub mod close;
 pub mod config;
 pub mod db;
+pub mod demo;
 pub mod health;
 pub mod http;
 pub mod ingest;

@@ -66,6 +66,15 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             tokio::spawn(on_signal(shutdown.clone()));
             sume_sim::run(config, listener, shutdown).await
         }
+        Command::Demo(args) => {
+            let report = sume_inbox::demo::run_demo(args).await?;
+            println!("{report}");
+            anyhow::ensure!(
+                report.all_match(),
+                "some jobs do not match the simulator's truth"
+            );
+            Ok(())
+        }
         Command::Sign(args) => {
             println!("{}", sign::render(&args).map_err(anyhow::Error::msg)?);
             Ok(())

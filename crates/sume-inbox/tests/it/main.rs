@@ -3,6 +3,7 @@
 
 mod attach;
 mod cli;
+mod demo;
 mod e2e;
 mod ingest;
 mod outage;
