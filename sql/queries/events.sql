@@ -30,7 +30,8 @@ limit $1;
 
 -- name: events_pending_for_jobs
 -- Run after jobs_lock, so it sees every event committed before the lock was taken.
-select event_id, job_id, status, result
+select event_id, job_id, status, result,
+       extract(epoch from clock_timestamp() - received_at)::float8 as waited
 from sume.events
 where job_id = any($1)
   and applied_at is null

@@ -2,3 +2,17 @@
 
 -- name: schema_version
 select coalesce(max(version), 0) from sume.schema_migrations;
+
+-- name: schema_gauges
+-- The fleet-wide numbers an operator alerts on, each served by a partial index.
+select
+    (select count(*) from sume.events
+      where applied_at is null and set_aside_at is null) as waiting,
+    coalesce((select extract(epoch from now() - min(received_at))::float8 from sume.events
+               where applied_at is null and set_aside_at is null), 0) as oldest_age,
+    (select count(*) from sume.dead_letters where replayed_at is null) as dead_letters,
+    (select count(*) from sume.inbox_checks where verdict = 'orphan') as orphans,
+    (select count(*) from sume.disagreements) as disagreements,
+    (select count(*) from sume.jobs where state = 'open' and next_poll_at is null)
+      + (select count(*) from sume.jobs where state = 'open' and next_poll_at is not null)
+      as open_jobs;

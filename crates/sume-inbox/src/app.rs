@@ -23,6 +23,7 @@ use crate::db::{self, migrate, DbError, Store};
 use crate::health::Health;
 use crate::http::{admin, webhook};
 use crate::ingest::Ingest;
+use crate::metrics::Metrics;
 use crate::sweep::Sweep;
 
 /// The sockets `run` serves on, bound by the caller.
@@ -85,11 +86,13 @@ pub async fn run(
     tracing::info!(applied = ?applied, schema = migrate::latest(), "schema is current");
     let store = Store::new(&url, config.db_pool_size)?;
     let health = Health::default();
+    let metrics = Arc::new(Metrics::new());
     let tracker = TaskTracker::new();
     // Tasks that outlive the servers get their own token, cancelled after the servers stop.
     let background = CancellationToken::new();
 
-    let (attach, attach_handle) = Attach::new(store.clone(), url, config.attach.clone());
+    let (attach, attach_handle) =
+        Attach::new(store.clone(), metrics.clone(), url, config.attach.clone());
     tracker.spawn(attach.run(background.clone(), health.clone()));
 
     let status_client =
@@ -97,14 +100,19 @@ pub async fn run(
             .map_err(|e| RunError::Config(e.to_string()))?;
     let sweep = Sweep::new(
         store.clone(),
+        metrics.clone(),
         status_client,
         config.api_keys.clone(),
         config.sweep.clone(),
     );
     tracker.spawn(sweep.run(background.clone(), health.clone()));
 
-    let (ingest, ingest_handle) =
-        Ingest::new(store.clone(), attach_handle.clone(), config.ingest.clone());
+    let (ingest, ingest_handle) = Ingest::new(
+        store.clone(),
+        metrics.clone(),
+        attach_handle.clone(),
+        config.ingest.clone(),
+    );
     for i in 0..ingest.writers() {
         let writer = ingest.writer();
         let guard = health.task(format!("ingest-{i}"));
@@ -121,6 +129,7 @@ pub async fn run(
             retry_after_secs: config.ingest.retry_after_secs,
             store: store.clone(),
             health: health.clone(),
+            metrics: metrics.clone(),
         },
         config.max_body_bytes,
     );
@@ -129,6 +138,7 @@ pub async fn run(
             store: store.clone(),
             attach: attach_handle,
             key_names: Arc::new(config.api_keys.iter().map(|k| k.name.clone()).collect()),
+            metrics,
         },
         config.admin_token.clone(),
     );

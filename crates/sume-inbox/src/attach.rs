@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::AttachConfig;
 use crate::db::{self, AttachReport, DbError, Store};
 use crate::health::{Health, TaskGuard};
+use crate::metrics::Metrics;
+use std::sync::Arc;
 
 /// The notification channel of the `sume.jobs` insert trigger.
 pub const CHANNEL: &str = "sume_jobs";
@@ -60,6 +62,7 @@ impl AttachHandle {
 
 pub struct Attach {
     store: Store,
+    metrics: Arc<Metrics>,
     database_url: String,
     config: AttachConfig,
     tx: mpsc::Sender<Msg>,
@@ -67,12 +70,18 @@ pub struct Attach {
 }
 
 impl Attach {
-    pub fn new(store: Store, database_url: String, config: AttachConfig) -> (Attach, AttachHandle) {
+    pub fn new(
+        store: Store,
+        metrics: Arc<Metrics>,
+        database_url: String,
+        config: AttachConfig,
+    ) -> (Attach, AttachHandle) {
         let (tx, rx) = mpsc::channel(4096);
         let handle = AttachHandle { tx: tx.clone() };
         (
             Attach {
                 store,
+                metrics,
                 database_url,
                 config,
                 tx,
@@ -135,7 +144,10 @@ impl Attach {
         let mut failure = None;
         for chunk in ids.chunks(self.config.batch_max.max(1)) {
             match self.store.attach(chunk).await {
-                Ok(report) => merge(&mut total, report),
+                Ok(report) => {
+                    self.observe(&report);
+                    merge(&mut total, report)
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, jobs = chunk.len(), "attach failed; the catch-up scan will retry");
                     failure = Some(e.to_string());
@@ -156,6 +168,16 @@ impl Attach {
         }
     }
 
+    fn observe(&self, report: &AttachReport) {
+        self.metrics.closed("webhook", report.closed.len() as u64);
+        self.metrics
+            .disagreements_seen
+            .inc_by(report.disagreements as u64);
+        for latency in &report.closed_latency {
+            self.metrics.attach_latency_seconds.observe(*latency);
+        }
+    }
+
     /// One catch-up pass: attaches every job with a row and waiting events, in batches.
     pub async fn catch_up(&self) -> Result<AttachReport, DbError> {
         let limit = self.config.batch_max.max(1) as i64;
@@ -167,6 +189,7 @@ impl Attach {
                 break;
             }
             let report = self.store.attach(&jobs).await?;
+            self.observe(&report);
             let progressed = report.events_applied > 0;
             merge(&mut total, report);
             // Stop when the scan came back short, or nothing moved (another instance holds
@@ -191,6 +214,7 @@ fn merge(total: &mut AttachReport, r: AttachReport) {
     total.events_applied += r.events_applied;
     total.disagreements += r.disagreements;
     total.closed.extend(r.closed);
+    total.closed_latency.extend(r.closed_latency);
 }
 
 fn log_report(r: &AttachReport) {

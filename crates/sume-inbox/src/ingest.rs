@@ -16,6 +16,7 @@ use crate::attach::AttachHandle;
 use crate::config::IngestConfig;
 use crate::db::{NewDeadLetter, NewEvent, Store};
 use crate::health::TaskGuard;
+use crate::metrics::Metrics;
 
 /// A verified delivery.
 #[derive(Debug)]
@@ -65,16 +66,23 @@ impl IngestHandle {
 /// The writers' side.
 pub struct Ingest {
     store: Store,
+    metrics: Arc<Metrics>,
     attach: AttachHandle,
     config: IngestConfig,
     rx: Arc<Mutex<mpsc::Receiver<Request>>>,
 }
 
 impl Ingest {
-    pub fn new(store: Store, attach: AttachHandle, config: IngestConfig) -> (Ingest, IngestHandle) {
+    pub fn new(
+        store: Store,
+        metrics: Arc<Metrics>,
+        attach: AttachHandle,
+        config: IngestConfig,
+    ) -> (Ingest, IngestHandle) {
         let (tx, rx) = mpsc::channel(config.batch_max.max(1) * 16);
         let ingest = Ingest {
             store,
+            metrics,
             attach,
             config,
             rx: Arc::new(Mutex::new(rx)),
@@ -91,6 +99,7 @@ impl Ingest {
     pub fn writer(&self) -> Writer {
         Writer {
             store: self.store.clone(),
+            metrics: self.metrics.clone(),
             attach: self.attach.clone(),
             batch_max: self.config.batch_max,
             rx: self.rx.clone(),
@@ -101,6 +110,7 @@ impl Ingest {
 /// One writer task.
 pub struct Writer {
     store: Store,
+    metrics: Arc<Metrics>,
     attach: AttachHandle,
     batch_max: usize,
     rx: Arc<Mutex<mpsc::Receiver<Request>>>,
@@ -153,7 +163,13 @@ impl Writer {
             };
             waiting.push((if is_first { key } else { Key::Repeat }, reply));
         }
-        match self.store.write_inbox_batch(&mut events, &mut dead).await {
+        self.metrics.ingest_batch_size.observe(waiting.len() as f64);
+        let started = std::time::Instant::now();
+        let written = self.store.write_inbox_batch(&mut events, &mut dead).await;
+        self.metrics
+            .ingest_commit_seconds
+            .observe(started.elapsed().as_secs_f64());
+        match written {
             Ok(new_ids) => {
                 tracing::debug!(
                     events = events.len(),

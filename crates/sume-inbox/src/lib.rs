@@ -22,6 +22,7 @@ pub mod demo;
 pub mod health;
 pub mod http;
 pub mod ingest;
+pub mod metrics;
 pub mod sign;
 pub mod sweep;
 pub mod telemetry;

@@ -31,6 +31,8 @@ use crate::close::Outcome;
 use crate::config::{ApiKey, SweepConfig};
 use crate::db::{ClaimedCheck, ClaimedJob, Concluded, DbError, Removed, Store, Verdict};
 use crate::health::Health;
+use crate::metrics::Metrics;
+use std::sync::Arc;
 
 /// What one pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,6 +81,7 @@ const RETENTION_BATCHES_PER_PASS: usize = 10;
 
 pub struct Sweep {
     store: Store,
+    metrics: Arc<Metrics>,
     client: StatusClient,
     keys: Vec<ApiKey>,
     budget: Budget,
@@ -102,6 +105,7 @@ fn describe(reply: &Result<StatusReply, ClientError>) -> String {
 impl Sweep {
     pub fn new(
         store: Store,
+        metrics: Arc<Metrics>,
         client: StatusClient,
         keys: Vec<ApiKey>,
         config: SweepConfig,
@@ -115,6 +119,7 @@ impl Sweep {
         );
         Sweep {
             store,
+            metrics,
             client,
             keys,
             budget,
@@ -165,6 +170,7 @@ impl Sweep {
                 RETENTION_BATCHES_PER_PASS,
             )
             .await?;
+        self.metrics.retention_removed.inc_by(total.removed.total());
         Ok(total)
     }
 
@@ -213,12 +219,21 @@ impl Sweep {
         deadline: Instant,
     ) -> Result<Option<Result<StatusReply, ClientError>>, DbError> {
         match self.budget.acquire(&key.name, deadline).await {
-            Ok(_) => {}
+            Ok(waited) => self.metrics.budget_waited(waited),
             Err(BudgetError::Deadline) => return Ok(None),
             Err(BudgetError::Db(e)) => return Err(e),
         }
         let reply = self.client.job_status(&key.key, job_id).await;
+        let code = match &reply {
+            Ok(r) => r.http_status.to_string(),
+            Err(ClientError::Timeout) => "timeout".to_owned(),
+            Err(_) => "error".to_owned(),
+        };
+        self.metrics.sume_request(&key.name, &code);
         if let Ok(r) = &reply {
+            if r.http_status == 429 {
+                self.metrics.sume_rate_limited.inc();
+            }
             self.budget
                 .observe(&key.name, r.http_status, &r.rate)
                 .await?;
@@ -316,11 +331,13 @@ impl Sweep {
             .await?
         {
             Concluded::SetAside(n) => {
+                self.metrics.events_set_aside.inc_by(n);
                 stats.foreign += 1;
                 stats.events_set_aside += n;
                 tracing::info!(job_id = %claim.job_id, events = n, %answers, "not our job: events set aside");
             }
             Concluded::Orphan => {
+                self.metrics.orphans_found.inc();
                 stats.orphans += 1;
                 tracing::warn!(job_id = %claim.job_id, %answers, "orphan: Sume knows this job but it has no row; its events are kept");
             }
@@ -414,8 +431,14 @@ impl Sweep {
                             )
                             .await?;
                         match outcome {
-                            Outcome::Closed => stats.closed_by_poll += 1,
-                            Outcome::Disagreement => stats.disagreements += 1,
+                            Outcome::Closed => {
+                                self.metrics.closed("poll", 1);
+                                stats.closed_by_poll += 1
+                            }
+                            Outcome::Disagreement => {
+                                self.metrics.disagreements_seen.inc();
+                                stats.disagreements += 1
+                            }
                             _ => {}
                         }
                         return Ok((stats, None));
@@ -518,6 +541,7 @@ impl Sweep {
             .await?
         {
             stats.given_up += 1;
+            self.metrics.closed("give_up", 1);
             tracing::warn!(job_id = %job.job_id, %reason, "gave up on job: closed as expired");
         }
         Ok(stats)

@@ -34,13 +34,15 @@ pub struct NewDeadLetter {
 }
 
 /// What one attach transaction did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct AttachReport {
     /// Jobs whose waiting events were applied.
     pub jobs: usize,
     pub events_applied: usize,
     /// Jobs this transaction closed.
     pub closed: Vec<String>,
+    /// For each closed job, seconds from its closing event stored to the close.
+    pub closed_latency: Vec<f64>,
     pub disagreements: usize,
 }
 
@@ -160,6 +162,7 @@ impl Store {
         let mut applied_ids: Vec<String> = Vec::with_capacity(pending.len());
         let mut outcomes: Vec<&'static str> = Vec::with_capacity(pending.len());
         let mut touched = HashSet::new();
+        let mut waited: HashMap<String, f64> = HashMap::new();
         for row in &pending {
             let job_id: String = row.get("job_id");
             let Some(&i) = index.get(&job_id) else {
@@ -173,6 +176,9 @@ impl Store {
                 result: row.get("result"),
             });
             touched.insert(i);
+            if outcome == crate::close::Outcome::Closed {
+                waited.insert(event_id.clone(), row.get("waited"));
+            }
             applied_ids.push(event_id);
             outcomes.push(outcome.as_str());
         }
@@ -183,6 +189,10 @@ impl Store {
                 .iter()
                 .filter(|f| f.closed_by.is_some())
                 .map(|f| f.job_id.clone())
+                .collect(),
+            closed_latency: folds
+                .iter()
+                .filter_map(|f| waited.get(f.closed_event_id.as_deref()?).copied())
                 .collect(),
             disagreements: folds.iter().map(|f| f.disagreements.len()).sum(),
         };

@@ -23,6 +23,7 @@ use sume_wire::Secret;
 use super::error;
 use crate::attach::AttachHandle;
 use crate::db::{NewJob, Registered, Store};
+use crate::metrics::Metrics;
 
 #[derive(Clone)]
 pub struct AdminState {
@@ -30,12 +31,14 @@ pub struct AdminState {
     pub attach: AttachHandle,
     /// Names of the configured API keys; empty means any name is accepted.
     pub key_names: Arc<Vec<String>>,
+    pub metrics: Arc<Metrics>,
 }
 
 pub fn router(state: AdminState, token: Option<Secret>) -> Router {
     let routes = Router::new()
         .route("/v1/jobs", post(register))
         .route("/v1/jobs/{job_id}", get(show))
+        .route("/metrics", get(metrics))
         .with_state(state);
     match token {
         Some(token) => routes.layer(middleware::from_fn_with_state(
@@ -163,6 +166,18 @@ async fn register(
             )
         }
     }
+}
+
+async fn metrics(State(state): State<AdminState>) -> Response {
+    let body = state.metrics.render(state.store.pool()).await;
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
 }
 
 async fn show(State(state): State<AdminState>, Path(job_id): Path<String>) -> Response {

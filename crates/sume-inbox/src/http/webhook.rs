@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -21,7 +22,8 @@ use sume_wire::{event_id_for, headers, parse_event, verify, Secret, SignedHeader
 
 use crate::db::{migrate, NewDeadLetter, NewEvent, Store};
 use crate::health::Health;
-use crate::ingest::{Delivery, IngestHandle};
+use crate::ingest::{Delivery, IngestHandle, Stored};
+use crate::metrics::{Metrics, WebhookOutcome};
 
 /// What the webhook endpoint needs.
 #[derive(Clone)]
@@ -34,6 +36,7 @@ pub struct WebhookState {
     pub retry_after_secs: u64,
     pub store: Store,
     pub health: Health,
+    pub metrics: Arc<Metrics>,
 }
 
 pub fn router(state: WebhookState, max_body_bytes: usize) -> Router {
@@ -56,15 +59,32 @@ fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
-async fn receive(State(state): State<WebhookState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn receive(
+    State(state): State<WebhookState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                state.metrics.webhook(WebhookOutcome::too_large);
+            }
+            return rejection.into_response();
+        }
+    };
     let signed = SignedHeaders {
         timestamp: header_str(&headers, headers::TIMESTAMP),
         signature: header_str(&headers, headers::SIGNATURE),
     };
     let tolerance = state.tolerance.as_secs();
-    if let Err(e) = verify(signed, &body, &state.secrets, unix_now(), tolerance) {
-        tracing::warn!(reason = %e, "webhook refused");
-        return (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
+    match verify(signed, &body, &state.secrets, unix_now(), tolerance) {
+        Ok(index) => state.metrics.verified_by(index),
+        Err(e) => {
+            tracing::warn!(reason = %e, "webhook refused");
+            state.metrics.webhook(WebhookOutcome::unauthorized);
+            return (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
+        }
     }
     // verify() has read both headers, so they are present and the timestamp is a number.
     let signed_at: i64 = signed
@@ -101,9 +121,17 @@ async fn receive(State(state): State<WebhookState>, headers: HeaderMap, body: By
     match tokio::time::timeout(state.timeout, state.ingest.store(delivery)).await {
         Ok(Ok(stored)) => {
             tracing::debug!(?stored, "webhook stored");
+            state.metrics.webhook(match stored {
+                Stored::New => WebhookOutcome::stored,
+                Stored::Duplicate => WebhookOutcome::duplicate,
+                Stored::DeadLettered => WebhookOutcome::dead_lettered,
+            });
             StatusCode::NO_CONTENT.into_response()
         }
-        Ok(Err(_)) | Err(_) => unavailable(state.retry_after_secs),
+        Ok(Err(_)) | Err(_) => {
+            state.metrics.webhook(WebhookOutcome::unavailable);
+            unavailable(state.retry_after_secs)
+        }
     }
 }
 

@@ -6,6 +6,7 @@ mod cli;
 mod demo;
 mod e2e;
 mod ingest;
+mod metrics;
 mod outage;
 mod plans;
 mod retention;

@@ -67,7 +67,8 @@ async fn retention_removes_only_what_is_old_and_settled() {
     cfg.retention_batch = 1000;
     let client =
         sume_wire::StatusClient::new("http://127.0.0.1:9/v1", Duration::from_secs(1)).unwrap();
-    let sweep = Sweep::new(store.clone(), client, vec![], cfg);
+    let metrics = std::sync::Arc::new(sume_inbox::metrics::Metrics::new());
+    let sweep = Sweep::new(store.clone(), metrics, client, vec![], cfg);
     let stats = sweep
         .run_once(&tokio_util::sync::CancellationToken::new())
         .await

@@ -1,0 +1,324 @@
+//! Prometheus metrics, served as text at `GET /metrics` on ADMIN_ADDR.
+//!
+//! Counters and histograms are this instance's; the gauges read from the database at scrape
+//! time (inbox depth, oldest waiting event, dead letters, orphans, disagreements, open jobs)
+//! are the fleet's, so any one instance answers for all of them.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use deadpool_postgres::Pool;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+/// How a webhook delivery was answered.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum WebhookOutcome {
+    stored,
+    duplicate,
+    dead_lettered,
+    unauthorized,
+    too_large,
+    unavailable,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub outcome: WebhookOutcome,
+}
+
+/// The position of the verifying secret in SUME_WEBHOOK_SECRET (never the secret).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SecretLabels {
+    pub secret: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClosedLabels {
+    pub by: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiLabels {
+    pub key: String,
+    /// The HTTP status, or `timeout` / `error`.
+    pub code: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub webhooks: Family<OutcomeLabels, Counter>,
+    pub webhooks_by_secret: Family<SecretLabels, Counter>,
+    pub ingest_batch_size: Histogram,
+    pub ingest_commit_seconds: Histogram,
+    pub attach_latency_seconds: Histogram,
+    pub jobs_closed: Family<ClosedLabels, Counter>,
+    pub events_set_aside: Counter,
+    pub orphans_found: Counter,
+    pub disagreements_seen: Counter,
+    pub sume_requests: Family<ApiLabels, Counter>,
+    pub sume_rate_limited: Counter,
+    pub rate_budget_wait_seconds: Counter<f64, AtomicU64>,
+    pub retention_removed: Counter,
+    db_up: Gauge,
+    inbox_waiting: Gauge,
+    inbox_oldest_age_seconds: Gauge<f64, AtomicU64>,
+    dead_letters: Gauge,
+    orphan_jobs: Gauge,
+    disagreements: Gauge,
+    open_jobs: Gauge,
+    pool_in_use: Gauge,
+    pool_idle: Gauge,
+    pool_waiting: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("sume_inbox");
+        let m = Metrics {
+            webhooks: Family::default(),
+            webhooks_by_secret: Family::default(),
+            ingest_batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
+            ingest_commit_seconds: Histogram::new(exponential_buckets(0.0005, 2.0, 14)),
+            attach_latency_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 18)),
+            jobs_closed: Family::default(),
+            events_set_aside: Counter::default(),
+            orphans_found: Counter::default(),
+            disagreements_seen: Counter::default(),
+            sume_requests: Family::default(),
+            sume_rate_limited: Counter::default(),
+            rate_budget_wait_seconds: Counter::default(),
+            retention_removed: Counter::default(),
+            db_up: Gauge::default(),
+            inbox_waiting: Gauge::default(),
+            inbox_oldest_age_seconds: Gauge::default(),
+            dead_letters: Gauge::default(),
+            orphan_jobs: Gauge::default(),
+            disagreements: Gauge::default(),
+            open_jobs: Gauge::default(),
+            pool_in_use: Gauge::default(),
+            pool_idle: Gauge::default(),
+            pool_waiting: Gauge::default(),
+            registry: Registry::default(),
+        };
+        let r = &mut registry;
+        r.register(
+            "webhooks",
+            "Webhook deliveries by how they were answered",
+            m.webhooks.clone(),
+        );
+        r.register(
+            "webhooks_verified_by_secret",
+            "Verified deliveries by the position of the secret that verified them in SUME_WEBHOOK_SECRET",
+            m.webhooks_by_secret.clone(),
+        );
+        r.register(
+            "ingest_batch_size",
+            "Deliveries written per ingest transaction",
+            m.ingest_batch_size.clone(),
+        );
+        r.register(
+            "ingest_commit_seconds",
+            "Time to write and commit one ingest batch",
+            m.ingest_commit_seconds.clone(),
+        );
+        r.register(
+            "attach_latency_seconds",
+            "From an event stored to its job closed by it",
+            m.attach_latency_seconds.clone(),
+        );
+        r.register(
+            "jobs_closed",
+            "Jobs closed, by webhook, poll or give_up",
+            m.jobs_closed.clone(),
+        );
+        r.register(
+            "foreign_events_set_aside",
+            "Events set aside because every key answered 404",
+            m.events_set_aside.clone(),
+        );
+        r.register(
+            "orphans_found",
+            "Jobs Sume knows with events waiting but no row",
+            m.orphans_found.clone(),
+        );
+        r.register(
+            "disagreements_seen",
+            "Terminal observations contradicting a job's final state",
+            m.disagreements_seen.clone(),
+        );
+        r.register(
+            "sume_requests",
+            "Calls to Sume's API by key and status code",
+            m.sume_requests.clone(),
+        );
+        r.register(
+            "sume_rate_limited",
+            "429 answers from Sume",
+            m.sume_rate_limited.clone(),
+        );
+        r.register(
+            "rate_budget_wait_seconds",
+            "Time spent waiting for the fleet-wide request budget",
+            m.rate_budget_wait_seconds.clone(),
+        );
+        r.register(
+            "retention_removed_rows",
+            "Rows removed by retention",
+            m.retention_removed.clone(),
+        );
+        r.register(
+            "db_up",
+            "1 when the last scrape could read the database",
+            m.db_up.clone(),
+        );
+        r.register(
+            "inbox_waiting_events",
+            "Events waiting for their job row (not applied, not set aside)",
+            m.inbox_waiting.clone(),
+        );
+        r.register(
+            "inbox_oldest_age_seconds",
+            "Age of the oldest waiting event",
+            m.inbox_oldest_age_seconds.clone(),
+        );
+        r.register(
+            "dead_letters",
+            "Verified deliveries that name no job, not replayed",
+            m.dead_letters.clone(),
+        );
+        r.register(
+            "orphan_jobs",
+            "Job ids with an orphan verdict",
+            m.orphan_jobs.clone(),
+        );
+        r.register(
+            "disagreements",
+            "Disagreements recorded",
+            m.disagreements.clone(),
+        );
+        r.register("open_jobs", "Jobs still open", m.open_jobs.clone());
+        r.register(
+            "db_pool_in_use",
+            "Pool connections in use",
+            m.pool_in_use.clone(),
+        );
+        r.register("db_pool_idle", "Pool connections idle", m.pool_idle.clone());
+        r.register(
+            "db_pool_waiting",
+            "Tasks waiting for a pool connection",
+            m.pool_waiting.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    pub fn webhook(&self, outcome: WebhookOutcome) {
+        self.webhooks
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
+    }
+
+    pub fn verified_by(&self, index: usize) {
+        self.webhooks_by_secret
+            .get_or_create(&SecretLabels {
+                secret: index.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn closed(&self, by: &str, n: u64) {
+        if n > 0 {
+            self.jobs_closed
+                .get_or_create(&ClosedLabels { by: by.to_owned() })
+                .inc_by(n);
+        }
+    }
+
+    pub fn sume_request(&self, key: &str, code: &str) {
+        self.sume_requests
+            .get_or_create(&ApiLabels {
+                key: key.to_owned(),
+                code: code.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn budget_waited(&self, waited: Duration) {
+        if !waited.is_zero() {
+            self.rate_budget_wait_seconds.inc_by(waited.as_secs_f64());
+        }
+    }
+
+    /// Reads the fleet-wide gauges and renders everything in the Prometheus text format.
+    pub async fn render(&self, pool: &Pool) -> String {
+        let status = pool.status();
+        self.pool_in_use
+            .set((status.size.saturating_sub(status.available)) as i64);
+        self.pool_idle.set(status.available as i64);
+        self.pool_waiting.set(status.waiting as i64);
+        match tokio::time::timeout(Duration::from_secs(2), read_gauges(pool)).await {
+            Ok(Ok(g)) => {
+                self.db_up.set(1);
+                self.inbox_waiting.set(g.waiting);
+                self.inbox_oldest_age_seconds.set(g.oldest_age);
+                self.dead_letters.set(g.dead_letters);
+                self.orphan_jobs.set(g.orphans);
+                self.disagreements.set(g.disagreements);
+                self.open_jobs.set(g.open_jobs);
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "metrics: database gauges unavailable");
+                self.db_up.set(0);
+            }
+            Err(_) => {
+                self.db_up.set(0);
+            }
+        }
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            let _ = writeln!(out, "# encoding failed: {e}");
+        }
+        out
+    }
+}
+
+struct Gauges {
+    waiting: i64,
+    oldest_age: f64,
+    dead_letters: i64,
+    orphans: i64,
+    disagreements: i64,
+    open_jobs: i64,
+}
+
+async fn read_gauges(pool: &Pool) -> Result<Gauges, crate::db::DbError> {
+    let client = pool.get().await?;
+    let stmt = client
+        .prepare_cached(crate::db::sql("schema_gauges"))
+        .await
+        .map_err(|e| crate::db::DbError::query("schema_gauges", e))?;
+    let row = client
+        .query_one(&stmt, &[])
+        .await
+        .map_err(|e| crate::db::DbError::query("schema_gauges", e))?;
+    Ok(Gauges {
+        waiting: row.get("waiting"),
+        oldest_age: row.get("oldest_age"),
+        dead_letters: row.get("dead_letters"),
+        orphans: row.get("orphans"),
+        disagreements: row.get("disagreements"),
+        open_jobs: row.get("open_jobs"),
+    })
+}
