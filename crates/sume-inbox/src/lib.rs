@@ -23,6 +23,8 @@ pub mod health;
 pub mod http;
 pub mod ingest;
 pub mod metrics;
+pub mod notify;
+pub mod secrets_from_files;
 pub mod sign;
 pub mod sweep;
 pub mod telemetry;

@@ -9,6 +9,11 @@ use sume_inbox::cli::{Cli, Command};
 use sume_inbox::{db, run, sign, telemetry, Listeners};
 
 fn main() -> std::process::ExitCode {
+    // Before anything else runs: this sets environment variables.
+    if let Err(e) = sume_inbox::secrets_from_files::load() {
+        eprintln!("sume-inbox: {e}");
+        return std::process::ExitCode::from(2);
+    }
     let cli = Cli::parse();
     if let Err(e) = telemetry::init(&cli.log_format) {
         eprintln!("sume-inbox: {e}");
@@ -105,5 +110,6 @@ async fn on_signal(shutdown: CancellationToken) {
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
     tracing::info!("shutting down");
+    sume_inbox::notify::notify("STOPPING=1");
     shutdown.cancel();
 }

@@ -123,6 +123,63 @@ fn the_config_never_prints_its_secrets() {
 }
 
 #[test]
+fn secrets_can_come_from_files() {
+    let dir = std::env::temp_dir().join(format!("sume-secret-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hook");
+    std::fs::write(&file, "whsec_from_file\n").unwrap();
+    let sign = |env: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+        cmd.args(["sign", "--job-id", "job_1", "--timestamp", "1700000000"])
+            .env_clear();
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let out = sign(&[("SUME_WEBHOOK_SECRET_FILE", file.to_str().unwrap())]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let body = text.trim_end().rsplit('\n').next().unwrap();
+    let sig = text
+        .lines()
+        .find_map(|l| l.strip_prefix("x-sume-signature: "))
+        .unwrap();
+    assert_eq!(
+        sig,
+        sume_wire::signature_header(
+            &[sume_wire::Secret::new("whsec_from_file")],
+            1_700_000_000,
+            body.as_bytes()
+        ),
+        "the file's content, without its newline, is the secret"
+    );
+    let both = sign(&[
+        ("SUME_WEBHOOK_SECRET_FILE", file.to_str().unwrap()),
+        ("SUME_WEBHOOK_SECRET", "x"),
+    ]);
+    assert!(!both.status.success());
+    assert!(String::from_utf8_lossy(&both.stderr).contains("SUME_WEBHOOK_SECRET_FILE are both set"));
+    let missing = sign(&[("SUME_WEBHOOK_SECRET_FILE", "/nonexistent/hook")]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("SUME_WEBHOOK_SECRET_FILE: cannot read")
+    );
+    std::fs::write(&file, "whsec_from_file_but_secret\n").unwrap();
+    let (ok, text) = serve(&[
+        ("DATABASE_URL_FILE", "/nonexistent/db"),
+        ("SUME_WEBHOOK_SECRET_FILE", file.to_str().unwrap()),
+    ]);
+    assert!(!ok && text.contains("DATABASE_URL_FILE"), "{text}");
+    assert!(!text.contains("whsec_from_file_but_secret"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn sign_prints_a_command_that_the_daemon_accepts() {
     let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
         .args([

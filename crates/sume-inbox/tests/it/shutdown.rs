@@ -18,8 +18,17 @@ fn free_port() -> u16 {
 async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
     let db = TestDb::new().await;
     let (port, admin) = (free_port(), free_port());
+    // Stands in for systemd's notification socket (Type=notify).
+    let notify_path =
+        std::env::temp_dir().join(format!("sume-notify-{}-{port}", std::process::id()));
+    let _ = std::fs::remove_file(&notify_path);
+    let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).unwrap();
+    notify
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
         .arg("serve")
+        .env("NOTIFY_SOCKET", &notify_path)
         .env("DATABASE_URL", &db.url)
         .env("SUME_WEBHOOK_SECRET", SECRET)
         .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
@@ -29,6 +38,9 @@ async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let mut message = [0u8; 256];
+    let n = notify.recv(&mut message).expect("READY=1 from the daemon");
+    assert!(String::from_utf8_lossy(&message[..n]).starts_with("READY=1"));
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
     wait_for("binary ready", Duration::from_secs(30), || async {
@@ -76,6 +88,11 @@ async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(status.success(), "exit status {status}");
+    let n = notify
+        .recv(&mut message)
+        .expect("STOPPING=1 from the daemon");
+    assert_eq!(&message[..n], b"STOPPING=1");
+    let _ = std::fs::remove_file(&notify_path);
     let mut acked = Vec::new();
     for s in senders {
         acked.extend(s.await.unwrap());
