@@ -254,8 +254,10 @@ async fn listen_once(
     attach: &AttachHandle,
     shutdown: &CancellationToken,
 ) -> Result<(), DbError> {
-    let (client, mut connection) = db::pg_config(url)?
-        .connect(tokio_postgres::NoTls)
+    let target = db::target(url)?;
+    let (client, mut connection) = target
+        .config
+        .connect(target.tls)
         .await
         .map_err(DbError::Connect)?;
     let (ntx, mut nrx) = mpsc::unbounded_channel();

@@ -298,7 +298,7 @@ pub fn parse_api_url(name: &'static str, raw: &str) -> Result<String, ConfigErro
 }
 
 pub fn check_database_url(raw: &str) -> Result<Secret, ConfigError> {
-    raw.parse::<tokio_postgres::Config>()
+    crate::db::target(raw)
         .map_err(|e| ConfigError::new("DATABASE_URL", format!("cannot be read: {e}")))?;
     Ok(Secret::new(raw))
 }

@@ -11,12 +11,12 @@ pub mod migrate;
 mod queries;
 mod retention;
 mod sweep;
+pub mod tls;
 
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use thiserror::Error;
-use tokio_postgres::NoTls;
 
 pub use inbox::{AttachReport, NewDeadLetter, NewEvent};
 pub use jobs::{JobRow, NewJob, Registered};
@@ -75,24 +75,24 @@ impl DbError {
     }
 }
 
-/// Reads DATABASE_URL into a driver config, naming this service to the server.
-pub fn pg_config(url: &str) -> Result<tokio_postgres::Config, DbError> {
-    let mut config: tokio_postgres::Config = url
-        .parse()
-        .map_err(|e: tokio_postgres::Error| DbError::Config(e.to_string()))?;
-    if config.get_application_name().is_none() {
-        config.application_name("sume-inbox");
+/// Reads DATABASE_URL (TLS included, see [`tls`]), naming this service to the server.
+pub fn target(url: &str) -> Result<tls::Target, DbError> {
+    let mut target = tls::target(url)?;
+    if target.config.get_application_name().is_none() {
+        target.config.application_name("sume-inbox");
     }
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(Duration::from_secs(5));
+    if target.config.get_connect_timeout().is_none() {
+        target.config.connect_timeout(Duration::from_secs(5));
     }
-    Ok(config)
+    Ok(target)
 }
 
-/// Opens one connection outside the pool (migrations, LISTEN), driving it on a task.
+/// Opens one connection outside the pool (migrations, the CLI), driving it on a task.
 pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
-    let (client, connection) = pg_config(url)?
-        .connect(NoTls)
+    let target = target(url)?;
+    let (client, connection) = target
+        .config
+        .connect(target.tls)
         .await
         .map_err(DbError::Connect)?;
     tokio::spawn(async move {
@@ -112,9 +112,10 @@ pub struct Store {
 impl Store {
     /// Builds the pool (connections are opened lazily, so this does not need the server up).
     pub fn new(url: &str, size: usize) -> Result<Store, DbError> {
+        let target = target(url)?;
         let manager = Manager::from_config(
-            pg_config(url)?,
-            NoTls,
+            target.config,
+            target.tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },

@@ -13,3 +13,4 @@ mod retention;
 mod shutdown;
 mod support;
 mod sweep;
+mod tls;

@@ -1,59 +1,10 @@
 //! The database going away under load: 503 with Retry-After while it is down, 204 again once
 //! it is back, and nothing that was answered 2xx is lost.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::*;
-
-/// A PostgreSQL cluster of this test's own (scripts/devpg), so it can be stopped.
-struct PrivateCluster {
-    dir: PathBuf,
-    url: String,
-}
-
-fn devpg(args: &[&str]) -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/devpg");
-    let out = Command::new(script)
-        .args(args)
-        .output()
-        .expect("run scripts/devpg");
-    assert!(
-        out.status.success(),
-        "devpg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-impl PrivateCluster {
-    fn start(name: &str) -> PrivateCluster {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("{name}-{}", std::process::id()));
-        let d = dir.to_str().unwrap();
-        devpg(&["destroy", d]);
-        let url = devpg(&["start", d]);
-        PrivateCluster { dir, url }
-    }
-
-    fn kill(&self) {
-        devpg(&["kill", self.dir.to_str().unwrap()]);
-    }
-
-    fn restart(&self) {
-        devpg(&["start", self.dir.to_str().unwrap()]);
-    }
-}
-
-impl Drop for PrivateCluster {
-    fn drop(&mut self) {
-        let _ = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/devpg"))
-            .args(["destroy", self.dir.to_str().unwrap()])
-            .output();
-    }
-}
 
 /// The job a delivery was for, the status it was answered, and its Retry-After.
 type Answer = (String, u16, Option<String>);

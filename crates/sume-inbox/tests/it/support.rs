@@ -3,6 +3,8 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
 use rand::Rng;
@@ -321,4 +323,64 @@ pub async fn job_state(db: &TestDb, job_id: &str) -> Option<String> {
         .await
         .unwrap()
         .map(|r| r.get(0))
+}
+
+/// A PostgreSQL cluster of a test's own (scripts/devpg), so it can be stopped or configured.
+pub struct PrivateCluster {
+    dir: PathBuf,
+    pub url: String,
+}
+
+/// Runs scripts/devpg; answers what it printed.
+pub fn devpg(args: &[&str], env: &[(&str, &str)]) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/devpg");
+    let out = Command::new(script)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run scripts/devpg");
+    assert!(
+        out.status.success(),
+        "devpg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+impl PrivateCluster {
+    pub fn start(name: &str) -> PrivateCluster {
+        Self::start_with(name, &[])
+    }
+
+    /// With environment for scripts/devpg, e.g. `DEVPG_SSL=only`.
+    pub fn start_with(name: &str, env: &[(&str, &str)]) -> PrivateCluster {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("{name}-{}", std::process::id()));
+        let d = dir.to_str().unwrap();
+        devpg(&["destroy", d], &[]);
+        let url = devpg(&["start", d], env);
+        PrivateCluster { dir, url }
+    }
+
+    pub fn dir(&self) -> &str {
+        self.dir.to_str().unwrap()
+    }
+
+    /// Stops it at once, as in a crash.
+    pub fn kill(&self) {
+        devpg(&["kill", self.dir()], &[]);
+    }
+
+    /// Starts it again on the same port.
+    pub fn restart(&self) {
+        devpg(&["start", self.dir()], &[]);
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/devpg"))
+            .args(["destroy", self.dir()])
+            .output();
+    }
 }
