@@ -5,3 +5,23 @@ insert into sume.dead_letters (dead_letter_id, reason, body, header_event_id, si
 select *
 from unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::int8[], $6::text[])
 on conflict (dead_letter_id) do nothing;
+
+-- name: dead_letters_list
+select dead_letter_id, reason, header_event_id, length(body) as bytes, received_at, replayed_at
+from sume.dead_letters
+order by received_at desc
+limit $1;
+
+-- name: dead_letters_pending
+-- Dead letters not replayed yet, oldest first, with what replay needs.
+select dead_letter_id, reason, body, header_event_id, signed_at, signature
+from sume.dead_letters
+where replayed_at is null
+order by received_at
+limit $1;
+
+-- name: dead_letters_mark_replayed
+update sume.dead_letters
+set replayed_at = now()
+where dead_letter_id = $1
+  and replayed_at is null;

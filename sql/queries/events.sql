@@ -46,7 +46,8 @@ where e.event_id = u.event_id
   and e.applied_at is null;
 
 -- name: events_for_job
-select event_id, event_type, status, received_at, applied_at, outcome
+select event_id, event_type, status, received_at, applied_at, outcome, set_aside_at,
+       set_aside_reason
 from sume.events
 where job_id = $1
 order by received_at, event_id;
@@ -60,3 +61,32 @@ where e.job_id = $1
   and e.applied_at is null
   and e.set_aside_at is null
   and not exists (select 1 from sume.jobs j where j.job_id = e.job_id);
+
+-- name: events_waiting_list
+-- The inbox as an operator sees it: events not applied and not set aside, at least $1 seconds
+-- old, oldest first, with whether their job row exists and what the sweep concluded.
+select e.event_id, e.job_id, e.event_type, e.status, e.received_at,
+       extract(epoch from now() - e.received_at)::float8 as age_secs,
+       exists (select 1 from sume.jobs j where j.job_id = e.job_id) as job_exists,
+       (select c.verdict from sume.inbox_checks c where c.job_id = e.job_id) as verdict
+from sume.events e
+where e.applied_at is null
+  and e.set_aside_at is null
+  and e.received_at <= now() - make_interval(secs => $1)
+order by e.received_at
+limit $2;
+
+-- name: events_get
+select event_id, job_id, event_type, status, body, signed_at, signature, received_at,
+       applied_at, outcome, set_aside_at, set_aside_reason
+from sume.events
+where event_id = $1;
+
+-- name: events_unset_aside
+-- Replay of a set-aside event: back into the inbox, to be attached like any other.
+update sume.events
+set set_aside_at = null,
+    set_aside_reason = null
+where event_id = $1
+  and applied_at is null
+  and set_aside_at is not null;

@@ -16,3 +16,19 @@ select
     (select count(*) from sume.jobs where state = 'open' and next_poll_at is null)
       + (select count(*) from sume.jobs where state = 'open' and next_poll_at is not null)
       as open_jobs;
+
+-- name: schema_stats
+-- The numbers an operator checks first; each served by an index, whatever the table sizes.
+select
+    (select count(*) from sume.jobs where state = 'open' and next_poll_at is null)
+      + (select count(*) from sume.jobs where state = 'open' and next_poll_at is not null)
+      as open_jobs,
+    (select count(*) from sume.events where applied_at is null and set_aside_at is null) as waiting,
+    coalesce((select extract(epoch from now() - min(received_at))::float8 from sume.events
+               where applied_at is null and set_aside_at is null), 0) as oldest_waiting_secs,
+    (select count(*) from sume.events where applied_at is null and set_aside_at is not null) as set_aside,
+    (select count(*) from sume.inbox_checks where verdict = 'orphan') as orphans,
+    (select count(*) from sume.inbox_checks where verdict = 'pending') as checks_pending,
+    (select count(*) from sume.dead_letters where replayed_at is null) as dead_letters,
+    (select count(*) from sume.disagreements) as disagreements,
+    (select coalesce(max(version), 0) from sume.schema_migrations) as schema_version;

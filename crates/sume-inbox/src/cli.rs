@@ -4,7 +4,7 @@
 //! Values are taken as text and read by [`crate::config`], so an error names the variable a
 //! user actually set, not a flag they never typed.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::config::{self, Config, ConfigError};
 
@@ -35,6 +35,90 @@ pub enum Command {
     Sim(sume_sim::SimConfig),
     /// The whole story in a minute: simulator, daemons and an application racing them.
     Demo(crate::demo::DemoArgs),
+    /// Jobs: `jobs show ID` prints a job, every event of it, and how it was closed.
+    Jobs {
+        #[command(subcommand)]
+        command: JobsCommand,
+    },
+    /// The inbox: `inbox ls` lists events waiting for their job.
+    Inbox {
+        #[command(subcommand)]
+        command: InboxCommand,
+    },
+    /// Dead letters: `dead-letters ls` lists verified deliveries that named no job.
+    #[command(name = "dead-letters")]
+    DeadLetters {
+        #[command(subcommand)]
+        command: DeadLettersCommand,
+    },
+    /// Re-verify stored deliveries with the current secrets and run them through the normal
+    /// path again (idempotent): one event by id, or every dead letter not yet replayed.
+    Replay(ReplayArgs),
+    /// The numbers an operator checks first.
+    Stats(AdminArgs),
+}
+
+/// What every admin command takes.
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// A job, every event of it, its disagreements and inbox check.
+    Show {
+        job_id: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InboxCommand {
+    /// Events not applied and not set aside, oldest first.
+    Ls {
+        /// Only events at least this old, e.g. 10m.
+        #[arg(long, default_value = "0s")]
+        older_than: String,
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeadLettersCommand {
+    /// Newest first.
+    Ls {
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("what").required(true).args(["event_id", "dead_letters"])))]
+pub struct ReplayArgs {
+    /// The event to replay.
+    pub event_id: Option<String>,
+    /// Replay every dead letter not replayed yet.
+    #[arg(long)]
+    pub dead_letters: bool,
+    /// The most dead letters to replay in one run.
+    #[arg(long, default_value_t = 1000)]
+    pub limit: i64,
+    /// The secrets to verify with (comma separated).
+    #[arg(long, env = "SUME_WEBHOOK_SECRET", hide_env_values = true)]
+    pub webhook_secret: String,
+    #[command(flatten)]
+    pub admin: AdminArgs,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,7 @@ pub mod http;
 pub mod ingest;
 pub mod metrics;
 pub mod notify;
+pub mod ops;
 pub mod secrets_from_files;
 pub mod sign;
 pub mod sweep;

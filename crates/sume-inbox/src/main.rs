@@ -5,8 +5,8 @@ use clap::Parser;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use sume_inbox::cli::{Cli, Command};
-use sume_inbox::{db, run, sign, telemetry, Listeners};
+use sume_inbox::cli::{Cli, Command, DeadLettersCommand, InboxCommand, JobsCommand};
+use sume_inbox::{config, db, ops, run, sign, telemetry, Listeners};
 
 fn main() -> std::process::ExitCode {
     // Before anything else runs: this sets environment variables.
@@ -80,10 +80,82 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Jobs {
+            command: JobsCommand::Show { job_id, admin },
+        } => {
+            let store = open_store(&admin.database_url).await?;
+            let (out, known) = ops::jobs_show(&store, &job_id, admin.json).await?;
+            print!("{out}");
+            anyhow::ensure!(known, "no job and no event for {job_id}");
+            Ok(())
+        }
+        Command::Inbox {
+            command:
+                InboxCommand::Ls {
+                    older_than,
+                    limit,
+                    admin,
+                },
+        } => {
+            let older_than = config::parse_duration("--older-than", &older_than)?;
+            let store = open_store(&admin.database_url).await?;
+            print!(
+                "{}",
+                ops::inbox_ls(&store, older_than, limit, admin.json).await?
+            );
+            Ok(())
+        }
+        Command::DeadLetters {
+            command: DeadLettersCommand::Ls { limit, admin },
+        } => {
+            let store = open_store(&admin.database_url).await?;
+            print!("{}", ops::dead_letters_ls(&store, limit, admin.json).await?);
+            Ok(())
+        }
+        Command::Replay(args) => {
+            let secrets = config::parse_secrets("SUME_WEBHOOK_SECRET", &args.webhook_secret)?;
+            let store = open_store(&args.admin.database_url).await?;
+            let items = match &args.event_id {
+                Some(id) => vec![ops::replay_event(&store, &secrets, id).await?],
+                None => ops::replay_dead_letters(&store, &secrets, args.limit).await?,
+            };
+            print!("{}", ops::render_replayed(&items, args.admin.json));
+            let refused = items
+                .iter()
+                .filter(|r| !r.ok && r.result.contains("does not verify"))
+                .count();
+            anyhow::ensure!(
+                args.event_id.is_none() || items.iter().all(|r| r.ok),
+                "replay failed"
+            );
+            anyhow::ensure!(
+                refused == 0,
+                "{refused} deliveries do not verify with the current secrets"
+            );
+            Ok(())
+        }
+        Command::Stats(admin) => {
+            let store = open_store(&admin.database_url).await?;
+            print!("{}", ops::stats(&store, admin.json).await?);
+            Ok(())
+        }
         Command::Sign(args) => {
             println!("{}", sign::render(&args).map_err(anyhow::Error::msg)?);
             Ok(())
         }
+    }
+}
+
+/// A small pool for an admin command, once the schema is known to be there.
+async fn open_store(url: &str) -> anyhow::Result<db::Store> {
+    let store = db::Store::new(url, 2)?;
+    match store.schema_version().await {
+        Ok(v) if v >= 1 => Ok(store),
+        Ok(_) => anyhow::bail!("the database has no sume schema yet: run `sume-inbox migrate`"),
+        Err(e) if e.to_string().contains("42P01") => {
+            anyhow::bail!("the database has no sume schema yet: run `sume-inbox migrate`")
+        }
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -5,6 +5,7 @@
 //! another instance: inserts are `on conflict do nothing`, updates are guarded by the state
 //! they expect, and jobs are changed only under their row lock.
 
+pub mod admin;
 mod inbox;
 mod jobs;
 pub mod migrate;

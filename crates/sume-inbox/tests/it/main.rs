@@ -7,6 +7,7 @@ mod demo;
 mod e2e;
 mod ingest;
 mod metrics;
+mod ops;
 mod outage;
 mod plans;
 mod retention;

@@ -1,0 +1,342 @@
+//! The admin commands: `jobs show`, `inbox ls`, `dead-letters ls`, `replay`, `stats`.
+//!
+//! They talk to the database directly (no daemon needs to run), print for a terminal by
+//! default and JSON with `--json`. Only `replay` writes, and only what the normal path would:
+//! an event back into the inbox, a dead letter's event into it, an attach; all idempotent.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use serde::Serialize;
+use sume_wire::{event_id_for, parse_event, verify, Secret, SignedHeaders};
+
+use crate::db::admin::StoredDelivery;
+use crate::db::{DbError, NewEvent, Store};
+
+/// Renders `value` as JSON, or as text with `text`.
+fn render<T: Serialize>(value: &T, json: bool, text: impl FnOnce(&T) -> String) -> String {
+    if json {
+        serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    } else {
+        text(value)
+    }
+}
+
+fn ago(secs: f64) -> String {
+    humantime::format_duration(Duration::from_secs(secs.max(0.0) as u64)).to_string()
+}
+
+/// `jobs show ID`. Answers the output and whether anything is known about the id.
+pub async fn jobs_show(store: &Store, job_id: &str, json: bool) -> Result<(String, bool), DbError> {
+    let d = store.job_detail(job_id).await?;
+    let known = d.job.is_some() || !d.events.is_empty();
+    let out = render(&d, json, |d| {
+        let mut s = String::new();
+        match &d.job {
+            Some(j) => {
+                let _ = writeln!(
+                    s,
+                    "job {}  state {}  sume_status {}",
+                    j.job_id,
+                    j.state,
+                    j.sume_status.as_deref().unwrap_or("-")
+                );
+                let _ = writeln!(
+                    s,
+                    "  order {}  key {}",
+                    j.order_id.as_deref().unwrap_or("-"),
+                    j.api_key.as_deref().unwrap_or("-")
+                );
+                let _ = writeln!(s, "  registered {}", j.created_at.to_rfc3339());
+                match (&j.closed_by, j.closed_at) {
+                    (Some(by), Some(at)) => {
+                        let _ = writeln!(s, "  closed by {by} at {}", at.to_rfc3339());
+                    }
+                    _ => {
+                        let _ = writeln!(s, "  open");
+                    }
+                }
+                if let Some(r) = &j.result {
+                    let _ = writeln!(s, "  result {r}");
+                }
+            }
+            None if d.events.is_empty() => {
+                let _ = writeln!(s, "no job and no event for {}", d.job_id);
+            }
+            None => {
+                let _ = writeln!(s, "job {}: no row (its events wait in the inbox)", d.job_id);
+            }
+        }
+        if !d.events.is_empty() {
+            let _ = writeln!(s, "events:");
+        }
+        for e in &d.events {
+            let fate = match (&e.outcome, &e.set_aside_reason) {
+                (Some(o), _) => format!("applied: {o}"),
+                (None, Some(r)) => format!("set aside: {r}"),
+                (None, None) => "waiting".to_owned(),
+            };
+            let _ = writeln!(
+                s,
+                "  {}  {}  {}  received {}  {fate}",
+                e.event_id,
+                e.event_type.as_deref().unwrap_or("-"),
+                e.status.as_deref().unwrap_or("-"),
+                e.received_at.to_rfc3339()
+            );
+        }
+        for x in &d.disagreements {
+            let _ = writeln!(
+                s,
+                "disagreement: kept {}, {} saw {} ({}) at {}",
+                x.kept_state,
+                x.source,
+                x.seen_state,
+                x.seen_status,
+                x.recorded_at.to_rfc3339()
+            );
+        }
+        if let Some(c) = &d.inbox_check {
+            let _ = writeln!(
+                s,
+                "inbox check: {} after {} attempt(s), answers {}",
+                c.verdict, c.attempts, c.answers
+            );
+        }
+        s
+    });
+    Ok((out, known))
+}
+
+/// `inbox ls [--older-than D]`.
+pub async fn inbox_ls(
+    store: &Store,
+    older_than: Duration,
+    limit: i64,
+    json: bool,
+) -> Result<String, DbError> {
+    let rows = store
+        .waiting_events(older_than.as_secs_f64(), limit)
+        .await?;
+    Ok(render(&rows, json, |rows| {
+        if rows.is_empty() {
+            return "the inbox holds no waiting event of that age\n".to_owned();
+        }
+        let mut s = format!(
+            "{:<40} {:<32} {:<10} {:>10}  {}\n",
+            "EVENT", "JOB", "STATUS", "AGE", "WAITING FOR"
+        );
+        for r in rows {
+            let why = match (r.job_exists, r.verdict.as_deref()) {
+                (true, _) => "attach (row exists)".to_owned(),
+                (false, Some("orphan")) => "its row: ORPHAN (Sume knows the job)".to_owned(),
+                (false, Some(v)) => format!("its row (check: {v})"),
+                (false, None) => "its row".to_owned(),
+            };
+            let _ = writeln!(
+                s,
+                "{:<40} {:<32} {:<10} {:>10}  {why}",
+                r.event_id,
+                r.job_id,
+                r.status.as_deref().unwrap_or("-"),
+                ago(r.age_secs)
+            );
+        }
+        s
+    }))
+}
+
+/// `dead-letters ls`.
+pub async fn dead_letters_ls(store: &Store, limit: i64, json: bool) -> Result<String, DbError> {
+    let rows = store.dead_letters(limit).await?;
+    Ok(render(&rows, json, |rows| {
+        if rows.is_empty() {
+            return "no dead letters\n".to_owned();
+        }
+        let mut s = format!(
+            "{:<72} {:>7}  {:<25} {}\n",
+            "ID", "BYTES", "RECEIVED", "REASON"
+        );
+        for r in rows {
+            let replayed = r
+                .replayed_at
+                .map(|t| format!(" (replayed {})", t.to_rfc3339()))
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "{:<72} {:>7}  {:<25} {}{replayed}",
+                r.dead_letter_id,
+                r.bytes,
+                r.received_at.to_rfc3339(),
+                r.reason
+            );
+        }
+        s
+    }))
+}
+
+/// `stats`.
+pub async fn stats(store: &Store, json: bool) -> Result<String, DbError> {
+    let st = store.stats().await?;
+    Ok(render(&st, json, |st| {
+        format!(
+            "open jobs ............ {}\n\
+             inbox waiting ........ {} (oldest {})\n\
+             set aside (foreign) .. {}\n\
+             orphans .............. {}\n\
+             checks pending ....... {}\n\
+             dead letters ......... {}\n\
+             disagreements ........ {}\n\
+             schema version ....... {} (this binary: {})\n",
+            st.open_jobs,
+            st.waiting,
+            ago(st.oldest_waiting_secs),
+            st.set_aside,
+            st.orphans,
+            st.checks_pending,
+            st.dead_letters,
+            st.disagreements,
+            st.schema_version,
+            crate::db::migrate::latest()
+        )
+    }))
+}
+
+/// What replay did with one delivery.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Replayed {
+    pub id: String,
+    pub job_id: Option<String>,
+    pub result: String,
+    pub ok: bool,
+}
+
+/// Checks the stored signature against the current secrets. Freshness is not checked: the
+/// delivery was fresh when it arrived, and replay is meant for later.
+fn verifies(d: &StoredDelivery, secrets: &[Secret]) -> bool {
+    let ts = d.signed_at.to_string();
+    let headers = SignedHeaders {
+        timestamp: Some(&ts),
+        signature: Some(&d.signature),
+    };
+    verify(headers, &d.body, secrets, d.signed_at, 0).is_ok()
+}
+
+/// `replay EVENT_ID`: an event set aside goes back into the inbox; a waiting one is attached.
+pub async fn replay_event(
+    store: &Store,
+    secrets: &[Secret],
+    event_id: &str,
+) -> Result<Replayed, DbError> {
+    let Some(d) = store.stored_event(event_id).await? else {
+        return Ok(Replayed {
+            id: event_id.to_owned(),
+            job_id: None,
+            result: "no such event (dead letters are replayed with --dead-letters)".into(),
+            ok: false,
+        });
+    };
+    let job_id = d.job_id.clone().unwrap_or_default();
+    let done = |result: String, ok: bool| Replayed {
+        id: d.id.clone(),
+        job_id: Some(job_id.clone()),
+        result,
+        ok,
+    };
+    if !verifies(&d, secrets) {
+        return Ok(done(
+            "does not verify with the current SUME_WEBHOOK_SECRET; left as it is".into(),
+            false,
+        ));
+    }
+    if let Some(outcome) = &d.applied {
+        return Ok(done(
+            format!("already applied ({outcome}); nothing to do"),
+            true,
+        ));
+    }
+    if d.set_aside {
+        store.unset_aside(&d.id, &job_id).await?;
+    }
+    let report = store.attach(std::slice::from_ref(&job_id)).await?;
+    Ok(done(
+        if report.events_applied > 0 {
+            format!("applied to job {job_id}")
+        } else {
+            format!("back in the inbox, waiting for job {job_id}'s row")
+        },
+        true,
+    ))
+}
+
+/// `replay --dead-letters`: each dead letter is verified and read again (a newer version may
+/// understand it); one that now names a job goes into the inbox and is attached.
+pub async fn replay_dead_letters(
+    store: &Store,
+    secrets: &[Secret],
+    limit: i64,
+) -> Result<Vec<Replayed>, DbError> {
+    let mut out = Vec::new();
+    for d in store.pending_dead_letters(limit).await? {
+        if !verifies(&d, secrets) {
+            out.push(Replayed {
+                id: d.id,
+                job_id: None,
+                result: "does not verify with the current SUME_WEBHOOK_SECRET; left as it is"
+                    .into(),
+                ok: false,
+            });
+            continue;
+        }
+        let parsed = match parse_event(&d.body) {
+            Ok(p) => p,
+            Err(e) => {
+                out.push(Replayed {
+                    id: d.id,
+                    job_id: None,
+                    result: format!("still names no job: {e}"),
+                    ok: false,
+                });
+                continue;
+            }
+        };
+        let job_id = parsed.job_id.clone();
+        let mut event = [NewEvent {
+            event_id: event_id_for(d.header_event_id.as_deref(), Some(&parsed), &d.body),
+            job_id: parsed.job_id,
+            event_type: parsed.event_type,
+            status: parsed.status,
+            result: parsed.result,
+            body: d.body.clone(),
+            signed_at: d.signed_at,
+            signature: d.signature.clone(),
+        }];
+        let new = store.write_inbox_batch(&mut event, &mut []).await?;
+        store.mark_dead_letter_replayed(&d.id).await?;
+        let report = store.attach(std::slice::from_ref(&job_id)).await?;
+        let fate = match (new.is_empty(), report.events_applied > 0) {
+            (true, _) => "its event was already in the inbox",
+            (false, true) => "stored and applied",
+            (false, false) => "stored; waiting for its job row",
+        };
+        out.push(Replayed {
+            id: d.id,
+            job_id: Some(job_id.clone()),
+            result: format!("{fate} (job {job_id})"),
+            ok: true,
+        });
+    }
+    Ok(out)
+}
+
+pub fn render_replayed(items: &[Replayed], json: bool) -> String {
+    render(&items, json, |items| {
+        if items.is_empty() {
+            return "nothing to replay\n".to_owned();
+        }
+        items
+            .iter()
+            .map(|r| format!("{}: {}\n", r.id, r.result))
+            .collect()
+    })
+}

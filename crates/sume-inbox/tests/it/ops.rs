@@ -1,0 +1,163 @@
+//! The admin commands, run as the binary against a database a daemon has filled.
+
+use std::process::Command;
+
+use sume_wire::{signature_header, Secret};
+
+use crate::support::*;
+
+fn admin(db: &TestDb, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(args)
+        .env("DATABASE_URL", &db.url)
+        .env("SUME_WEBHOOK_SECRET", SECRET)
+        .env("LOG_FORMAT", "pretty")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn admin_commands_show_and_replay_what_is_stored() {
+    let db = TestDb::new().await;
+    let (ok, _, err) = admin(&db, &["stats"]);
+    assert!(!ok && err.contains("run `sume-inbox migrate`"), "{err}");
+
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let hook = daemon.url("/webhooks/sume");
+    Delivery::completed("job_done").send(&http, &hook).await;
+    Delivery::status("job_wait", "completed")
+        .send(&http, &hook)
+        .await;
+    let mut garbage = Delivery::completed("x");
+    garbage.body = "not json".into();
+    garbage.send(&http, &hook).await;
+    assert_eq!(
+        api_register(&http, &daemon, "job_done", "o1")
+            .await
+            .status(),
+        201
+    );
+    daemon.stop().await;
+
+    // A dead letter an older version could not read, but this one can; and a set-aside event.
+    let ts = unix_now();
+    let body = r#"{"event":"job.completed","job_id":"job_late_reader"}"#;
+    let sig = signature_header(&[Secret::new(SECRET)], ts, body.as_bytes());
+    let c = db.client().await;
+    c.execute(
+        "insert into sume.dead_letters (dead_letter_id, reason, body, header_event_id, signed_at, signature)
+         values ('dl_readable', 'old parser', $1, 'evt_late_reader', $2, $3)",
+        &[&body.as_bytes(), &ts, &sig],
+    )
+    .await
+    .unwrap();
+    let aside = r#"{"event":"job.failed","job_id":"job_aside"}"#;
+    let aside_sig = signature_header(&[Secret::new(SECRET)], ts, aside.as_bytes());
+    c.execute(
+        "insert into sume.events (event_id, job_id, status, body, signed_at, signature, set_aside_at, set_aside_reason)
+         values ('evt_aside', 'job_aside', 'failed', $1, $2, $3, now(), 'foreign')",
+        &[&aside.as_bytes(), &ts, &aside_sig],
+    )
+    .await
+    .unwrap();
+    c.execute(
+        "insert into sume.events (event_id, job_id, status, body, signed_at, signature)
+         values ('evt_forged', 'job_forged', 'completed', '{}', $1, 'v1=00')",
+        &[&ts],
+    )
+    .await
+    .unwrap();
+    c.batch_execute(
+        "insert into sume.jobs (job_id) values ('job_late_reader'), ('job_aside'), ('job_forged')",
+    )
+    .await
+    .unwrap();
+
+    let (ok, out, _) = admin(&db, &["stats", "--json"]);
+    assert!(ok);
+    let s = json(&out);
+    assert_eq!(s["dead_letters"], 2);
+    assert_eq!(s["set_aside"], 1);
+    assert_eq!(s["waiting"], 2, "job_wait and the forged one");
+    assert_eq!(s["open_jobs"], 3);
+
+    let (ok, out, _) = admin(&db, &["jobs", "show", "job_done"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("state completed") && out.contains("closed by webhook"),
+        "{out}"
+    );
+    assert!(
+        out.contains("evt_job_done_completed") && out.contains("applied: closed"),
+        "{out}"
+    );
+    let (ok, out, _) = admin(&db, &["jobs", "show", "job_wait", "--json"]);
+    assert!(ok);
+    let j = json(&out);
+    assert!(j["job"].is_null());
+    assert_eq!(j["events"][0]["event_id"], "evt_job_wait_completed");
+    let (ok, _, err) = admin(&db, &["jobs", "show", "job_nobody"]);
+    assert!(!ok && err.contains("no job and no event"));
+
+    let (ok, out, _) = admin(&db, &["inbox", "ls", "--json"]);
+    assert!(ok);
+    let listed = json(&out);
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["job_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"job_wait") && ids.contains(&"job_forged"),
+        "{ids:?}"
+    );
+    let (ok, out, _) = admin(&db, &["inbox", "ls", "--older-than", "1h"]);
+    assert!(ok && out.contains("no waiting event"), "{out}");
+    let (ok, _, err) = admin(&db, &["inbox", "ls", "--older-than", "soon"]);
+    assert!(!ok && err.contains("--older-than"), "{err}");
+
+    let (ok, out, _) = admin(&db, &["dead-letters", "ls"]);
+    assert!(
+        ok && out.contains("dl_readable") && out.contains("body is not JSON"),
+        "{out}"
+    );
+
+    // Replay: the readable dead letter becomes an event and closes its job; the garbage stays.
+    let (ok, out, err) = admin(&db, &["replay", "--dead-letters"]);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("dl_readable: stored and applied (job job_late_reader)"),
+        "{out}"
+    );
+    assert!(out.contains("still names no job"), "{out}");
+    assert_eq!(
+        job_state(&db, "job_late_reader").await.as_deref(),
+        Some("completed")
+    );
+    let (_, again, _) = admin(&db, &["replay", "--dead-letters"]);
+    assert!(!again.contains("dl_readable"), "replayed once: {again}");
+
+    // A set-aside event whose job now exists goes back through attach.
+    let (ok, out, _) = admin(&db, &["replay", "evt_aside"]);
+    assert!(ok && out.contains("applied to job job_aside"), "{out}");
+    assert_eq!(job_state(&db, "job_aside").await.as_deref(), Some("failed"));
+    let (ok, out, _) = admin(&db, &["replay", "evt_aside"]);
+    assert!(ok && out.contains("already applied"), "{out}");
+    // A stored event whose signature does not verify is left alone.
+    let (ok, out, _) = admin(&db, &["replay", "evt_forged"]);
+    assert!(!ok && out.contains("does not verify"), "{out}");
+    assert_eq!(job_state(&db, "job_forged").await.as_deref(), Some("open"));
+    let (ok, _, err) = admin(&db, &["replay"]);
+    assert!(!ok && err.contains("required"), "{err}");
+}
