@@ -244,6 +244,32 @@ impl Sweep {
         Ok(Some(reply))
     }
 
+    /// Serves claims, `SWEEP_CONCURRENCY` at a time; answers the merged stats and the claims
+    /// to give back unserved.
+    async fn serve<C, F, Fut>(
+        &self,
+        claims: Vec<C>,
+        serve_one: F,
+    ) -> Result<(SweepStats, Vec<String>), DbError>
+    where
+        F: FnMut(C) -> Fut,
+        Fut: std::future::Future<Output = Result<(SweepStats, Option<String>), DbError>>,
+    {
+        let results: Vec<_> = futures_util::stream::iter(claims)
+            .map(serve_one)
+            .buffer_unordered(self.config.concurrency)
+            .collect()
+            .await;
+        let mut stats = SweepStats::default();
+        let mut unserved = Vec::new();
+        for r in results {
+            let (s, released) = r?;
+            stats.add(s);
+            unserved.extend(released);
+        }
+        Ok((stats, unserved))
+    }
+
     async fn inbox_batch(&self, shutdown: &CancellationToken) -> Result<SweepStats, DbError> {
         let grace = self.config.inbox_grace.as_secs_f64();
         let batch = self.config.batch as i64;
@@ -258,18 +284,10 @@ impl Sweep {
             ..SweepStats::default()
         };
         let deadline = self.send_deadline(claimed_at);
-        let results: Vec<Result<(SweepStats, Option<String>), DbError>> =
-            futures_util::stream::iter(claims)
-                .map(|c| self.check(c, deadline, shutdown))
-                .buffer_unordered(self.config.concurrency)
-                .collect()
-                .await;
-        let mut unserved = Vec::new();
-        for r in results {
-            let (s, released) = r?;
-            stats.add(s);
-            unserved.extend(released);
-        }
+        let (served, unserved) = self
+            .serve(claims, |c| self.check(c, deadline, shutdown))
+            .await?;
+        stats.add(served);
         self.store
             .inbox_checks_release(&unserved, &self.owner)
             .await?;
@@ -362,18 +380,10 @@ impl Sweep {
             ..SweepStats::default()
         };
         let deadline = self.send_deadline(claimed_at);
-        let results: Vec<Result<(SweepStats, Option<String>), DbError>> =
-            futures_util::stream::iter(claims)
-                .map(|c| self.poll(c, deadline, shutdown))
-                .buffer_unordered(self.config.concurrency)
-                .collect()
-                .await;
-        let mut unserved = Vec::new();
-        for r in results {
-            let (s, released) = r?;
-            stats.add(s);
-            unserved.extend(released);
-        }
+        let (served, unserved) = self
+            .serve(claims, |c| self.poll(c, deadline, shutdown))
+            .await?;
+        stats.add(served);
         self.store.jobs_release(&unserved, &self.owner).await?;
         Ok(stats)
     }

@@ -138,12 +138,7 @@ async fn register(
             return (StatusCode::CONFLICT, Json(body)).into_response();
         }
         Err(e) => {
-            tracing::error!(error = %e, "job registration failed");
-            return error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "database unavailable",
-            );
+            return unavailable("job registration failed", &e);
         }
     };
     if let Err(e) = state.attach.attach_now(vec![job.job_id.clone()]).await {
@@ -157,14 +152,7 @@ async fn register(
             "internal",
             "job vanished",
         ),
-        Err(e) => {
-            tracing::error!(error = %e, "reading the job failed");
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "database unavailable",
-            )
-        }
+        Err(e) => unavailable("reading the job failed", &e),
     }
 }
 
@@ -180,6 +168,16 @@ async fn metrics(State(state): State<AdminState>) -> Response {
         .into_response()
 }
 
+/// A 503 for a database failure, logged with what was being done.
+fn unavailable(doing: &str, e: &crate::db::DbError) -> Response {
+    tracing::error!(error = %e, "{doing}");
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        "database unavailable",
+    )
+}
+
 async fn show(State(state): State<AdminState>, Path(job_id): Path<String>) -> Response {
     match state.store.job(&job_id).await {
         Ok(Some(row)) => Json(row).into_response(),
@@ -188,13 +186,6 @@ async fn show(State(state): State<AdminState>, Path(job_id): Path<String>) -> Re
             "not_found",
             format!("no job {job_id:?}"),
         ),
-        Err(e) => {
-            tracing::error!(error = %e, "reading the job failed");
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "database unavailable",
-            )
-        }
+        Err(e) => unavailable("reading the job failed", &e),
     }
 }

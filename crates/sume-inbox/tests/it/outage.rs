@@ -86,15 +86,7 @@ async fn database_stopped_mid_run() {
             assert!(retry_after.is_some(), "a 503 carries Retry-After");
         }
     }
-    let stored: std::collections::HashSet<String> = db
-        .client()
-        .await
-        .query("select job_id from sume.events", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let stored = db.event_job_ids().await;
     let acked: Vec<&String> = answers
         .iter()
         .filter(|a| a.1 == 204)

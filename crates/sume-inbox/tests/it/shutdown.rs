@@ -97,15 +97,7 @@ async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
     for s in senders {
         acked.extend(s.await.unwrap());
     }
-    let stored: std::collections::HashSet<String> = db
-        .client()
-        .await
-        .query("select job_id from sume.events", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let stored = db.event_job_ids().await;
     assert!(acked.len() >= 200);
     let lost: Vec<&String> = acked.iter().filter(|j| !stored.contains(*j)).collect();
     assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");

@@ -59,6 +59,18 @@ impl TestDb {
         connect(&self.url).await
     }
 
+    /// The job ids of every stored event.
+    pub async fn event_job_ids(&self) -> std::collections::HashSet<String> {
+        self.client()
+            .await
+            .query("select job_id from sume.events", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
     /// One value from a query, e.g. a count.
     pub async fn scalar(&self, sql: &str) -> i64 {
         self.client()
