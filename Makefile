@@ -5,7 +5,7 @@ CARGO ?= cargo
 DEV_SECRET ?= whsec_dev_only_not_secret
 export LOG_FORMAT ?= pretty
 
-.PHONY: run serve test lint fmt clean-db
+.PHONY: run serve test lint fmt check-deploy clean-db
 
 ## run: the whole story in about a minute: PostgreSQL, the Sume simulator, two daemon
 ## instances and an application submitting a few hundred jobs; ends with a report
@@ -32,6 +32,10 @@ lint:
 
 fmt:
 	$(CARGO) fmt --all
+
+## check-deploy: validate deploy/ (systemd, Dockerfile steps, compose, Kubernetes, alerts)
+check-deploy:
+	scripts/check-deploy
 
 clean-db:
 	for d in target/devpg-*; do scripts/devpg destroy $$d; done
