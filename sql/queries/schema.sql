@@ -8,8 +8,11 @@ select coalesce(max(version), 0) from sume.schema_migrations;
 select
     (select count(*) from sume.events
       where applied_at is null and set_aside_at is null) as waiting,
-    coalesce((select extract(epoch from now() - min(received_at))::float8 from sume.events
-               where applied_at is null and set_aside_at is null), 0) as oldest_age,
+    coalesce((select extract(epoch from now() - min(e.received_at))::float8 from sume.events e
+               where e.applied_at is null and e.set_aside_at is null
+                 and not exists (select 1 from sume.inbox_checks c
+                                 where c.job_id = e.job_id and c.verdict = 'orphan')), 0)
+      as oldest_age,
     (select count(*) from sume.dead_letters where replayed_at is null) as dead_letters,
     (select count(*) from sume.inbox_checks where verdict = 'orphan') as orphans,
     (select count(*) from sume.disagreements) as disagreements,

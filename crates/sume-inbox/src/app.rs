@@ -139,6 +139,7 @@ pub async fn run(
             attach: attach_handle,
             key_names: Arc::new(config.api_keys.iter().map(|k| k.name.clone()).collect()),
             metrics,
+            health: health.clone(),
         },
         config.admin_token.clone(),
     );

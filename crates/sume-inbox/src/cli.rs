@@ -56,6 +56,19 @@ pub enum Command {
     Replay(ReplayArgs),
     /// The numbers an operator checks first.
     Stats(AdminArgs),
+    /// Exit 0 when the local daemon answers /healthz (or /readyz with --ready): for container
+    /// health checks in images that have no HTTP client.
+    Healthcheck(HealthcheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HealthcheckArgs {
+    /// The daemon's LISTEN_ADDR; an unspecified address (0.0.0.0) is reached on loopback.
+    #[arg(long, env = "LISTEN_ADDR", default_value = "0.0.0.0:8080")]
+    pub listen_addr: String,
+    /// Check readiness (database, schema, tasks) instead of liveness.
+    #[arg(long)]
+    pub ready: bool,
 }
 
 /// What every admin command takes.

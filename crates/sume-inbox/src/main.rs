@@ -5,19 +5,25 @@ use clap::Parser;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use sume_inbox::cli::{Cli, Command, DeadLettersCommand, InboxCommand, JobsCommand};
+use sume_inbox::cli::{
+    Cli, Command, DeadLettersCommand, HealthcheckArgs, InboxCommand, JobsCommand,
+};
+use sume_inbox::config::ConfigError;
 use sume_inbox::{config, db, ops, run, sign, telemetry, Listeners};
+
+/// sysexits.h: a configuration error.
+const EX_CONFIG: u8 = 78;
 
 fn main() -> std::process::ExitCode {
     // Before anything else runs: this sets environment variables.
     if let Err(e) = sume_inbox::secrets_from_files::load() {
         eprintln!("sume-inbox: {e}");
-        return std::process::ExitCode::from(2);
+        return std::process::ExitCode::from(EX_CONFIG);
     }
     let cli = Cli::parse();
     if let Err(e) = telemetry::init(&cli.log_format) {
         eprintln!("sume-inbox: {e}");
-        return std::process::ExitCode::from(2);
+        return std::process::ExitCode::from(EX_CONFIG);
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -30,7 +36,13 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sume-inbox: {e:#}");
-            std::process::ExitCode::FAILURE
+            // A bad setting will not fix itself: a distinct status lets a supervisor stop
+            // restarting (systemd's RestartPreventExitStatus=).
+            if e.downcast_ref::<ConfigError>().is_some() {
+                std::process::ExitCode::from(EX_CONFIG)
+            } else {
+                std::process::ExitCode::FAILURE
+            }
         }
     }
 }
@@ -139,11 +151,36 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             print!("{}", ops::stats(&store, admin.json).await?);
             Ok(())
         }
+        Command::Healthcheck(args) => healthcheck(args).await,
         Command::Sign(args) => {
             println!("{}", sign::render(&args).map_err(anyhow::Error::msg)?);
             Ok(())
         }
     }
+}
+
+async fn healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
+    let mut addr = config::parse_addr("LISTEN_ADDR", &args.listen_addr)?;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(if addr.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        });
+    }
+    let path = if args.ready { "readyz" } else { "healthz" };
+    let response = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(3))
+        .build()?
+        .get(format!("http://{addr}/{path}"))
+        .send()
+        .await
+        .with_context(|| format!("GET http://{addr}/{path}"))?;
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    anyhow::ensure!(status.is_success(), "{path}: {status} {body}");
+    println!("{path}: {body}");
+    Ok(())
 }
 
 /// A small pool for an admin command, once the schema is known to be there.

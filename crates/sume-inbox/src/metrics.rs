@@ -76,6 +76,7 @@ pub struct Metrics {
     pool_in_use: Gauge,
     pool_idle: Gauge,
     pool_waiting: Gauge,
+    tasks_dead: Gauge,
 }
 
 impl Default for Metrics {
@@ -111,6 +112,7 @@ impl Metrics {
             pool_in_use: Gauge::default(),
             pool_idle: Gauge::default(),
             pool_waiting: Gauge::default(),
+            tasks_dead: Gauge::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -191,7 +193,7 @@ impl Metrics {
         );
         r.register(
             "inbox_oldest_age_seconds",
-            "Age of the oldest waiting event",
+            "Age of the oldest waiting event, orphans' excluded (they have an alert of their own)",
             m.inbox_oldest_age_seconds.clone(),
         );
         r.register(
@@ -220,6 +222,11 @@ impl Metrics {
             "db_pool_waiting",
             "Tasks waiting for a pool connection",
             m.pool_waiting.clone(),
+        );
+        r.register(
+            "tasks_dead",
+            "This instance's tasks that stopped unexpectedly (it fails /healthz and /readyz)",
+            m.tasks_dead.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -262,7 +269,8 @@ impl Metrics {
     }
 
     /// Reads the fleet-wide gauges and renders everything in the Prometheus text format.
-    pub async fn render(&self, pool: &Pool) -> String {
+    pub async fn render(&self, pool: &Pool, dead_tasks: usize) -> String {
+        self.tasks_dead.set(dead_tasks as i64);
         let status = pool.status();
         self.pool_in_use
             .set((status.size.saturating_sub(status.available)) as i64);

@@ -32,6 +32,7 @@ pub struct AdminState {
     /// Names of the configured API keys; empty means any name is accepted.
     pub key_names: Arc<Vec<String>>,
     pub metrics: Arc<Metrics>,
+    pub health: crate::health::Health,
 }
 
 pub fn router(state: AdminState, token: Option<Secret>) -> Router {
@@ -157,11 +158,14 @@ async fn register(
 }
 
 async fn metrics(State(state): State<AdminState>) -> Response {
-    let body = state.metrics.render(state.store.pool()).await;
+    let body = state
+        .metrics
+        .render(state.store.pool(), state.health.dead().len())
+        .await;
     (
         [(
             header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
         body,
     )

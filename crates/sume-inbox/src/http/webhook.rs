@@ -147,8 +147,18 @@ fn unavailable(retry_after_secs: u64) -> Response {
     response
 }
 
-async fn healthz() -> &'static str {
-    "ok"
+/// Alive unless a task has died: a process that lost an actor should be restarted, not kept.
+async fn healthz(State(state): State<WebhookState>) -> Response {
+    let dead = state.health.dead();
+    if dead.is_empty() {
+        "ok".into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("tasks stopped: {}", dead.join(", ")),
+        )
+            .into_response()
+    }
 }
 
 /// Ready when the database answers, the schema is at least this binary's version, and no task

@@ -74,6 +74,13 @@ fn bad_settings_fail_at_start_naming_the_setting() {
     }
     let (ok, text) = serve(&[("SUME_WEBHOOK_SECRET", "x")]);
     assert!(!ok && text.contains("DATABASE_URL"), "{text}");
+    // A bad setting exits 78 (EX_CONFIG), so a supervisor can stop restarting it.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+    cmd.arg("serve").env_clear();
+    for (k, v) in with(&[("WEBHOOK_TOLERANCE", "soon")]) {
+        cmd.env(k, v);
+    }
+    assert_eq!(cmd.output().unwrap().status.code(), Some(78));
 }
 
 #[test]

@@ -50,7 +50,7 @@ async fn metrics_count_outcomes_and_read_the_inbox() {
     assert!(r.headers()["content-type"]
         .to_str()
         .unwrap()
-        .starts_with("text/plain"));
+        .starts_with("application/openmetrics-text"));
     let text = r.text().await.unwrap();
     let want = [
         (r#"sume_inbox_webhooks_total{outcome="stored"}"#, 2.0),
@@ -67,6 +67,7 @@ async fn metrics_count_outcomes_and_read_the_inbox() {
         ("sume_inbox_dead_letters", 1.0),
         ("sume_inbox_open_jobs", 0.0),
         ("sume_inbox_db_up", 1.0),
+        ("sume_inbox_tasks_dead", 0.0),
         ("sume_inbox_attach_latency_seconds_count", 1.0),
     ];
     for (series, value) in want {
@@ -76,5 +77,9 @@ async fn metrics_count_outcomes_and_read_the_inbox() {
     assert!(sample(&text, "sume_inbox_inbox_oldest_age_seconds").unwrap() >= 0.0);
     assert!(text.contains("sume_inbox_db_pool_in_use"));
     assert!(!text.contains(SECRET), "no secret in metrics");
+    assert!(
+        text.trim_end().ends_with("# EOF"),
+        "OpenMetrics, as the content type says"
+    );
     daemon.stop().await;
 }

@@ -48,6 +48,20 @@ async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
     })
     .await;
 
+    let healthcheck = |ready: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+        cmd.arg("healthcheck")
+            .env("LISTEN_ADDR", format!("0.0.0.0:{port}"));
+        if ready {
+            cmd.arg("--ready");
+        }
+        cmd.output().unwrap().status.success()
+    };
+    assert!(
+        healthcheck(false) && healthcheck(true),
+        "the healthcheck command sees it alive and ready"
+    );
+
     let url = format!("{base}/webhooks/sume");
     let senders: Vec<_> = (0..16)
         .map(|w| {
@@ -88,6 +102,7 @@ async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(status.success(), "exit status {status}");
+    assert!(!healthcheck(false), "nothing answers any more");
     let n = notify
         .recv(&mut message)
         .expect("STOPPING=1 from the daemon");
