@@ -81,3 +81,10 @@ where job_id = $1;
 delete from sume.inbox_checks
 where job_id = $1
   and verdict = 'foreign';
+
+-- name: inbox_checks_resolve_orphans
+-- An orphan whose row has come back (restored, re-registered) is an orphan no more: attach owns
+-- its events again. Served by inbox_checks_orphans; orphans are few.
+delete from sume.inbox_checks c
+where c.verdict = 'orphan'
+  and exists (select 1 from sume.jobs j where j.job_id = c.job_id);

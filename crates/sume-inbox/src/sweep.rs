@@ -273,6 +273,13 @@ impl Sweep {
     async fn inbox_batch(&self, shutdown: &CancellationToken) -> Result<SweepStats, DbError> {
         let grace = self.config.inbox_grace.as_secs_f64();
         let batch = self.config.batch as i64;
+        let resolved = self.store.inbox_checks_resolve_orphans().await?;
+        if resolved > 0 {
+            tracing::info!(
+                jobs = resolved,
+                "orphans resolved: their job rows exist again"
+            );
+        }
         self.store.inbox_checks_enqueue(grace, batch).await?;
         let claimed_at = Instant::now();
         let claims = self

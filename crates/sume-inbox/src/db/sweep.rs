@@ -72,6 +72,16 @@ impl Store {
             .map_err(|e| DbError::query("inbox_checks_enqueue", e))
     }
 
+    /// Drops orphan verdicts whose job row exists again; answers how many.
+    pub async fn inbox_checks_resolve_orphans(&self) -> Result<u64, DbError> {
+        let client = self.client().await?;
+        let stmt = prepared!(client, "inbox_checks_resolve_orphans");
+        client
+            .execute(&stmt, &[])
+            .await
+            .map_err(|e| DbError::query("inbox_checks_resolve_orphans", e))
+    }
+
     pub async fn inbox_checks_claim(
         &self,
         owner: &str,

@@ -287,6 +287,12 @@ async fn an_orphan_is_kept_reported_and_attached_when_its_row_returns() {
         job_state(&db, &orphan).await.as_deref() == Some("completed")
     })
     .await;
+    wait_for(
+        "the orphan verdict is dropped",
+        Duration::from_secs(10),
+        || async { count(&db, "select count(*) from sume.inbox_checks").await == 0 },
+    )
+    .await;
     daemon.stop().await;
 }
 
