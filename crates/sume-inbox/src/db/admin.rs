@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{sql, DbError, JobRow, Store};
+use super::{prepare, DbError, JobRow, Store};
 
 /// One event of a job, for `jobs show`.
 #[derive(Debug, Clone, Serialize)]
@@ -103,10 +103,7 @@ pub struct Stats {
 
 macro_rules! q {
     ($client:expr, $name:literal, $params:expr) => {{
-        let stmt = $client
-            .prepare_cached(sql($name))
-            .await
-            .map_err(|e| DbError::query($name, e))?;
+        let stmt = super::prepare(&$client, $name).await?;
         $client
             .query(&stmt, $params)
             .await
@@ -285,10 +282,7 @@ async fn q_exec<C: deadpool_postgres::GenericClient>(
     name: &'static str,
     params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
 ) -> Result<u64, DbError> {
-    let stmt = client
-        .prepare_cached(sql(name))
-        .await
-        .map_err(|e| DbError::query(name, e))?;
+    let stmt = prepare(client, name).await?;
     client
         .execute(&stmt, params)
         .await

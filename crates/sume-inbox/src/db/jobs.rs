@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sume_wire::JobState;
 
-use super::{sql, DbError, Store};
+use super::{prepare, DbError, Store};
 use crate::close::JobFold;
 
 /// A registration through the API.
@@ -47,10 +47,7 @@ impl Store {
     /// conflicting claim on an existing id.
     pub async fn register_job(&self, job: &NewJob) -> Result<Registered, DbError> {
         let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(sql("jobs_insert"))
-            .await
-            .map_err(|e| DbError::query("jobs_insert", e))?;
+        let stmt = prepare(&client, "jobs_insert").await?;
         let inserted = client
             .execute(&stmt, &[&job.job_id, &job.order_id, &job.api_key])
             .await
@@ -72,10 +69,7 @@ impl Store {
 
     pub async fn job(&self, job_id: &str) -> Result<Option<JobRow>, DbError> {
         let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(sql("jobs_get"))
-            .await
-            .map_err(|e| DbError::query("jobs_get", e))?;
+        let stmt = prepare(&client, "jobs_get").await?;
         let row = client
             .query_opt(&stmt, &[&job_id])
             .await
@@ -99,10 +93,7 @@ pub(super) async fn lock(
     tx: &Transaction<'_>,
     job_ids: &[String],
 ) -> Result<Vec<JobFold>, DbError> {
-    let stmt = tx
-        .prepare_cached(sql("jobs_lock"))
-        .await
-        .map_err(|e| DbError::query("jobs_lock", e))?;
+    let stmt = prepare(tx, "jobs_lock").await?;
     let rows = tx
         .query(&stmt, &[&job_ids])
         .await
@@ -125,10 +116,7 @@ pub(super) async fn lock(
 pub(super) async fn write(tx: &Transaction<'_>, folds: &[JobFold]) -> Result<(), DbError> {
     let changed: Vec<&JobFold> = folds.iter().filter(|f| f.changed()).collect();
     if !changed.is_empty() {
-        let stmt = tx
-            .prepare_cached(sql("jobs_apply"))
-            .await
-            .map_err(|e| DbError::query("jobs_apply", e))?;
+        let stmt = prepare(tx, "jobs_apply").await?;
         let ids: Vec<&str> = changed.iter().map(|f| f.job_id.as_str()).collect();
         let states: Vec<&str> = changed.iter().map(|f| f.state.as_str()).collect();
         let statuses: Vec<Option<&str>> =
@@ -161,10 +149,7 @@ pub(super) async fn write(tx: &Transaction<'_>, folds: &[JobFold]) -> Result<(),
         .flat_map(|f| f.disagreements.iter().map(move |d| (f.job_id.as_str(), d)))
         .collect();
     if !disagreements.is_empty() {
-        let stmt = tx
-            .prepare_cached(sql("disagreements_insert"))
-            .await
-            .map_err(|e| DbError::query("disagreements_insert", e))?;
+        let stmt = prepare(tx, "disagreements_insert").await?;
         let ids: Vec<&str> = disagreements.iter().map(|(j, _)| *j).collect();
         let kept: Vec<&str> = disagreements.iter().map(|(_, d)| d.kept.as_str()).collect();
         let seen: Vec<&str> = disagreements.iter().map(|(_, d)| d.seen.as_str()).collect();

@@ -104,6 +104,17 @@ pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
     Ok(client)
 }
 
+/// The statement called `name`, prepared once per connection and cached there.
+pub(crate) async fn prepare<C: deadpool_postgres::GenericClient>(
+    client: &C,
+    name: &'static str,
+) -> Result<tokio_postgres::Statement, DbError> {
+    client
+        .prepare_cached(sql(name))
+        .await
+        .map_err(|e| DbError::query(name, e))
+}
+
 /// The shared handle to the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {

@@ -6,7 +6,7 @@
 //! would let a redelivery that lands in a newer partition slip past the dedupe. Each batch is
 //! its own short statement driven by a partial index, so a pass costs the rows it removes.
 
-use super::{sql, DbError, Store};
+use super::{prepare, DbError, Store};
 
 /// Rows removed by one retention pass.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,10 +42,7 @@ impl Store {
         let client = self.client().await?;
         let mut removed = [0u64; 4];
         for (i, name) in STATEMENTS.iter().enumerate() {
-            let stmt = client
-                .prepare_cached(sql(name))
-                .await
-                .map_err(|e| DbError::query(name, e))?;
+            let stmt = prepare(&client, name).await?;
             for _ in 0..max_batches {
                 let n = client
                     .execute(&stmt, &[&older_than_secs, &batch])

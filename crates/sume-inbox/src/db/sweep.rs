@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{jobs, sql, DbError, Store};
+use super::{jobs, prepare, DbError, Store};
 use crate::close::{Observation, Outcome, Source};
 
 /// An open job claimed for a poll.
@@ -52,20 +52,11 @@ pub struct Take {
     pub paused_for: f64,
 }
 
-macro_rules! prepared {
-    ($client:expr, $name:literal) => {
-        $client
-            .prepare_cached(sql($name))
-            .await
-            .map_err(|e| DbError::query($name, e))?
-    };
-}
-
 impl Store {
     /// Opens checks for job ids whose events waited longer than `grace_secs` with no row.
     pub async fn inbox_checks_enqueue(&self, grace_secs: f64, limit: i64) -> Result<u64, DbError> {
         let client = self.client().await?;
-        let stmt = prepared!(client, "inbox_checks_enqueue");
+        let stmt = prepare(&client, "inbox_checks_enqueue").await?;
         client
             .execute(&stmt, &[&grace_secs, &limit])
             .await
@@ -75,7 +66,7 @@ impl Store {
     /// Drops orphan verdicts whose job row exists again; answers how many.
     pub async fn inbox_checks_resolve_orphans(&self) -> Result<u64, DbError> {
         let client = self.client().await?;
-        let stmt = prepared!(client, "inbox_checks_resolve_orphans");
+        let stmt = prepare(&client, "inbox_checks_resolve_orphans").await?;
         client
             .execute(&stmt, &[])
             .await
@@ -89,7 +80,7 @@ impl Store {
         lease_secs: f64,
     ) -> Result<Vec<ClaimedCheck>, DbError> {
         let client = self.client().await?;
-        let stmt = prepared!(client, "inbox_checks_claim");
+        let stmt = prepare(&client, "inbox_checks_claim").await?;
         let rows = client
             .query(&stmt, &[&owner, &limit, &lease_secs])
             .await
@@ -112,7 +103,7 @@ impl Store {
         next_in_secs: f64,
     ) -> Result<(), DbError> {
         let client = self.client().await?;
-        let stmt = prepared!(client, "inbox_checks_retry");
+        let stmt = prepare(&client, "inbox_checks_retry").await?;
         client
             .execute(&stmt, &[&job_id, &owner, answers, &next_in_secs])
             .await
@@ -145,7 +136,7 @@ impl Store {
             .map_err(|e| DbError::query("inbox_check_row", e))?
             .is_some();
         let outcome = if exists {
-            let stmt = prepared!(tx, "inbox_checks_drop");
+            let stmt = prepare(&tx, "inbox_checks_drop").await?;
             tx.execute(&stmt, &[&job_id, &owner])
                 .await
                 .map_err(|e| DbError::query("inbox_checks_drop", e))?;
@@ -155,7 +146,7 @@ impl Store {
                 Verdict::Foreign => "foreign",
                 Verdict::Orphan => "orphan",
             };
-            let stmt = prepared!(tx, "inbox_checks_verdict");
+            let stmt = prepare(&tx, "inbox_checks_verdict").await?;
             let updated = tx
                 .execute(&stmt, &[&job_id, &owner, &name, answers])
                 .await
@@ -165,7 +156,7 @@ impl Store {
             } else if verdict == Verdict::Orphan {
                 Concluded::Orphan
             } else {
-                let stmt = prepared!(tx, "events_set_aside");
+                let stmt = prepare(&tx, "events_set_aside").await?;
                 let reason = format!("foreign: every configured key answered 404 ({answers})");
                 let n = tx
                     .execute(&stmt, &[&job_id, &reason])
@@ -189,7 +180,7 @@ impl Store {
             return Ok(());
         }
         let client = self.client().await?;
-        let stmt = prepared!(client, "inbox_checks_release");
+        let stmt = prepare(&client, "inbox_checks_release").await?;
         client
             .execute(&stmt, &[&job_ids, &owner])
             .await
@@ -206,7 +197,7 @@ impl Store {
         poll_after_secs: f64,
     ) -> Result<Vec<ClaimedJob>, DbError> {
         let client = self.client().await?;
-        let stmt = prepared!(client, "jobs_claim_due");
+        let stmt = prepare(&client, "jobs_claim_due").await?;
         let rows = client
             .query(&stmt, &[&owner, &limit, &lease_secs, &poll_after_secs])
             .await
@@ -234,7 +225,7 @@ impl Store {
         sume_status: Option<&str>,
     ) -> Result<(), DbError> {
         let client = self.client().await?;
-        let stmt = prepared!(client, "jobs_poll_done");
+        let stmt = prepare(&client, "jobs_poll_done").await?;
         let inc: i32 = counts_as_attempt.into();
         client
             .execute(
@@ -251,7 +242,7 @@ impl Store {
             return Ok(());
         }
         let client = self.client().await?;
-        let stmt = prepared!(client, "jobs_release");
+        let stmt = prepare(&client, "jobs_release").await?;
         client
             .execute(&stmt, &[&job_ids, &owner])
             .await
@@ -268,7 +259,7 @@ impl Store {
         sume_status: Option<&str>,
     ) -> Result<bool, DbError> {
         let client = self.client().await?;
-        let stmt = prepared!(client, "jobs_give_up");
+        let stmt = prepare(&client, "jobs_give_up").await?;
         let n = client
             .execute(&stmt, &[&job_id, &owner, &reason, &sume_status])
             .await
@@ -304,7 +295,7 @@ impl Store {
             result,
         });
         jobs::write(&tx, &folds).await?;
-        let stmt = prepared!(tx, "jobs_poll_closed");
+        let stmt = prepare(&tx, "jobs_poll_closed").await?;
         tx.execute(&stmt, &[&job_id, &owner, &answer])
             .await
             .map_err(|e| DbError::query("jobs_poll_closed", e))?;
@@ -319,7 +310,7 @@ impl Store {
 
     pub async fn rate_bucket_ensure(&self, key_name: &str, capacity: f64) -> Result<(), DbError> {
         let client = self.client().await?;
-        let stmt = prepared!(client, "rate_buckets_ensure");
+        let stmt = prepare(&client, "rate_buckets_ensure").await?;
         client
             .execute(&stmt, &[&key_name, &capacity])
             .await
@@ -334,7 +325,7 @@ impl Store {
         capacity: f64,
     ) -> Result<Take, DbError> {
         let client = self.client().await?;
-        let stmt = prepared!(client, "rate_buckets_take");
+        let stmt = prepare(&client, "rate_buckets_take").await?;
         let row = client
             .query_opt(&stmt, &[&key_name, &per_sec, &capacity])
             .await
@@ -349,7 +340,7 @@ impl Store {
 
     pub async fn rate_bucket_pause(&self, key_name: &str, secs: f64) -> Result<(), DbError> {
         let client = self.client().await?;
-        let stmt = prepared!(client, "rate_buckets_pause");
+        let stmt = prepare(&client, "rate_buckets_pause").await?;
         client
             .execute(&stmt, &[&key_name, &secs])
             .await
