@@ -39,3 +39,12 @@ check-deploy:
 
 clean-db:
 	for d in target/devpg-*; do scripts/devpg destroy $$d; done
+
+## bench: the benchmark of docs/benchmarks.md, in about 3 minutes after the build: a throwaway
+## PostgreSQL under target/, the release daemon, a per-request baseline and the PostgreSQL
+## ceiling, measured in one run; prints the table and appends it to docs/benchmarks.md.
+## Options: BENCH_ARGS="--duration 20s --connections 16,64,256 --rate 1000" (see --help).
+.PHONY: bench
+bench:
+	$(CARGO) build --release -p sume-inbox -p sume-bench
+	$${CARGO_TARGET_DIR:-target}/release/sume-bench run $(BENCH_ARGS)

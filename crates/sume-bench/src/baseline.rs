@@ -1,0 +1,132 @@
+//! The per-request baseline: the webhook receiver everyone writes first. It verifies the
+//! signature, reads the body, and stores the event with one `insert ... on conflict do nothing`
+//! in autocommit (one transaction, one commit, one WAL flush per request) before answering.
+//!
+//! Same signature check, same parsing, same row, same durability as sume-inbox; only the
+//! batching differs. It runs as a child process (`sume-bench baseline-server`) so that it
+//! does not share the load generator's runtime, exactly like the daemon.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use axum::Router;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use sume_wire::{event_id_for, headers, parse_event, verify, Secret, SignedHeaders};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpListener;
+use tokio_postgres::NoTls;
+
+/// One row per request, committed on its own.
+pub const INSERT: &str = "insert into sume.events \
+     (event_id, job_id, event_type, status, result, body, signed_at, signature) \
+     values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (event_id) do nothing";
+
+#[derive(Clone)]
+struct Baseline {
+    secrets: Arc<Vec<Secret>>,
+    pool: Pool,
+}
+
+/// Serves until stdin closes (the parent ended) or the process is signalled. Prints
+/// `listening on ADDR` on stdout once it accepts connections.
+pub async fn serve(
+    database_url: &str,
+    secret: Secret,
+    pool_size: usize,
+    listen: SocketAddr,
+) -> anyhow::Result<()> {
+    let pg: tokio_postgres::Config = database_url.parse()?;
+    let manager = Manager::from_config(
+        pg,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    let pool = Pool::builder(manager)
+        .max_size(pool_size)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .create_timeout(Some(Duration::from_secs(5)))
+        .build()?;
+    let state = Baseline {
+        secrets: Arc::new(vec![secret]),
+        pool,
+    };
+    let app = Router::new()
+        .route("/webhooks/sume", post(receive))
+        .route("/healthz", get(|| async { "ok" }))
+        .with_state(state);
+    let listener = TcpListener::bind(listen).await?;
+    println!("listening on {}", listener.local_addr()?);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(parent_gone())
+        .await?;
+    Ok(())
+}
+
+/// Resolves when stdin reaches its end: the parent closed it or exited.
+async fn parent_gone() {
+    let mut stdin = tokio::io::stdin();
+    let mut buf = [0u8; 64];
+    while let Ok(n) = stdin.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+async fn receive(State(state): State<Baseline>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let signed = SignedHeaders {
+        timestamp: header(headers::TIMESTAMP),
+        signature: header(headers::SIGNATURE),
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    if verify(signed, &body, &state.secrets, now, 300).is_err() {
+        return StatusCode::UNAUTHORIZED;
+    }
+    let Ok(event) = parse_event(&body) else {
+        return StatusCode::UNPROCESSABLE_ENTITY;
+    };
+    let event_id = event_id_for(header(headers::EVENT_ID), Some(&event), &body);
+    let signed_at: i64 = signed
+        .timestamp
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or_default();
+    let Ok(client) = state.pool.get().await else {
+        return StatusCode::SERVICE_UNAVAILABLE;
+    };
+    let Ok(stmt) = client.prepare_cached(INSERT).await else {
+        return StatusCode::SERVICE_UNAVAILABLE;
+    };
+    let stored = client
+        .execute(
+            &stmt,
+            &[
+                &event_id,
+                &event.job_id,
+                &event.event_type,
+                &event.status,
+                &event.result,
+                &body.as_ref(),
+                &signed_at,
+                &signed.signature.unwrap_or_default(),
+            ],
+        )
+        .await;
+    match stored {
+        Ok(_) => StatusCode::NO_CONTENT,
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}

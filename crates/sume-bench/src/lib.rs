@@ -1,0 +1,23 @@
+//! sume-bench: the reproducible benchmark behind `make bench`.
+//!
+//! One run measures, on the same machine and in the same minutes:
+//! - sume-inbox (the release binary, a child process) under signed webhook load, as fast as it
+//!   answers on 16/64/256 keep-alive connections and at a fixed rate;
+//! - a per-request baseline ([`baseline`]): verify, one autocommit insert, answer;
+//! - the PostgreSQL ceiling ([`ceiling`]): the same rows in 1000-row transactions;
+//!
+//! and fails when any server acknowledged an event it did not store ([`check`]).
+//!
+//! Modules: [`webhook`] makes signed deliveries, [`load`] sends them, [`stats`] counts,
+//! [`stack`] runs PostgreSQL and the servers, [`report`] writes the table, [`run`] runs it all.
+
+pub mod baseline;
+pub mod ceiling;
+pub mod check;
+pub mod cli;
+pub mod load;
+pub mod report;
+pub mod run;
+pub mod stack;
+pub mod stats;
+pub mod webhook;
