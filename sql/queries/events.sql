@@ -2,22 +2,25 @@
 
 -- name: events_insert
 -- One ingest batch, sorted by event_id (so concurrent batches never deadlock on shared ids).
--- Answers the ids that were new; the others were duplicates.
+-- Results come as JSON text, exactly as received, and become jsonb here. Answers the ids that
+-- were new; the others were duplicates.
 insert into sume.events (event_id, job_id, event_type, status, result, body, signed_at, signature)
-select *
-from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::bytea[],
+select u.event_id, u.job_id, u.event_type, u.status, u.result::jsonb, u.body, u.signed_at,
+       u.signature
+from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
             $7::int8[], $8::text[])
+     as u(event_id, job_id, event_type, status, result, body, signed_at, signature)
 on conflict (event_id) do nothing
 returning event_id;
 
 -- name: events_attachable
 -- Which of these jobs have a committed row and events waiting. Takes no locks: a cheap filter
--- before attach locks anything.
-select distinct e.job_id
-from sume.events e
-where e.job_id = any($1)
-  and e.applied_at is null
-  and exists (select 1 from sume.jobs j where j.job_id = e.job_id);
+-- before attach locks anything. Driven by the jobs' primary key: most ids it is asked about
+-- (events whose job is not registered yet) end there, at one index probe each.
+select j.job_id
+from sume.jobs j
+where j.job_id = any($1)
+  and exists (select 1 from sume.events e where e.job_id = j.job_id and e.applied_at is null);
 
 -- name: events_attachable_scan
 -- The catch-up scan: any waiting event whose job row exists (a lost notification, a crash).

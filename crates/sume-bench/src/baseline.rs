@@ -24,7 +24,7 @@ use tokio_postgres::NoTls;
 /// One row per request, committed on its own.
 pub const INSERT: &str = "insert into sume.events \
      (event_id, job_id, event_type, status, result, body, signed_at, signature) \
-     values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (event_id) do nothing";
+     values ($1, $2, $3, $4, $5::text::jsonb, $6, $7, $8) on conflict (event_id) do nothing";
 
 #[derive(Clone)]
 struct Baseline {

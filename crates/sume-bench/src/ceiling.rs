@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::Value;
 use sume_wire::{event_id_for, parse_event};
 use tokio::time::Instant;
 
@@ -42,7 +41,7 @@ pub struct Row {
     pub job_id: String,
     pub event_type: Option<String>,
     pub status: Option<String>,
-    pub result: Option<Value>,
+    pub result: Option<String>,
     pub body: Bytes,
     pub signed_at: i64,
     pub signature: String,
@@ -130,7 +129,7 @@ async fn insert_until(
         let jobs: Vec<&str> = keyed.iter().map(|k| k.1.as_str()).collect();
         let types: Vec<Option<&str>> = keyed.iter().map(|k| k.2.event_type.as_deref()).collect();
         let statuses: Vec<Option<&str>> = keyed.iter().map(|k| k.2.status.as_deref()).collect();
-        let results: Vec<Option<&Value>> = keyed.iter().map(|k| k.2.result.as_ref()).collect();
+        let results: Vec<Option<&str>> = keyed.iter().map(|k| k.2.result.as_deref()).collect();
         let bodies: Vec<&[u8]> = keyed.iter().map(|k| k.2.body.as_ref()).collect();
         let signed: Vec<i64> = keyed.iter().map(|k| k.2.signed_at).collect();
         let sigs: Vec<&str> = keyed.iter().map(|k| k.2.signature.as_str()).collect();

@@ -129,7 +129,13 @@ mod tests {
         assert_eq!(parsed.body_event_id.as_deref(), Some(d.event_id.as_str()));
         assert_eq!(parsed.status.as_deref(), Some("completed"));
         assert_eq!(parsed.event_type.as_deref(), Some("job.completed"));
-        let result = parsed.result.clone().expect("a completed job has a result");
+        let result: serde_json::Value = serde_json::from_str(
+            parsed
+                .result
+                .as_deref()
+                .expect("a completed job has a result"),
+        )
+        .unwrap();
         assert_eq!(result["images"][1]["width"], 1024);
         assert_eq!(
             event_id_for(Some(&d.event_id), Some(&parsed), &d.body),

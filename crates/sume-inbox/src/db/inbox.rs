@@ -3,7 +3,6 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
-use serde_json::Value;
 use tokio_postgres::{GenericClient, Statement};
 
 use super::{jobs, sql, DbError, Store};
@@ -16,7 +15,8 @@ pub struct NewEvent {
     pub job_id: String,
     pub event_type: Option<String>,
     pub status: Option<String>,
-    pub result: Option<Value>,
+    /// JSON text, as received.
+    pub result: Option<String>,
     pub body: Bytes,
     pub signed_at: i64,
     pub signature: String,
@@ -230,7 +230,7 @@ async fn insert_events<C: GenericClient>(
     let jobs: Vec<&str> = events.iter().map(|e| e.job_id.as_str()).collect();
     let types: Vec<Option<&str>> = events.iter().map(|e| e.event_type.as_deref()).collect();
     let statuses: Vec<Option<&str>> = events.iter().map(|e| e.status.as_deref()).collect();
-    let results: Vec<Option<&Value>> = events.iter().map(|e| e.result.as_ref()).collect();
+    let results: Vec<Option<&str>> = events.iter().map(|e| e.result.as_deref()).collect();
     let bodies: Vec<&[u8]> = events.iter().map(|e| e.body.as_ref()).collect();
     let signed: Vec<i64> = events.iter().map(|e| e.signed_at).collect();
     let sigs: Vec<&str> = events.iter().map(|e| e.signature.as_str()).collect();

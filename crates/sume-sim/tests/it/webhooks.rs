@@ -61,7 +61,8 @@ async fn the_guide_shape_carries_event_job_id_and_status() {
     assert!(body["error"]["code"].is_string());
     let parsed = got[0].parsed();
     assert_eq!(parsed.event_type.as_deref(), Some("job.failed"));
-    assert!(parsed.result.unwrap()["error"].is_object());
+    let result: serde_json::Value = serde_json::from_str(&parsed.result.unwrap()).unwrap();
+    assert!(result["error"].is_object());
 }
 
 #[tokio::test]
