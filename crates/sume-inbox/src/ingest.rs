@@ -7,7 +7,7 @@
 //! writers share the channel, so while one commits the next is already collecting: under load
 //! the batches grow, and the cost of a commit is shared by many requests.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, Mutex};
@@ -139,29 +139,21 @@ impl Writer {
         let mut dead: Vec<NewDeadLetter> = Vec::new();
         // Each request is answered by the fate of its id; a repeat inside the batch is written
         // once and answered as a duplicate.
-        let mut waiting: Vec<(Key, oneshot::Sender<Result<Stored, Unavailable>>)> =
-            Vec::with_capacity(batch.len());
+        let mut waiting: Vec<(Key, bool, Reply)> = Vec::with_capacity(batch.len());
         let mut seen: HashSet<Key> = HashSet::with_capacity(batch.len());
         for Request { delivery, reply } in batch {
-            let (key, is_first) = match delivery {
-                Delivery::Event(e) => {
-                    let key = Key::Event(e.event_id.clone());
-                    let first = seen.insert(key.clone());
-                    if first {
-                        events.push(e);
-                    }
-                    (key, first)
-                }
-                Delivery::DeadLetter(d) => {
-                    let key = Key::Dead(d.dead_letter_id.clone());
-                    let first = seen.insert(key.clone());
-                    if first {
-                        dead.push(d);
-                    }
-                    (key, first)
-                }
+            let key = match &delivery {
+                Delivery::Event(e) => Key::Event(e.event_id.clone()),
+                Delivery::DeadLetter(d) => Key::Dead(d.dead_letter_id.clone()),
             };
-            waiting.push((if is_first { key } else { Key::Repeat }, reply));
+            let first = seen.insert(key.clone());
+            if first {
+                match delivery {
+                    Delivery::Event(e) => events.push(e),
+                    Delivery::DeadLetter(d) => dead.push(d),
+                }
+            }
+            waiting.push((key, first, reply));
         }
         self.metrics.ingest_batch_size.observe(waiting.len() as f64);
         let started = std::time::Instant::now();
@@ -169,7 +161,7 @@ impl Writer {
         self.metrics
             .ingest_commit_seconds
             .observe(started.elapsed().as_secs_f64());
-        match written {
+        let fates: HashMap<Key, Result<Stored, Unavailable>> = match written {
             Ok(new_ids) => {
                 tracing::debug!(
                     events = events.len(),
@@ -177,34 +169,105 @@ impl Writer {
                     new = new_ids.len(),
                     "inbox batch committed"
                 );
-                for (key, reply) in waiting {
-                    let stored = match key {
-                        Key::Event(id) if new_ids.contains(&id) => Stored::New,
-                        Key::Event(_) | Key::Repeat => Stored::Duplicate,
-                        Key::Dead(_) => Stored::DeadLettered,
-                    };
-                    let _ = reply.send(Ok(stored));
-                }
                 let jobs: Vec<String> = events
                     .iter()
                     .filter(|e| new_ids.contains(&e.event_id))
                     .map(|e| e.job_id.clone())
                     .collect();
                 self.attach.notify(jobs);
+                let mut fates: HashMap<Key, Result<Stored, Unavailable>> = events
+                    .into_iter()
+                    .map(|e| {
+                        let stored = if new_ids.contains(&e.event_id) {
+                            Stored::New
+                        } else {
+                            Stored::Duplicate
+                        };
+                        (Key::Event(e.event_id), Ok(stored))
+                    })
+                    .collect();
+                fates.extend(
+                    dead.into_iter()
+                        .map(|d| (Key::Dead(d.dead_letter_id), Ok(Stored::DeadLettered))),
+                );
+                fates
+            }
+            Err(e) if e.is_bad_data() => {
+                // One delivery the database refuses must not fail the others with it, nor
+                // come back forever: store them one by one, and keep what cannot be stored
+                // as an event as a dead letter.
+                tracing::warn!(error = %e, "a delivery in the batch cannot be stored as it is; storing them one by one");
+                self.write_one_by_one(events, dead).await
             }
             Err(e) => {
                 tracing::error!(error = %e, requests = waiting.len(), "inbox batch failed; answering 503");
-                for (_, reply) in waiting {
-                    let _ = reply.send(Err(Unavailable));
-                }
+                HashMap::new()
             }
+        };
+        for (key, first, reply) in waiting {
+            let fate = fates.get(&key).copied().unwrap_or(Err(Unavailable));
+            let fate = match fate {
+                Ok(Stored::New) if !first => Ok(Stored::Duplicate),
+                other => other,
+            };
+            let _ = reply.send(fate);
         }
     }
+
+    /// The slow path of a batch the database refused for its data.
+    async fn write_one_by_one(
+        &self,
+        events: Vec<NewEvent>,
+        dead: Vec<NewDeadLetter>,
+    ) -> HashMap<Key, Result<Stored, Unavailable>> {
+        let mut fates = HashMap::new();
+        for e in events {
+            let key = Key::Event(e.event_id.clone());
+            let (job_id, as_dead) = (e.job_id.clone(), e.clone());
+            let fate = match self.store.write_inbox_batch(&mut [e], &mut []).await {
+                Ok(new) if new.is_empty() => Ok(Stored::Duplicate),
+                Ok(_) => {
+                    self.attach.notify(vec![job_id]);
+                    Ok(Stored::New)
+                }
+                Err(err) if err.is_bad_data() => {
+                    tracing::warn!(event_id = %as_dead.event_id, error = %err, "event cannot be stored as one; keeping it as a dead letter");
+                    let letter = NewDeadLetter {
+                        dead_letter_id: as_dead.event_id,
+                        reason: format!("could not be stored as an event: {err}"),
+                        body: as_dead.body,
+                        header_event_id: None,
+                        signed_at: as_dead.signed_at,
+                        signature: as_dead.signature,
+                    };
+                    self.store
+                        .write_inbox_batch(&mut [], &mut [letter])
+                        .await
+                        .map(|_| Stored::DeadLettered)
+                        .map_err(|_| Unavailable)
+                }
+                Err(_) => Err(Unavailable),
+            };
+            fates.insert(key, fate);
+        }
+        for d in dead {
+            let key = Key::Dead(d.dead_letter_id.clone());
+            let fate = self
+                .store
+                .write_inbox_batch(&mut [], &mut [d])
+                .await
+                .map(|_| Stored::DeadLettered)
+                .map_err(|_| Unavailable);
+            fates.insert(key, fate);
+        }
+        fates
+    }
 }
+
+type Reply = oneshot::Sender<Result<Stored, Unavailable>>;
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Key {
     Event(String),
     Dead(String),
-    Repeat,
 }

@@ -65,12 +65,13 @@ impl DbError {
         DbError::Query { statement, source }
     }
 
-    /// A unique-violation or other constraint error (bad input, not an outage).
-    pub fn is_constraint(&self) -> bool {
+    /// The database refused the data itself (a data exception or a constraint, SQLSTATE
+    /// classes 22 and 23): retrying the same row will not help, unlike an outage.
+    pub fn is_bad_data(&self) -> bool {
         match self {
-            DbError::Query { source, .. } => {
-                source.code().is_some_and(|c| c.code().starts_with("23"))
-            }
+            DbError::Query { source, .. } => source
+                .code()
+                .is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23")),
             _ => false,
         }
     }

@@ -241,3 +241,67 @@ async fn twenty_concurrent_deliveries_of_one_event() {
     );
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delivery_the_database_refuses_does_not_fail_its_batch() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    // Stands for any row PostgreSQL refuses for its data.
+    db.client()
+        .await
+        .batch_execute(
+            "create function public.refuse_poison() returns trigger language plpgsql as $$
+             begin
+                 if new.job_id = 'job_poison' then
+                     raise exception 'refused for the test' using errcode = '22023';
+                 end if;
+                 return new;
+             end $$;
+             create trigger refuse_poison before insert on sume.events
+                 for each row execute function public.refuse_poison();",
+        )
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    let sends = (0..30).map(|i| {
+        let (http, url) = (http.clone(), url.clone());
+        tokio::spawn(async move {
+            let job = if i == 7 {
+                "job_poison".to_owned()
+            } else {
+                format!("job_ok_{i}")
+            };
+            Delivery::completed(&job).send(&http, &url).await.status()
+        })
+    });
+    for s in futures_util::future::join_all(sends).await {
+        assert_eq!(s.unwrap(), 204);
+    }
+    assert_eq!(db.scalar("select count(*) from sume.events").await, 29);
+    let reason: String = db
+        .client()
+        .await
+        .query_one(
+            "select reason from sume.dead_letters where dead_letter_id = 'evt_job_poison_completed'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        reason.contains("could not be stored as an event")
+            && reason.contains("refused for the test"),
+        "{reason}"
+    );
+    // Redelivered: still 204, still one dead letter.
+    assert_eq!(
+        Delivery::completed("job_poison")
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
+    assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);
+    daemon.stop().await;
+}
