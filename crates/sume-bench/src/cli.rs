@@ -18,6 +18,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once
 pub enum Command {
     /// Start PostgreSQL, the daemon and the baseline; load them; print and append the table.
     Run(RunArgs),
@@ -59,6 +60,19 @@ pub struct RunArgs {
     /// Connections inserting at once for the ceiling.
     #[arg(long, default_value_t = 2)]
     pub ceiling_connections: usize,
+    /// Jobs of the attach stage: registered at full speed through the SQL path, their events
+    /// already waiting (0 skips it).
+    #[arg(long, default_value_t = 10_000)]
+    pub attach_jobs: usize,
+    /// Connections registering jobs in the attach stage.
+    #[arg(long, default_value_t = 8)]
+    pub attach_connections: usize,
+    /// Open jobs due in the sweep stage's pass (0 skips it).
+    #[arg(long, default_value_t = 10_000)]
+    pub sweep_due: usize,
+    /// Closed jobs beside them in the second database of the sweep stage.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub sweep_closed: usize,
     /// Skip the per-request baseline steps.
     #[arg(long)]
     pub no_baseline: bool,

@@ -8,6 +8,9 @@
 //!
 //! and fails when any server acknowledged an event it did not store ([`check`]).
 //!
+//! Beside ingest, [`stages`] measures attach (jobs registered at full speed over waiting events)
+//! and one sweep pass beside a million closed jobs against one without.
+//!
 //! Modules: [`webhook`] makes signed deliveries, [`load`] sends them, [`stats`] counts,
 //! [`stack`] runs PostgreSQL and the servers, [`report`] writes the table, [`run`] runs it all.
 
@@ -19,5 +22,6 @@ pub mod load;
 pub mod report;
 pub mod run;
 pub mod stack;
+pub mod stages;
 pub mod stats;
 pub mod webhook;

@@ -22,6 +22,7 @@ use crate::cli::RunArgs;
 use crate::load::{self, Mode, Step};
 use crate::report::{self, Context, CpuCost, Report, Row, Server};
 use crate::stack::{self, Postgres, Proc};
+use crate::stages;
 use crate::webhook::Generator;
 
 /// A server under load.
@@ -200,6 +201,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             context,
             rows,
             ceiling: None,
+            attach: None,
+            sweep: None,
         };
         eprintln!("{}", partial.table());
         return Err(e);
@@ -218,10 +221,35 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         Some(bench.ceiling().await?)
     };
 
+    let attach = if args.attach_jobs == 0 {
+        None
+    } else {
+        eprint!(
+            "sume-bench: attach, {} jobs registered on {} connections ... ",
+            args.attach_jobs, args.attach_connections
+        );
+        let db_url = stages::fresh_database(&url, "bench_attach").await?;
+        let a = stages::attach(&db_url, args.attach_jobs, args.attach_connections).await?;
+        eprintln!("all closed in {:.2} s", a.total.as_secs_f64());
+        Some(a)
+    };
+    let sweep = if args.sweep_due == 0 {
+        None
+    } else {
+        eprint!(
+            "sume-bench: sweep, a pass over {} due jobs beside {} closed ones vs none ... ",
+            args.sweep_due, args.sweep_closed
+        );
+        let sw = stages::sweep(&url, args.sweep_due, args.sweep_closed).await?;
+        eprintln!("ratio {:.2}", sw.ratio());
+        Some(sw)
+    };
     let report = Report {
         context,
         rows,
         ceiling,
+        attach,
+        sweep,
     };
     println!("\n{}", report.markdown());
     if !args.no_append {

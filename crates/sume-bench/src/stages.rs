@@ -1,0 +1,333 @@
+//! `sume-bench stages`: the two measurements beside ingest.
+//!
+//! - **attach**: N jobs whose events are already waiting are registered through the SQL path at
+//!   full speed (each its own transaction, on several connections, as applications do); the
+//!   daemon attaches them. Measured: the time from the first registration until every job is
+//!   closed, and the registration-to-closed latency of each job (`closed_at - created_at`, both
+//!   the database's clock), p50/p99.
+//! - **sweep**: one sweep pass over N open jobs that are due (each answered `completed` by the
+//!   simulator), once in a database holding nothing else and once beside a million closed jobs
+//!   with their applied events. The ratio of the two pass times shows whether a pass costs what
+//!   is due or what is stored.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures_util::StreamExt;
+use serde_json::json;
+use sume_inbox::config::{ApiKey, AttachConfig, Config, IngestConfig, Rate, SweepConfig};
+use sume_inbox::db::Store;
+use sume_inbox::metrics::Metrics;
+use sume_inbox::sweep::Sweep;
+use sume_inbox::{run, Listeners};
+use sume_sim::{RunningSim, SimConfig, TEST_WEBHOOK_SECRET};
+use sume_wire::{Secret, StatusClient};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// What the attach stage measured.
+#[derive(Debug, Clone)]
+pub struct AttachResult {
+    pub jobs: usize,
+    pub connections: usize,
+    pub total: Duration,
+    pub registered_in: Duration,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// What the sweep stage measured.
+#[derive(Debug, Clone)]
+pub struct SweepResult {
+    pub due: usize,
+    pub closed_beside: usize,
+    pub pass_empty: Duration,
+    pub pass_beside_closed: Duration,
+    pub closed_by_pass: usize,
+}
+
+impl SweepResult {
+    pub fn ratio(&self) -> f64 {
+        self.pass_beside_closed.as_secs_f64() / self.pass_empty.as_secs_f64()
+    }
+}
+
+async fn client(url: &str) -> anyhow::Result<tokio_postgres::Client> {
+    Ok(sume_inbox::db::connect(url).await?)
+}
+
+/// A new database on the server of `server_url`; answers its URL.
+pub async fn fresh_database(server_url: &str, name: &str) -> anyhow::Result<String> {
+    let admin = client(server_url).await?;
+    admin
+        .batch_execute(&format!("drop database if exists {name} with (force)"))
+        .await?;
+    admin
+        .batch_execute(&format!("create database {name}"))
+        .await?;
+    let base = server_url
+        .rsplit_once('/')
+        .map(|(b, _)| b)
+        .unwrap_or(server_url);
+    Ok(format!("{base}/{name}"))
+}
+
+fn daemon_config(url: &str) -> Config {
+    Config {
+        database_url: Secret::new(url),
+        db_pool_size: 16,
+        webhook_secrets: vec![Secret::new(TEST_WEBHOOK_SECRET)],
+        sume_api_url: "http://127.0.0.1:9/v1".into(),
+        api_keys: vec![],
+        listen_addr: "127.0.0.1:0".parse().expect("address"),
+        admin_addr: "127.0.0.1:0".parse().expect("address"),
+        admin_token: None,
+        webhook_tolerance: Duration::from_secs(300),
+        max_body_bytes: 1 << 20,
+        ingest: IngestConfig::default(),
+        attach: AttachConfig::default(),
+        sweep: SweepConfig::default(),
+        shutdown_timeout: Duration::from_secs(10),
+    }
+}
+
+/// The attach stage, on a fresh database `url`.
+pub async fn attach(url: &str, jobs: usize, connections: usize) -> anyhow::Result<AttachResult> {
+    let shutdown = CancellationToken::new();
+    let config = daemon_config(url);
+    let webhook = TcpListener::bind(config.listen_addr).await?;
+    let admin = TcpListener::bind(config.admin_addr).await?;
+    let daemon = tokio::spawn(run(config, Listeners { webhook, admin }, shutdown.clone()));
+    let store = Store::new(url, connections + 2)?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store.schema_version().await.unwrap_or(0) < sume_inbox::db::migrate::latest() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the daemon did not migrate the database"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The events wait already: one completed event per job, as ingest stores them.
+    let c = client(url).await?;
+    c.execute(
+        "insert into sume.events (event_id, job_id, event_type, status, body, signed_at, signature)
+         select 'evt_' || g, 'job_' || g, 'job.completed', 'completed',
+                convert_to('{\"event\":\"job.completed\",\"job_id\":\"job_' || g || '\"}', 'UTF8'),
+                0, 'v1=00'
+         from generate_series(1, $1::int) g",
+        &[&(jobs as i32)],
+    )
+    .await?;
+    c.batch_execute("analyze sume.events").await?;
+    // Registration at full speed: each job its own transaction, spread over the connections.
+    let started = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(1));
+    let mut writers = Vec::new();
+    for _ in 0..connections {
+        let (pool, next) = (store.pool().clone(), next.clone());
+        writers.push(tokio::spawn(async move {
+            let db = pool.get().await?;
+            let stmt = db
+                .prepare("insert into sume.jobs (job_id, order_id) values ($1, $1) on conflict do nothing")
+                .await?;
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i > jobs {
+                    return Ok::<_, anyhow::Error>(());
+                }
+                db.execute(&stmt, &[&format!("job_{i}")]).await?;
+            }
+        }));
+    }
+    for w in writers {
+        w.await??;
+    }
+    let registered_in = started.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let closed: i64 = c
+            .query_one(
+                "select count(*) from sume.jobs where state = 'completed'",
+                &[],
+            )
+            .await?
+            .get(0);
+        if closed as usize == jobs {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "only {closed} of {jobs} jobs closed in 300 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let total = started.elapsed();
+    let row = c
+        .query_one(
+            "select percentile_cont(0.5) within group (order by ms),
+                    percentile_cont(0.99) within group (order by ms), max(ms)
+             from (select extract(epoch from closed_at - created_at)::float8 * 1000 as ms
+                   from sume.jobs) l",
+            &[],
+        )
+        .await?;
+    shutdown.cancel();
+    daemon.await??;
+    Ok(AttachResult {
+        jobs,
+        connections,
+        total,
+        registered_in,
+        p50_ms: row.get::<_, f64>(0),
+        p99_ms: row.get::<_, f64>(1),
+        max_ms: row.get::<_, f64>(2),
+    })
+}
+
+/// Creates `n` jobs at the simulator (they complete within milliseconds); answers their ids.
+async fn sim_jobs(sim: &RunningSim, n: usize) -> anyhow::Result<Vec<String>> {
+    let http = reqwest::Client::new();
+    let mut ids = Vec::with_capacity(n);
+    let url = format!("{}/videos/generations", sim.api_url());
+    let mut pending = futures_util::stream::iter(0..n)
+        .map(|_| {
+            let (http, url) = (http.clone(), url.clone());
+            async move {
+                let v: serde_json::Value = http
+                    .post(url)
+                    .bearer_auth("sk_bench")
+                    .json(&json!({"prompt": "bench", "sim": {"duration_ms": 1}}))
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json()
+                    .await?;
+                Ok::<_, anyhow::Error>(v["job_id"].as_str().unwrap_or_default().to_owned())
+            }
+        })
+        .buffer_unordered(32);
+    while let Some(id) = pending.next().await {
+        ids.push(id?);
+    }
+    Ok(ids)
+}
+
+async fn prepare_sweep_db(url: &str, job_ids: &[String], closed: usize) -> anyhow::Result<()> {
+    let mut c = client(url).await?;
+    sume_inbox::db::migrate::migrate(&mut c).await?;
+    c.batch_execute("set session_replication_role = replica")
+        .await?;
+    if closed > 0 {
+        c.execute(
+            "insert into sume.jobs (job_id, order_id, api_key, state, sume_status, closed_by, created_at, closed_at)
+             select 'done_' || g, 'order_' || g, 'bench', 'completed', 'completed', 'webhook',
+                    now() - interval '2 days', now() - interval '2 days'
+             from generate_series(1, $1::int) g",
+            &[&(closed as i32)],
+        )
+        .await?;
+        c.execute(
+            "insert into sume.events (event_id, job_id, status, body, signed_at, signature,
+                                      received_at, applied_at, outcome)
+             select 'evt_' || g, 'done_' || g, 'completed', '\\x7b7d', 0, 'v1=00',
+                    now() - interval '2 days', now() - interval '2 days', 'closed'
+             from generate_series(1, $1::int) g",
+            &[&(closed as i32)],
+        )
+        .await?;
+    }
+    c.execute(
+        "insert into sume.jobs (job_id, order_id, api_key, created_at)
+         select id, id, 'bench', now() - interval '1 hour' from unnest($1::text[]) id",
+        &[&job_ids],
+    )
+    .await?;
+    c.batch_execute("set session_replication_role = origin")
+        .await?;
+    c.batch_execute("vacuum analyze sume.jobs").await?;
+    c.batch_execute("vacuum analyze sume.events").await?;
+    Ok(())
+}
+
+async fn one_pass(url: &str, sim: &RunningSim, due: usize) -> anyhow::Result<(Duration, usize)> {
+    let store = Store::new(url, 16)?;
+    let config = SweepConfig {
+        poll_after: Duration::from_secs(60),
+        batch: 500,
+        concurrency: 16,
+        lease: Duration::from_secs(600),
+        read_rate: Rate {
+            count: 1_000_000,
+            per: Duration::from_secs(1),
+        },
+        request_timeout: Duration::from_secs(10),
+        ..SweepConfig::default()
+    };
+    let sweep = Sweep::new(
+        store.clone(),
+        Arc::new(Metrics::new()),
+        StatusClient::new(&sim.api_url(), Duration::from_secs(10))?,
+        vec![ApiKey {
+            name: "bench".into(),
+            key: Secret::new("sk_bench"),
+        }],
+        config,
+    );
+    let started = Instant::now();
+    let stats = sweep.run_once(&CancellationToken::new()).await?;
+    let took = started.elapsed();
+    anyhow::ensure!(
+        stats.closed_by_poll == due,
+        "the pass closed {} of {due} jobs ({stats:?})",
+        stats.closed_by_poll
+    );
+    Ok((took, stats.closed_by_poll))
+}
+
+/// The sweep stage: the same pass over `due` jobs without and beside `closed` closed jobs.
+pub async fn sweep(server_url: &str, due: usize, closed: usize) -> anyhow::Result<SweepResult> {
+    let mut sc = SimConfig::for_tests().with_key("bench", "sk_bench", "mem_bench", "ws_bench");
+    sc.log_capacity = 10;
+    let sim = RunningSim::start(sc)
+        .await
+        .context("starting the simulator")?;
+    let ids = sim_jobs(&sim, due).await?;
+    let empty = fresh_database(server_url, "bench_sweep_empty").await?;
+    let full = fresh_database(server_url, "bench_sweep_full").await?;
+    prepare_sweep_db(&empty, &ids, 0).await?;
+    prepare_sweep_db(&full, &ids, closed).await?;
+    // Alternate, and keep each one's best of two, so that neither pays for a cold cache alone.
+    let mut best = [Duration::MAX, Duration::MAX];
+    let mut closed_by_pass = 0;
+    for round in 0..2 {
+        for (i, url) in [&empty, &full].into_iter().enumerate() {
+            if round == 1 {
+                // Re-open the jobs the first round closed.
+                client(url)
+                    .await?
+                    .execute(
+                        "update sume.jobs set state = 'open', sume_status = null, closed_by = null,
+                                closed_at = null, closed_event_id = null, result = null,
+                                next_poll_at = null, poll_attempts = 0, last_polled_at = null,
+                                last_poll_answer = null
+                         where job_id = any($1)",
+                        &[&ids],
+                    )
+                    .await?;
+            }
+            let (took, n) = one_pass(url, &sim, due).await?;
+            best[i] = best[i].min(took);
+            closed_by_pass = n;
+        }
+    }
+    sim.stop().await?;
+    Ok(SweepResult {
+        due,
+        closed_beside: closed,
+        pass_empty: best[0],
+        pass_beside_closed: best[1],
+        closed_by_pass,
+    })
+}
