@@ -8,7 +8,6 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use sume_wire::{event_id_for, parse_event};
 use tokio::time::Instant;
 
@@ -34,18 +33,8 @@ impl Ceiling {
     }
 }
 
-/// A row of `sume.events`, as the daemon would write it for one delivery.
-#[derive(Debug, Clone)]
-pub struct Row {
-    pub event_id: String,
-    pub job_id: String,
-    pub event_type: Option<String>,
-    pub status: Option<String>,
-    pub result: Option<String>,
-    pub body: Bytes,
-    pub signed_at: i64,
-    pub signature: String,
-}
+/// A row of `sume.events`, as the daemon writes it for one delivery.
+pub use sume_inbox::db::NewEvent as Row;
 
 /// `n` rows from real deliveries.
 pub fn template(generator: &Generator, n: usize, now: i64) -> Vec<Row> {
