@@ -333,10 +333,12 @@ impl Config {
                 return Err(ConfigError::new(name, "must be more than 0"));
             }
         }
-        if s.lease <= s.request_timeout {
+        // A request starts only while a whole request timeout, with as much again to spare,
+        // remains of its claim: a shorter lease would let no request start at all.
+        if s.lease <= s.request_timeout * 2 {
             return Err(ConfigError::new(
                 "SWEEP_LEASE",
-                "must be longer than SUME_TIMEOUT, or a claim could expire during its own request",
+                "must be more than twice SUME_TIMEOUT, so a claim outlives the requests made under it",
             ));
         }
         if s.retention < Duration::from_secs(3600) {
@@ -396,6 +398,32 @@ mod tests {
             assert_eq!(err.name, "SUME_API_KEYS", "{bad}");
             assert!(!err.to_string().contains("sk_"), "never echo a key: {err}");
         }
+    }
+
+    #[test]
+    fn a_lease_must_outlive_its_requests() {
+        let mut sweep = SweepConfig::default();
+        sweep.request_timeout = Duration::from_secs(60);
+        let config = Config {
+            database_url: Secret::new("postgres://db/x"),
+            db_pool_size: 2,
+            webhook_secrets: vec![Secret::new("s")],
+            sume_api_url: "https://x/v1".into(),
+            api_keys: vec![],
+            listen_addr: "127.0.0.1:0".parse().unwrap(),
+            admin_addr: "127.0.0.1:0".parse().unwrap(),
+            admin_token: None,
+            webhook_tolerance: Duration::from_secs(300),
+            max_body_bytes: 1024,
+            ingest: IngestConfig::default(),
+            attach: AttachConfig::default(),
+            sweep,
+            shutdown_timeout: Duration::from_secs(1),
+        };
+        assert_eq!(config.validate().unwrap_err().name, "SWEEP_LEASE");
+        let mut ok = config.clone();
+        ok.sweep.request_timeout = Duration::from_secs(10);
+        assert!(ok.validate().is_ok());
     }
 
     #[test]
