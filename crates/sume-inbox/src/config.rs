@@ -402,8 +402,10 @@ mod tests {
 
     #[test]
     fn a_lease_must_outlive_its_requests() {
-        let mut sweep = SweepConfig::default();
-        sweep.request_timeout = Duration::from_secs(60);
+        let sweep = SweepConfig {
+            request_timeout: Duration::from_secs(60),
+            ..SweepConfig::default()
+        };
         let config = Config {
             database_url: Secret::new("postgres://db/x"),
             db_pool_size: 2,
