@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use bytes::Bytes;
 use tokio_postgres::{GenericClient, Statement};
 
-use super::{jobs, sql, DbError, Store};
+use super::{jobs, prepare, DbError, Store};
 use crate::close::{Observation, Source};
 
 /// A verified event, ready to store.
@@ -66,22 +66,12 @@ impl Store {
         let events_stmt = if events.is_empty() {
             None
         } else {
-            Some(
-                client
-                    .prepare_cached(sql("events_insert"))
-                    .await
-                    .map_err(|e| DbError::query("events_insert", e))?,
-            )
+            Some(prepare(&client, "events_insert").await?)
         };
         let dead_stmt = if dead.is_empty() {
             None
         } else {
-            Some(
-                client
-                    .prepare_cached(sql("dead_letters_insert"))
-                    .await
-                    .map_err(|e| DbError::query("dead_letters_insert", e))?,
-            )
+            Some(prepare(&client, "dead_letters_insert").await?)
         };
         match (events_stmt, dead_stmt) {
             (None, None) => Ok(HashSet::new()),
@@ -108,10 +98,7 @@ impl Store {
     /// The catch-up scan: up to `limit` jobs that have a row and waiting events.
     pub async fn attachable_jobs(&self, limit: i64) -> Result<Vec<String>, DbError> {
         let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(sql("events_attachable_scan"))
-            .await
-            .map_err(|e| DbError::query("events_attachable_scan", e))?;
+        let stmt = prepare(&client, "events_attachable_scan").await?;
         let rows = client
             .query(&stmt, &[&limit])
             .await
@@ -126,10 +113,7 @@ impl Store {
         let mut client = self.client().await?;
         // A lock-free filter first: most calls (a notification every instance receives, an
         // event for a job not yet registered) have nothing to do and should not lock anything.
-        let stmt = client
-            .prepare_cached(sql("events_attachable"))
-            .await
-            .map_err(|e| DbError::query("events_attachable", e))?;
+        let stmt = prepare(&client, "events_attachable").await?;
         let candidates: Vec<String> = client
             .query(&stmt, &[&job_ids])
             .await
@@ -146,10 +130,7 @@ impl Store {
             .map_err(|e| DbError::query("attach_begin", e))?;
         let mut folds = jobs::lock(&tx, &candidates).await?;
         let locked: Vec<&str> = folds.iter().map(|f| f.job_id.as_str()).collect();
-        let stmt = tx
-            .prepare_cached(sql("events_pending_for_jobs"))
-            .await
-            .map_err(|e| DbError::query("events_pending_for_jobs", e))?;
+        let stmt = prepare(&tx, "events_pending_for_jobs").await?;
         let pending = tx
             .query(&stmt, &[&locked])
             .await
@@ -197,10 +178,7 @@ impl Store {
             disagreements: folds.iter().map(|f| f.disagreements.len()).sum(),
         };
         jobs::write(&tx, &folds).await?;
-        let stmt = tx
-            .prepare_cached(sql("events_mark_applied"))
-            .await
-            .map_err(|e| DbError::query("events_mark_applied", e))?;
+        let stmt = prepare(&tx, "events_mark_applied").await?;
         tx.execute(&stmt, &[&applied_ids, &outcomes])
             .await
             .map_err(|e| DbError::query("events_mark_applied", e))?;
