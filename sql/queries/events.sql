@@ -93,3 +93,26 @@ set set_aside_at = null,
 where event_id = $1
   and applied_at is null
   and set_aside_at is not null;
+
+-- name: events_delete_applied
+-- Retention (see db/retention.rs): at most $2 rows older than $1 seconds, in its own short
+-- transaction, so no lock is held for long and ingest never waits behind it.
+delete from sume.events
+where event_id = any (array(
+    select event_id from sume.events
+    where applied_at is not null
+      and applied_at < now() - make_interval(secs => $1)
+    order by applied_at
+    limit $2));
+
+-- name: events_delete_set_aside
+-- Retention (see db/retention.rs): at most $2 rows older than $1 seconds, in its own short
+-- transaction, so no lock is held for long and ingest never waits behind it.
+delete from sume.events
+where event_id = any (array(
+    select event_id from sume.events
+    where set_aside_at is not null
+      and applied_at is null
+      and set_aside_at < now() - make_interval(secs => $1)
+    order by set_aside_at
+    limit $2));

@@ -88,3 +88,17 @@ where job_id = $1
 delete from sume.inbox_checks c
 where c.verdict = 'orphan'
   and exists (select 1 from sume.jobs j where j.job_id = c.job_id);
+
+-- name: inbox_checks_delete_settled
+-- Retention (see db/retention.rs): at most $2 rows older than $1 seconds, in its own short
+-- transaction, so no lock is held for long and ingest never waits behind it.
+-- Foreign verdicts outlive their events by nothing: once the set-aside events are gone, so is
+-- the check (an event arriving later for the same id starts a new one).
+delete from sume.inbox_checks
+where job_id = any (array(
+    select c.job_id from sume.inbox_checks c
+    where c.verdict = 'foreign'
+      and c.checked_at < now() - make_interval(secs => $1)
+      and not exists (select 1 from sume.events e where e.job_id = c.job_id)
+    order by c.checked_at
+    limit $2));

@@ -1,4 +1,5 @@
--- Statements on sume.jobs. Each starts with a `-- name:` line; the daemon prepares them by name.
+-- Statements on sume.jobs. Each starts with a `-- name:` line and becomes a constant of
+-- db::sql (jobs_insert is JOBS_INSERT), so a misspelt name fails the build.
 
 -- name: jobs_insert
 -- Registration through the API; the application's own path is the same insert in its transaction.
@@ -110,3 +111,12 @@ set last_polled_at   = now(),
     lease_until      = null
 where job_id = $1
   and lease_owner = $2;
+
+-- name: jobs_lock_shared
+-- Holds a job id against a concurrent registration for one transaction: the row either exists
+-- now, or its insert waits for this transaction and then sees what it wrote.
+select 1 from sume.jobs where job_id = $1 for share;
+
+-- name: jobs_listen
+-- The trigger sume.jobs_notify (0001_init.sql) sends each new job id on this channel.
+listen sume_jobs;

@@ -21,11 +21,6 @@ use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use tokio_postgres::NoTls;
 
-/// One row per request, committed on its own.
-pub const INSERT: &str = "insert into sume.events \
-     (event_id, job_id, event_type, status, result, body, signed_at, signature) \
-     values ($1, $2, $3, $4, $5::text::jsonb, $6, $7, $8) on conflict (event_id) do nothing";
-
 #[derive(Clone)]
 struct Baseline {
     secrets: Arc<Vec<Secret>>,
@@ -107,12 +102,9 @@ async fn receive(State(state): State<Baseline>, headers: HeaderMap, body: Bytes)
     let Ok(client) = state.pool.get().await else {
         return StatusCode::SERVICE_UNAVAILABLE;
     };
-    let Ok(stmt) = client.prepare_cached(INSERT).await else {
-        return StatusCode::SERVICE_UNAVAILABLE;
-    };
-    let stored = client
+    let stored = crate::sql::EVENTS_INSERT_ONE
         .execute(
-            &stmt,
+            &client,
             &[
                 &event_id,
                 &event.job_id,

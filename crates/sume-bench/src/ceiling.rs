@@ -97,7 +97,9 @@ async fn insert_until(
 ) -> anyhow::Result<(u64, Instant)> {
     let (mut client, driver) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     tokio::spawn(driver);
-    let stmt = client.prepare(sume_inbox::db::sql("events_insert")).await?;
+    let stmt = client
+        .prepare(sume_inbox::db::sql::EVENTS_INSERT.sql())
+        .await?;
     let mut rows = 0u64;
     let mut last = Instant::now();
     let mut round = 0u64;

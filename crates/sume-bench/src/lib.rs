@@ -25,3 +25,9 @@ pub mod stack;
 pub mod stages;
 pub mod stats;
 pub mod webhook;
+
+/// The benchmark's own named statements (`sql/*.sql` of this crate), one constant each.
+pub mod sql {
+    use sume_inbox::db::Statement;
+    include!(concat!(env!("OUT_DIR"), "/statements.rs"));
+}

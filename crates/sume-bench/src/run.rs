@@ -21,6 +21,7 @@ use crate::check::stored_matches_acked;
 use crate::cli::RunArgs;
 use crate::load::{self, Mode, Step};
 use crate::report::{self, Context, CpuCost, Report, Row, Server};
+use crate::sql;
 use crate::stack::{self, Postgres, Proc};
 use crate::stages;
 use crate::webhook::Generator;
@@ -109,8 +110,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let mut db = connect(&url).await?;
     sume_inbox::db::migrate::migrate(&mut db).await?;
-    let sync: String = db.query_one("show synchronous_commit", &[]).await?.get(0);
-    let fsync: String = db.query_one("show fsync", &[]).await?.get(0);
+    let sync: String = db
+        .query_one(sql::SERVER_SYNCHRONOUS_COMMIT.sql(), &[])
+        .await?
+        .get(0);
+    let fsync: String = db.query_one(sql::SERVER_FSYNC.sql(), &[]).await?.get(0);
     if sync != "on" || fsync != "on" {
         bail!("PostgreSQL runs with synchronous_commit={sync}, fsync={fsync}: a durable benchmark needs both on");
     }
@@ -264,7 +268,7 @@ impl Bench {
     async fn count_events(&self) -> anyhow::Result<u64> {
         let n: i64 = self
             .db
-            .query_one("select count(*) from sume.events", &[])
+            .query_one(sql::EVENTS_COUNT.sql(), &[])
             .await?
             .get(0);
         Ok(n as u64)
@@ -272,9 +276,13 @@ impl Bench {
 
     async fn empty_inbox(&self) -> anyhow::Result<()> {
         self.db
-            .batch_execute("truncate sume.events, sume.dead_letters; checkpoint")
+            .batch_execute(sql::EVENTS_TRUNCATE.sql())
             .await
             .context("emptying the inbox before a step")?;
+        self.db
+            .batch_execute(sql::SERVER_CHECKPOINT.sql())
+            .await
+            .context("a checkpoint before a step")?;
         Ok(())
     }
 
@@ -311,7 +319,7 @@ impl Bench {
             tokio::spawn(async move {
                 tokio::time::sleep(warmup).await;
                 let db = connect(&url).await?;
-                db.batch_execute("analyze sume.events").await?;
+                db.batch_execute(sql::EVENTS_ANALYZE.sql()).await?;
                 anyhow::Ok(())
             })
         };
@@ -472,7 +480,7 @@ async fn context(args: &RunArgs, db: &tokio_postgres::Client) -> Context {
         .and_then(|v| v.trim_end_matches("kB").trim().parse::<f64>().ok())
         .map(|kib| format!("{:.0} GiB RAM", kib / 1024.0 / 1024.0))
         .unwrap_or_else(|| "RAM unknown".into());
-    let postgres = match db.query_one("show server_version", &[]).await {
+    let postgres = match db.query_one(sql::SERVER_VERSION.sql(), &[]).await {
         Ok(row) => format!("PostgreSQL {}", row.get::<_, String>(0)),
         Err(_) => "PostgreSQL (version unknown)".into(),
     };

@@ -332,7 +332,10 @@ fn parse_stat(stat: &str, children: bool) -> Option<(u32, u64)> {
 /// The postmaster of the cluster this client is connected to, when it runs on this machine
 /// and the user may read its data directory.
 pub async fn postmaster_pid(db: &tokio_postgres::Client) -> Option<u32> {
-    let row = db.query_one("show data_directory", &[]).await.ok()?;
+    let row = db
+        .query_one(crate::sql::SERVER_DATA_DIRECTORY.sql(), &[])
+        .await
+        .ok()?;
     let dir: String = row.get(0);
     let pidfile = std::fs::read_to_string(Path::new(&dir).join("postmaster.pid")).ok()?;
     pidfile.lines().next()?.trim().parse().ok()

@@ -26,6 +26,8 @@ use sume_wire::{Secret, StatusClient};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::sql;
+
 /// What the attach stage measured.
 #[derive(Debug, Clone)]
 pub struct AttachResult {
@@ -60,13 +62,16 @@ async fn client(url: &str) -> anyhow::Result<tokio_postgres::Client> {
 
 /// A new database on the server of `server_url`; answers its URL.
 pub async fn fresh_database(server_url: &str, name: &str) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+        "database name {name:?}: lower-case letters and _ only"
+    );
     let admin = client(server_url).await?;
-    admin
-        .batch_execute(&format!("drop database if exists {name} with (force)"))
-        .await?;
-    admin
-        .batch_execute(&format!("create database {name}"))
-        .await?;
+    for statement in [sql::SERVER_DROP_DATABASE, sql::SERVER_CREATE_DATABASE] {
+        admin
+            .batch_execute(&statement.sql().replace("{database}", name))
+            .await?;
+    }
     let base = server_url
         .rsplit_once('/')
         .map(|(b, _)| b)
@@ -102,7 +107,7 @@ pub async fn attach(url: &str, jobs: usize, connections: usize) -> anyhow::Resul
     let daemon = tokio::spawn(run(config, Listeners { webhook, admin }, shutdown.clone()));
     let store = Store::new(url, connections + 2)?;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while store.schema_version().await.unwrap_or(0) < sume_inbox::db::migrate::latest() {
+    while store.schema_migrations_version().await.unwrap_or(0) < sume_inbox::db::migrate::latest() {
         anyhow::ensure!(
             Instant::now() < deadline,
             "the daemon did not migrate the database"
@@ -111,16 +116,9 @@ pub async fn attach(url: &str, jobs: usize, connections: usize) -> anyhow::Resul
     }
     // The events wait already: one completed event per job, as ingest stores them.
     let c = client(url).await?;
-    c.execute(
-        "insert into sume.events (event_id, job_id, event_type, status, body, signed_at, signature)
-         select 'evt_' || g, 'job_' || g, 'job.completed', 'completed',
-                convert_to('{\"event\":\"job.completed\",\"job_id\":\"job_' || g || '\"}', 'UTF8'),
-                0, 'v1=00'
-         from generate_series(1, $1::int) g",
-        &[&(jobs as i32)],
-    )
-    .await?;
-    c.batch_execute("analyze sume.events").await?;
+    c.execute(sql::EVENTS_SEED_COMPLETED.sql(), &[&(jobs as i32)])
+        .await?;
+    c.batch_execute(sql::EVENTS_ANALYZE.sql()).await?;
     // Registration at full speed: each job its own transaction, spread over the connections.
     let started = Instant::now();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(1));
@@ -129,15 +127,14 @@ pub async fn attach(url: &str, jobs: usize, connections: usize) -> anyhow::Resul
         let (pool, next) = (store.pool().clone(), next.clone());
         writers.push(tokio::spawn(async move {
             let db = pool.get().await?;
-            let stmt = db
-                .prepare("insert into sume.jobs (job_id, order_id) values ($1, $1) on conflict do nothing")
-                .await?;
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if i > jobs {
                     return Ok::<_, anyhow::Error>(());
                 }
-                db.execute(&stmt, &[&format!("job_{i}")]).await?;
+                sql::JOBS_REGISTER
+                    .execute(&db, &[&format!("job_{i}")])
+                    .await?;
             }
         }));
     }
@@ -148,10 +145,7 @@ pub async fn attach(url: &str, jobs: usize, connections: usize) -> anyhow::Resul
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let closed: i64 = c
-            .query_one(
-                "select count(*) from sume.jobs where state = 'completed'",
-                &[],
-            )
+            .query_one(sql::JOBS_COUNT_COMPLETED.sql(), &[])
             .await?
             .get(0);
         if closed as usize == jobs {
@@ -164,15 +158,7 @@ pub async fn attach(url: &str, jobs: usize, connections: usize) -> anyhow::Resul
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let total = started.elapsed();
-    let row = c
-        .query_one(
-            "select percentile_cont(0.5) within group (order by ms),
-                    percentile_cont(0.99) within group (order by ms), max(ms)
-             from (select extract(epoch from closed_at - created_at)::float8 * 1000 as ms
-                   from sume.jobs) l",
-            &[],
-        )
-        .await?;
+    let row = c.query_one(sql::JOBS_CLOSE_LATENCY.sql(), &[]).await?;
     shutdown.cancel();
     daemon.await??;
     Ok(AttachResult {
@@ -217,37 +203,17 @@ async fn sim_jobs(sim: &RunningSim, n: usize) -> anyhow::Result<Vec<String>> {
 async fn prepare_sweep_db(url: &str, job_ids: &[String], closed: usize) -> anyhow::Result<()> {
     let mut c = client(url).await?;
     sume_inbox::db::migrate::migrate(&mut c).await?;
-    c.batch_execute("set session_replication_role = replica")
-        .await?;
+    c.batch_execute(sql::SERVER_TRIGGERS_OFF.sql()).await?;
     if closed > 0 {
-        c.execute(
-            "insert into sume.jobs (job_id, order_id, api_key, state, sume_status, closed_by, created_at, closed_at)
-             select 'done_' || g, 'order_' || g, 'bench', 'completed', 'completed', 'webhook',
-                    now() - interval '2 days', now() - interval '2 days'
-             from generate_series(1, $1::int) g",
-            &[&(closed as i32)],
-        )
-        .await?;
-        c.execute(
-            "insert into sume.events (event_id, job_id, status, body, signed_at, signature,
-                                      received_at, applied_at, outcome)
-             select 'evt_' || g, 'done_' || g, 'completed', '\\x7b7d', 0, 'v1=00',
-                    now() - interval '2 days', now() - interval '2 days', 'closed'
-             from generate_series(1, $1::int) g",
-            &[&(closed as i32)],
-        )
-        .await?;
+        c.execute(sql::JOBS_SEED_CLOSED.sql(), &[&(closed as i32)])
+            .await?;
+        c.execute(sql::EVENTS_SEED_CLOSED.sql(), &[&(closed as i32)])
+            .await?;
     }
-    c.execute(
-        "insert into sume.jobs (job_id, order_id, api_key, created_at)
-         select id, id, 'bench', now() - interval '1 hour' from unnest($1::text[]) id",
-        &[&job_ids],
-    )
-    .await?;
-    c.batch_execute("set session_replication_role = origin")
-        .await?;
-    c.batch_execute("vacuum analyze sume.jobs").await?;
-    c.batch_execute("vacuum analyze sume.events").await?;
+    c.execute(sql::JOBS_SEED_OPEN.sql(), &[&job_ids]).await?;
+    c.batch_execute(sql::SERVER_TRIGGERS_ON.sql()).await?;
+    c.batch_execute(sql::JOBS_VACUUM_ANALYZE.sql()).await?;
+    c.batch_execute(sql::EVENTS_VACUUM_ANALYZE.sql()).await?;
     Ok(())
 }
 
@@ -307,14 +273,7 @@ pub async fn sweep(server_url: &str, due: usize, closed: usize) -> anyhow::Resul
                 // Re-open the jobs the first round closed.
                 client(url)
                     .await?
-                    .execute(
-                        "update sume.jobs set state = 'open', sume_status = null, closed_by = null,
-                                closed_at = null, closed_event_id = null, result = null,
-                                next_poll_at = null, poll_attempts = 0, last_polled_at = null,
-                                last_poll_answer = null
-                         where job_id = any($1)",
-                        &[&ids],
-                    )
+                    .execute(sql::JOBS_REOPEN.sql(), &[&ids])
                     .await?;
             }
             let (took, n) = one_pass(url, &sim, due).await?;

@@ -92,7 +92,7 @@ pub async fn run(
     let background = CancellationToken::new();
 
     let (attach, attach_handle) =
-        Attach::new(store.clone(), metrics.clone(), url, config.attach.clone());
+        Attach::new(store.clone(), metrics.clone(), config.attach.clone());
     tracker.spawn(attach.run(background.clone(), health.clone()));
 
     let status_client =

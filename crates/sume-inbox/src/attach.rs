@@ -9,18 +9,14 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::AttachConfig;
-use crate::db::{self, AttachReport, DbError, Store};
+use crate::db::{AttachReport, DbError, Store};
 use crate::health::{Health, TaskGuard};
 use crate::metrics::Metrics;
 use std::sync::Arc;
-
-/// The notification channel of the `sume.jobs` insert trigger.
-pub const CHANNEL: &str = "sume_jobs";
 
 enum Msg {
     /// Jobs that may have work; nobody waits for the answer.
@@ -63,7 +59,6 @@ impl AttachHandle {
 pub struct Attach {
     store: Store,
     metrics: Arc<Metrics>,
-    database_url: String,
     config: AttachConfig,
     tx: mpsc::Sender<Msg>,
     rx: mpsc::Receiver<Msg>,
@@ -73,7 +68,6 @@ impl Attach {
     pub fn new(
         store: Store,
         metrics: Arc<Metrics>,
-        database_url: String,
         config: AttachConfig,
     ) -> (Attach, AttachHandle) {
         let (tx, rx) = mpsc::channel(4096);
@@ -82,7 +76,6 @@ impl Attach {
             Attach {
                 store,
                 metrics,
-                database_url,
                 config,
                 tx,
                 rx,
@@ -96,7 +89,7 @@ impl Attach {
     pub async fn run(mut self, shutdown: CancellationToken, health: Health) {
         let guard = health.task("attach");
         let listener = tokio::spawn(listen(
-            self.database_url.clone(),
+            self.store.clone(),
             AttachHandle {
                 tx: self.tx.clone(),
             },
@@ -143,10 +136,10 @@ impl Attach {
         let mut total = AttachReport::default();
         let mut failure = None;
         for chunk in ids.chunks(self.config.batch_max.max(1)) {
-            match self.store.attach(chunk).await {
+            match self.store.attach_jobs(chunk).await {
                 Ok(report) => {
                     self.observe(&report);
-                    merge(&mut total, report)
+                    total.merge(report)
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, jobs = chunk.len(), "attach failed; the catch-up scan will retry");
@@ -183,15 +176,15 @@ impl Attach {
         let limit = self.config.batch_max.max(1) as i64;
         let mut total = AttachReport::default();
         loop {
-            let jobs = self.store.attachable_jobs(limit).await?;
+            let jobs = self.store.events_attachable_scan(limit).await?;
             let full = jobs.len() as i64 == limit;
             if jobs.is_empty() {
                 break;
             }
-            let report = self.store.attach(&jobs).await?;
+            let report = self.store.attach_jobs(&jobs).await?;
             self.observe(&report);
             let progressed = report.events_applied > 0;
-            merge(&mut total, report);
+            total.merge(report);
             // Stop when the scan came back short, or nothing moved (another instance holds
             // these jobs right now; the next tick will see).
             if !full || !progressed {
@@ -209,14 +202,6 @@ impl Attach {
     }
 }
 
-fn merge(total: &mut AttachReport, r: AttachReport) {
-    total.jobs += r.jobs;
-    total.events_applied += r.events_applied;
-    total.disagreements += r.disagreements;
-    total.closed.extend(r.closed);
-    total.closed_latency.extend(r.closed_latency);
-}
-
 fn log_report(r: &AttachReport) {
     if r.events_applied > 0 {
         tracing::debug!(
@@ -231,10 +216,10 @@ fn log_report(r: &AttachReport) {
 /// Keeps a LISTEN connection open, forwarding each notification; reconnects with backoff and
 /// asks for a catch-up scan after every (re)connect, since notifications sent while it was
 /// down are gone.
-async fn listen(url: String, attach: AttachHandle, shutdown: CancellationToken, guard: TaskGuard) {
+async fn listen(store: Store, attach: AttachHandle, shutdown: CancellationToken, guard: TaskGuard) {
     let mut backoff = Duration::from_millis(250);
     while !shutdown.is_cancelled() {
-        match listen_once(&url, &attach, &shutdown).await {
+        match listen_once(&store, &attach, &shutdown).await {
             Ok(()) => backoff = Duration::from_millis(250),
             Err(e) => {
                 tracing::warn!(error = %e, retry_in = ?backoff, "LISTEN connection lost");
@@ -250,43 +235,18 @@ async fn listen(url: String, attach: AttachHandle, shutdown: CancellationToken, 
 }
 
 async fn listen_once(
-    url: &str,
+    store: &Store,
     attach: &AttachHandle,
     shutdown: &CancellationToken,
 ) -> Result<(), DbError> {
-    let target = db::target(url)?;
-    let (client, mut connection) = target
-        .config
-        .connect(target.tls)
-        .await
-        .map_err(DbError::Connect)?;
-    let (ntx, mut nrx) = mpsc::unbounded_channel();
-    let driver = tokio::spawn(async move {
-        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(message) = messages.next().await {
-            match message {
-                Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
-                    if ntx.send(n.payload().to_owned()).is_err() {
-                        break;
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    });
-    client
-        .batch_execute(&format!("LISTEN {CHANNEL}"))
-        .await
-        .map_err(|e| DbError::query("attach_listen", e))?;
+    let mut listener = store.jobs_listen().await?;
     tracing::debug!("listening for job rows");
     let _ = attach.tx.send(Msg::CatchUp).await;
     let mut batch = Vec::new();
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
-            n = nrx.recv_many(&mut batch, 1024) => {
+            n = listener.job_ids.recv_many(&mut batch, 1024) => {
                 if n == 0 {
                     break;
                 }
@@ -294,8 +254,8 @@ async fn listen_once(
             }
         }
     }
-    drop(client);
-    match driver.await {
+    drop(listener.client);
+    match listener.connection.await {
         Ok(Err(e)) => Err(DbError::Connect(e)),
         _ => Err(DbError::Closed),
     }

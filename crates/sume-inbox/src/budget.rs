@@ -63,7 +63,9 @@ impl Budget {
     /// Creates the buckets of these keys (full) where they do not exist yet.
     pub async fn ensure(&self, key_names: &[String]) -> Result<(), DbError> {
         for name in key_names {
-            self.store.rate_bucket_ensure(name, self.capacity()).await?;
+            self.store
+                .rate_buckets_ensure(name, self.capacity())
+                .await?;
         }
         Ok(())
     }
@@ -85,7 +87,7 @@ impl Budget {
             }
             let take = self
                 .store
-                .rate_bucket_take(key_name, self.rate.per_second(), self.capacity())
+                .rate_buckets_take(key_name, self.rate.per_second(), self.capacity())
                 .await?;
             if take.taken {
                 // A pause seen while the token was being taken still applies to this request.
@@ -129,7 +131,7 @@ impl Budget {
                 *until = (*until).max(Instant::now() + p);
             }
             self.store
-                .rate_bucket_pause(key_name, p.as_secs_f64())
+                .rate_buckets_pause(key_name, p.as_secs_f64())
                 .await?;
             tracing::info!(key = key_name, pause = ?p, "Sume asked to slow down; pausing this key for every instance");
         }

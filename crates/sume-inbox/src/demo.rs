@@ -283,7 +283,7 @@ async fn drive(args: &DemoArgs, sim: &RunningSim, hooks: &[String]) -> anyhow::R
     let store = Store::new(&args.database_url, args.concurrency + 4)?;
     wait_until(Duration::from_secs(30), || async {
         store
-            .schema_version()
+            .schema_migrations_version()
             .await
             .map(|v| v >= crate::db::migrate::latest())
             .unwrap_or(false)

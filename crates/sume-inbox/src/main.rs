@@ -191,10 +191,10 @@ async fn healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
 /// A small pool for an admin command, once the schema is known to be there.
 async fn open_store(url: &str) -> anyhow::Result<db::Store> {
     let store = db::Store::new(url, 2)?;
-    match store.schema_version().await {
+    match store.schema_migrations_version().await {
         Ok(v) if v >= 1 => Ok(store),
         Ok(_) => anyhow::bail!("the database has no sume schema yet: run `sume-inbox migrate`"),
-        Err(e) if e.to_string().contains("42P01") => {
+        Err(e) if e.is_missing_schema() => {
             anyhow::bail!("the database has no sume schema yet: run `sume-inbox migrate`")
         }
         Err(e) => Err(e.into()),

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use deadpool_postgres::Pool;
+use crate::db::Store;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -269,14 +269,14 @@ impl Metrics {
     }
 
     /// Reads the fleet-wide gauges and renders everything in the Prometheus text format.
-    pub async fn render(&self, pool: &Pool, dead_tasks: usize) -> String {
+    pub async fn render(&self, store: &Store, dead_tasks: usize) -> String {
         self.tasks_dead.set(dead_tasks as i64);
-        let status = pool.status();
+        let status = store.pool().status();
         self.pool_in_use
             .set((status.size.saturating_sub(status.available)) as i64);
         self.pool_idle.set(status.available as i64);
         self.pool_waiting.set(status.waiting as i64);
-        match tokio::time::timeout(Duration::from_secs(2), read_gauges(pool)).await {
+        match tokio::time::timeout(Duration::from_secs(2), store.stats_gauges()).await {
             Ok(Ok(g)) => {
                 self.db_up.set(1);
                 self.inbox_waiting.set(g.waiting);
@@ -300,33 +300,4 @@ impl Metrics {
         }
         out
     }
-}
-
-struct Gauges {
-    waiting: i64,
-    oldest_age: f64,
-    dead_letters: i64,
-    orphans: i64,
-    disagreements: i64,
-    open_jobs: i64,
-}
-
-async fn read_gauges(pool: &Pool) -> Result<Gauges, crate::db::DbError> {
-    let client = pool.get().await?;
-    let stmt = client
-        .prepare_cached(crate::db::sql("schema_gauges"))
-        .await
-        .map_err(|e| crate::db::DbError::query("schema_gauges", e))?;
-    let row = client
-        .query_one(&stmt, &[])
-        .await
-        .map_err(|e| crate::db::DbError::query("schema_gauges", e))?;
-    Ok(Gauges {
-        waiting: row.get("waiting"),
-        oldest_age: row.get("oldest_age"),
-        dead_letters: row.get("dead_letters"),
-        orphans: row.get("orphans"),
-        disagreements: row.get("disagreements"),
-        open_jobs: row.get("open_jobs"),
-    })
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 use sume_wire::{event_id_for, parse_event, verify, Secret, SignedHeaders};
 
-use crate::db::admin::StoredDelivery;
+use crate::db::StoredDelivery;
 use crate::db::{DbError, NewEvent, Store};
 
 /// Renders `value` as JSON, or as text with `text`.
@@ -116,7 +116,7 @@ pub async fn inbox_ls(
     json: bool,
 ) -> Result<String, DbError> {
     let rows = store
-        .waiting_events(older_than.as_secs_f64(), limit)
+        .events_waiting_list(older_than.as_secs_f64(), limit)
         .await?;
     Ok(render(&rows, json, |rows| {
         if rows.is_empty() {
@@ -148,7 +148,7 @@ pub async fn inbox_ls(
 
 /// `dead-letters ls`.
 pub async fn dead_letters_ls(store: &Store, limit: i64, json: bool) -> Result<String, DbError> {
-    let rows = store.dead_letters(limit).await?;
+    let rows = store.dead_letters_list(limit).await?;
     Ok(render(&rows, json, |rows| {
         if rows.is_empty() {
             return "no dead letters\n".to_owned();
@@ -177,7 +177,7 @@ pub async fn dead_letters_ls(store: &Store, limit: i64, json: bool) -> Result<St
 
 /// `stats`.
 pub async fn stats(store: &Store, json: bool) -> Result<String, DbError> {
-    let st = store.stats().await?;
+    let st = store.stats_summary().await?;
     Ok(render(&st, json, |st| {
         format!(
             "open jobs ............ {}\n\
@@ -228,7 +228,7 @@ pub async fn replay_event(
     secrets: &[Secret],
     event_id: &str,
 ) -> Result<Replayed, DbError> {
-    let Some(d) = store.stored_event(event_id).await? else {
+    let Some(d) = store.events_get(event_id).await? else {
         return Ok(Replayed {
             id: event_id.to_owned(),
             job_id: None,
@@ -258,7 +258,7 @@ pub async fn replay_event(
     if d.set_aside {
         store.unset_aside(&d.id, &job_id).await?;
     }
-    let report = store.attach(std::slice::from_ref(&job_id)).await?;
+    let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;
     Ok(done(
         if report.events_applied > 0 {
             format!("applied to job {job_id}")
@@ -277,7 +277,7 @@ pub async fn replay_dead_letters(
     limit: i64,
 ) -> Result<Vec<Replayed>, DbError> {
     let mut out = Vec::new();
-    for d in store.pending_dead_letters(limit).await? {
+    for d in store.dead_letters_pending(limit).await? {
         if !verifies(&d, secrets) {
             out.push(Replayed {
                 id: d.id,
@@ -312,8 +312,8 @@ pub async fn replay_dead_letters(
             signature: d.signature.clone(),
         }];
         let new = store.write_inbox_batch(&mut event, &mut []).await?;
-        store.mark_dead_letter_replayed(&d.id).await?;
-        let report = store.attach(std::slice::from_ref(&job_id)).await?;
+        store.dead_letters_mark_replayed(&d.id).await?;
+        let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;
         let fate = match (new.is_empty(), report.events_applied > 0) {
             (true, _) => "its event was already in the inbox",
             (false, true) => "stored and applied",

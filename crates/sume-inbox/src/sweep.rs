@@ -345,14 +345,14 @@ impl Sweep {
                     self.config.poll_max_interval,
                 );
                 self.store
-                    .inbox_check_retry(&claim.job_id, &self.owner, &answers, next.as_secs_f64())
+                    .inbox_checks_retry(&claim.job_id, &self.owner, &answers, next.as_secs_f64())
                     .await?;
                 return Ok((stats, None));
             }
         };
         match self
             .store
-            .inbox_check_conclude(&claim.job_id, &self.owner, verdict, &answers)
+            .conclude_inbox_check(&claim.job_id, &self.owner, verdict, &answers)
             .await?
         {
             Concluded::SetAside(n) => {
@@ -468,7 +468,7 @@ impl Sweep {
                             self.config.poll_max_interval,
                         );
                         self.store
-                            .job_poll_done(
+                            .jobs_poll_done(
                                 &job.job_id,
                                 &self.owner,
                                 &answer,
@@ -529,7 +529,7 @@ impl Sweep {
             ),
         };
         self.store
-            .job_poll_done(
+            .jobs_poll_done(
                 &job.job_id,
                 &self.owner,
                 &answer,
@@ -554,7 +554,7 @@ impl Sweep {
         let mut stats = SweepStats::default();
         if self
             .store
-            .job_give_up(&job.job_id, &self.owner, &reason, status)
+            .jobs_give_up(&job.job_id, &self.owner, &reason, status)
             .await?
         {
             stats.given_up += 1;

@@ -1,33 +1,48 @@
-//! Jobs: registration, reading, and the locked read-modify-write every close goes through.
+//! `sume.jobs` (statements of `sql/queries/jobs.sql`): registration, reading, the row lock
+//! every close goes through, the poll's claims, and the channel new rows are announced on.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{GenericClient, Transaction};
+use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
 use sume_wire::JobState;
+use tokio::sync::mpsc;
 
-use super::{prepare, DbError, Store};
+use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, Store};
 use crate::close::JobFold;
 
 /// A registration through the API.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewJob {
+    /// Sume's job id.
     pub job_id: String,
+    /// The application's own reference.
     pub order_id: Option<String>,
+    /// The name of the API key that created the job (see SUME_API_KEYS).
     pub api_key: Option<String>,
 }
 
 /// A job as the admin API answers it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobRow {
+    /// Sume's job id.
     pub job_id: String,
+    /// The application's own reference.
     pub order_id: Option<String>,
+    /// The name of the API key that created the job.
     pub api_key: Option<String>,
+    /// `open` or a terminal state.
     pub state: String,
+    /// Sume's last status, as spelt by Sume.
     pub sume_status: Option<String>,
+    /// `webhook`, `poll` or `give_up`, once closed.
     pub closed_by: Option<String>,
+    /// When the row was committed.
     pub created_at: DateTime<Utc>,
+    /// When the job was closed.
     pub closed_at: Option<DateTime<Utc>>,
+    /// The job's result, from the closing observation.
     pub result: Option<Value>,
 }
 
@@ -42,20 +57,70 @@ pub enum Registered {
     Conflict(JobRow),
 }
 
+/// An open job claimed for a poll.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    /// Sume's job id.
+    pub job_id: String,
+    /// The name of the key that created it, if known.
+    pub api_key: Option<String>,
+    /// When the row was committed.
+    pub created_at: DateTime<Utc>,
+    /// Polls so far that counted towards the backoff.
+    pub poll_attempts: i32,
+}
+
+/// Everything known about one job id.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobDetail {
+    /// The id asked about.
+    pub job_id: String,
+    /// `None` when no row exists (events may still wait for it).
+    pub job: Option<JobRow>,
+    /// Every stored event for the id, oldest first.
+    pub events: Vec<EventRow>,
+    /// Terminal statuses that contradicted the kept one.
+    pub disagreements: Vec<DisagreementRow>,
+    /// The inbox check made for the id, if any.
+    pub inbox_check: Option<CheckRow>,
+}
+
+/// A connection outside the pool that receives the ids of newly committed job rows.
+pub struct JobsListener {
+    /// Each notification's payload: one job id.
+    pub job_ids: mpsc::UnboundedReceiver<String>,
+    /// Ends with the connection's error when it is lost.
+    pub connection: tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
+    /// Dropping it closes the connection.
+    pub client: tokio_postgres::Client,
+}
+
+fn job_row(r: &tokio_postgres::Row) -> JobRow {
+    JobRow {
+        job_id: r.get("job_id"),
+        order_id: r.get("order_id"),
+        api_key: r.get("api_key"),
+        state: r.get("state"),
+        sume_status: r.get("sume_status"),
+        closed_by: r.get("closed_by"),
+        created_at: r.get("created_at"),
+        closed_at: r.get("closed_at"),
+        result: r.get("result"),
+    }
+}
+
 impl Store {
     /// Inserts the job (`on conflict do nothing`) and says whether it was new, a repeat, or a
     /// conflicting claim on an existing id.
     pub async fn register_job(&self, job: &NewJob) -> Result<Registered, DbError> {
         let client = self.client().await?;
-        let stmt = prepare(&client, "jobs_insert").await?;
-        let inserted = client
-            .execute(&stmt, &[&job.job_id, &job.order_id, &job.api_key])
-            .await
-            .map_err(|e| DbError::query("jobs_insert", e))?;
+        let inserted = sql::JOBS_INSERT
+            .execute(&client, &[&job.job_id, &job.order_id, &job.api_key])
+            .await?;
         if inserted == 1 {
             return Ok(Registered::Created);
         }
-        let existing = self.job(&job.job_id).await?.ok_or_else(|| {
+        let existing = self.jobs_get(&job.job_id).await?.ok_or_else(|| {
             DbError::Invariant(format!("job {} vanished after a conflict", job.job_id))
         })?;
         let same = existing.order_id == job.order_id
@@ -67,24 +132,124 @@ impl Store {
         })
     }
 
-    pub async fn job(&self, job_id: &str) -> Result<Option<JobRow>, DbError> {
+    /// The job, if it has a row.
+    pub async fn jobs_get(&self, job_id: &str) -> Result<Option<JobRow>, DbError> {
         let client = self.client().await?;
-        let stmt = prepare(&client, "jobs_get").await?;
-        let row = client
-            .query_opt(&stmt, &[&job_id])
+        let row = sql::JOBS_GET.query_opt(&client, &[&job_id]).await?;
+        Ok(row.as_ref().map(job_row))
+    }
+
+    /// Everything known about a job id: its row, events, disagreements and inbox check.
+    pub async fn job_detail(&self, job_id: &str) -> Result<JobDetail, DbError> {
+        Ok(JobDetail {
+            job_id: job_id.to_owned(),
+            job: self.jobs_get(job_id).await?,
+            events: self.events_for_job(job_id).await?,
+            disagreements: self.disagreements_for_job(job_id).await?,
+            inbox_check: self.inbox_checks_get(job_id).await?,
+        })
+    }
+
+    /// Claims open jobs due a poll: never polled and older than `poll_after_secs`, or due again.
+    pub async fn jobs_claim_due(
+        &self,
+        owner: &str,
+        limit: i64,
+        lease_secs: f64,
+        poll_after_secs: f64,
+    ) -> Result<Vec<ClaimedJob>, DbError> {
+        let client = self.client().await?;
+        let rows = sql::JOBS_CLAIM_DUE
+            .query(&client, &[&owner, &limit, &lease_secs, &poll_after_secs])
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| ClaimedJob {
+                job_id: r.get("job_id"),
+                api_key: r.get("api_key"),
+                created_at: r.get("created_at"),
+                poll_attempts: r.get("poll_attempts"),
+            })
+            .collect())
+    }
+
+    /// A poll that did not close the job: record it, schedule the next one, release the lease.
+    pub async fn jobs_poll_done(
+        &self,
+        job_id: &str,
+        owner: &str,
+        answer: &str,
+        counts_as_attempt: bool,
+        next_in_secs: f64,
+        sume_status: Option<&str>,
+    ) -> Result<(), DbError> {
+        let client = self.client().await?;
+        let inc: i32 = counts_as_attempt.into();
+        sql::JOBS_POLL_DONE
+            .execute(
+                &client,
+                &[&job_id, &owner, &answer, &inc, &next_in_secs, &sume_status],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Gives claimed jobs back untouched: due again at once.
+    pub async fn jobs_release(&self, job_ids: &[String], owner: &str) -> Result<(), DbError> {
+        if job_ids.is_empty() {
+            return Ok(());
+        }
+        let client = self.client().await?;
+        sql::JOBS_RELEASE
+            .execute(&client, &[&job_ids, &owner])
+            .await?;
+        Ok(())
+    }
+
+    /// Closes the job as `expired` with `reason`; false if it was closed meanwhile.
+    pub async fn jobs_give_up(
+        &self,
+        job_id: &str,
+        owner: &str,
+        reason: &str,
+        sume_status: Option<&str>,
+    ) -> Result<bool, DbError> {
+        let client = self.client().await?;
+        let n = sql::JOBS_GIVE_UP
+            .execute(&client, &[&job_id, &owner, &reason, &sume_status])
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// Opens a connection outside the pool that listens for newly committed job rows.
+    pub async fn jobs_listen(&self) -> Result<JobsListener, DbError> {
+        let target = super::target(&self.url)?;
+        let (client, mut connection) = target
+            .config
+            .connect(target.tls)
             .await
-            .map_err(|e| DbError::query("jobs_get", e))?;
-        Ok(row.map(|r| JobRow {
-            job_id: r.get("job_id"),
-            order_id: r.get("order_id"),
-            api_key: r.get("api_key"),
-            state: r.get("state"),
-            sume_status: r.get("sume_status"),
-            closed_by: r.get("closed_by"),
-            created_at: r.get("created_at"),
-            closed_at: r.get("closed_at"),
-            result: r.get("result"),
-        }))
+            .map_err(DbError::Connect)?;
+        let (tx, job_ids) = mpsc::unbounded_channel();
+        let connection = tokio::spawn(async move {
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(message) = messages.next().await {
+                if let tokio_postgres::AsyncMessage::Notification(n) = message? {
+                    if tx.send(n.payload().to_owned()).is_err() {
+                        break;
+                    }
+                }
+            }
+            Ok(())
+        });
+        client
+            .batch_execute(sql::JOBS_LISTEN.sql())
+            .await
+            .map_err(|e| DbError::query(sql::JOBS_LISTEN.name(), e))?;
+        Ok(JobsListener {
+            job_ids,
+            connection,
+            client,
+        })
     }
 }
 
@@ -93,11 +258,7 @@ pub(super) async fn lock(
     tx: &Transaction<'_>,
     job_ids: &[String],
 ) -> Result<Vec<JobFold>, DbError> {
-    let stmt = prepare(tx, "jobs_lock").await?;
-    let rows = tx
-        .query(&stmt, &[&job_ids])
-        .await
-        .map_err(|e| DbError::query("jobs_lock", e))?;
+    let rows = sql::JOBS_LOCK.query(tx, &[&job_ids]).await?;
     rows.iter()
         .map(|r| {
             let state: String = r.get("state");
@@ -112,11 +273,19 @@ pub(super) async fn lock(
         .collect()
 }
 
-/// Writes the folds that changed, and their disagreements.
+/// Whether the job has a row, holding it (or its absence) against a concurrent registration
+/// until the transaction ends.
+pub(super) async fn lock_shared<C: GenericClient>(tx: &C, job_id: &str) -> Result<bool, DbError> {
+    Ok(sql::JOBS_LOCK_SHARED
+        .query_opt(tx, &[&job_id])
+        .await?
+        .is_some())
+}
+
+/// Writes the folds that changed (`jobs_apply`), and their disagreements.
 pub(super) async fn write(tx: &Transaction<'_>, folds: &[JobFold]) -> Result<(), DbError> {
     let changed: Vec<&JobFold> = folds.iter().filter(|f| f.changed()).collect();
     if !changed.is_empty() {
-        let stmt = prepare(tx, "jobs_apply").await?;
         let ids: Vec<&str> = changed.iter().map(|f| f.job_id.as_str()).collect();
         let states: Vec<&str> = changed.iter().map(|f| f.state.as_str()).collect();
         let statuses: Vec<Option<&str>> =
@@ -130,44 +299,19 @@ pub(super) async fn write(tx: &Transaction<'_>, folds: &[JobFold]) -> Result<(),
             .map(|f| f.closed_event_id.as_deref())
             .collect();
         let results: Vec<Option<&Value>> = changed.iter().map(|f| f.result.as_ref()).collect();
-        tx.execute(
-            &stmt,
-            &[
-                &ids,
-                &states,
-                &statuses,
-                &closed_by,
-                &closed_event,
-                &results,
-            ],
-        )
-        .await
-        .map_err(|e| DbError::query("jobs_apply", e))?;
+        sql::JOBS_APPLY
+            .execute(
+                tx,
+                &[
+                    &ids,
+                    &states,
+                    &statuses,
+                    &closed_by,
+                    &closed_event,
+                    &results,
+                ],
+            )
+            .await?;
     }
-    let disagreements: Vec<(&str, &crate::close::Disagreement)> = folds
-        .iter()
-        .flat_map(|f| f.disagreements.iter().map(move |d| (f.job_id.as_str(), d)))
-        .collect();
-    if !disagreements.is_empty() {
-        let stmt = prepare(tx, "disagreements_insert").await?;
-        let ids: Vec<&str> = disagreements.iter().map(|(j, _)| *j).collect();
-        let kept: Vec<&str> = disagreements.iter().map(|(_, d)| d.kept.as_str()).collect();
-        let seen: Vec<&str> = disagreements.iter().map(|(_, d)| d.seen.as_str()).collect();
-        let status: Vec<&str> = disagreements
-            .iter()
-            .map(|(_, d)| d.seen_status.as_str())
-            .collect();
-        let source: Vec<&str> = disagreements
-            .iter()
-            .map(|(_, d)| d.source.as_str())
-            .collect();
-        let event: Vec<Option<&str>> = disagreements
-            .iter()
-            .map(|(_, d)| d.event_id.as_deref())
-            .collect();
-        tx.execute(&stmt, &[&ids, &kept, &seen, &status, &source, &event])
-            .await
-            .map_err(|e| DbError::query("disagreements_insert", e))?;
-    }
-    Ok(())
+    super::disagreements::insert(tx, folds).await
 }

@@ -84,6 +84,17 @@ async fn apply_missing(client: &mut Client) -> Result<Vec<i32>, DbError> {
     Ok(done)
 }
 
+impl super::Store {
+    /// The applied schema version (0 before the first migration).
+    pub async fn schema_migrations_version(&self) -> Result<i32, DbError> {
+        let client = self.client().await?;
+        let row = super::sql::SCHEMA_MIGRATIONS_VERSION
+            .query_one(&client, &[])
+            .await?;
+        Ok(row.get(0))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,17 +1,26 @@
 //! The database: the connection pool, migrations, and every statement the actors run.
 //!
-//! The actors call only [`Store`] methods; SQL text lives in `sql/queries/*.sql` and is
-//! prepared (and cached per connection) by name. Every write is safe to repeat and safe beside
-//! another instance: inserts are `on conflict do nothing`, updates are guarded by the state
-//! they expect, and jobs are changed only under their row lock.
+//! The actors call only [`Store`] methods. The files here mirror `sql/queries/`, one per table
+//! (`jobs.rs` runs the statements of `jobs.sql`); a method that runs one statement is named as
+//! its `.sql` entry (`jobs_claim_due`), a method that runs a whole transaction is named for
+//! what it does and lives with the concern it serves ([`close`]: the transactions that fold
+//! observations onto jobs; [`retention`]). Statements are run only through [`Statement`]
+//! (prepared once per connection, named in errors); the only SQL text in Rust is the migration
+//! runner's. Every write is safe to repeat and safe beside another instance: inserts are
+//! `on conflict do nothing`, updates are guarded by the state they expect, and jobs are changed
+//! only under their row lock.
 
-pub mod admin;
-mod inbox;
+mod close;
+mod dead_letters;
+mod disagreements;
+mod events;
+mod inbox_checks;
 mod jobs;
 pub mod migrate;
-mod queries;
+mod rate_buckets;
 mod retention;
-mod sweep;
+mod statement;
+mod stats;
 pub mod tls;
 
 use std::time::Duration;
@@ -19,11 +28,16 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use thiserror::Error;
 
-pub use inbox::{AttachReport, NewDeadLetter, NewEvent};
-pub use jobs::{JobRow, NewJob, Registered};
-pub use queries::sql;
+pub use close::AttachReport;
+pub use dead_letters::{DeadLetterRow, NewDeadLetter};
+pub use disagreements::DisagreementRow;
+pub use events::{EventRow, NewEvent, StoredDelivery, WaitingEvent};
+pub use inbox_checks::{CheckRow, ClaimedCheck, Concluded, Verdict};
+pub use jobs::{ClaimedJob, JobDetail, JobRow, JobsListener, NewJob, Registered};
+pub use rate_buckets::Take;
 pub use retention::Removed;
-pub use sweep::{ClaimedCheck, ClaimedJob, Concluded, Take, Verdict};
+pub use statement::{sql, Params, Statement};
+pub use stats::{Gauges, Stats};
 
 /// A database failure, naming the statement that failed.
 #[derive(Debug, Error)]
@@ -33,6 +47,13 @@ pub enum DbError {
     #[error("{statement}: {}", pg_message(source))]
     Query {
         statement: &'static str,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    #[error("{what}: {step}: {}", pg_message(source))]
+    Transaction {
+        what: &'static str,
+        step: &'static str,
         #[source]
         source: tokio_postgres::Error,
     },
@@ -63,6 +84,17 @@ fn pg_message(e: &tokio_postgres::Error) -> String {
 impl DbError {
     pub fn query(statement: &'static str, source: tokio_postgres::Error) -> DbError {
         DbError::Query { statement, source }
+    }
+
+    /// The schema is not there yet (no `sume` schema or table): `sume-inbox migrate` is due.
+    pub fn is_missing_schema(&self) -> bool {
+        use tokio_postgres::error::SqlState;
+        match self {
+            DbError::Query { source, .. } => source.code().is_some_and(|c| {
+                *c == SqlState::UNDEFINED_TABLE || *c == SqlState::INVALID_SCHEMA_NAME
+            }),
+            _ => false,
+        }
     }
 
     /// The database refused the data itself (a data exception or a constraint, SQLSTATE
@@ -105,21 +137,39 @@ pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
     Ok(client)
 }
 
-/// The statement called `name`, prepared once per connection and cached there.
-pub(crate) async fn prepare<C: deadpool_postgres::GenericClient>(
-    client: &C,
-    name: &'static str,
-) -> Result<tokio_postgres::Statement, DbError> {
+/// Opens a transaction for `what` (the method's name, used in errors).
+pub(crate) async fn begin<'a>(
+    client: &'a mut deadpool_postgres::Object,
+    what: &'static str,
+) -> Result<deadpool_postgres::Transaction<'a>, DbError> {
     client
-        .prepare_cached(sql(name))
+        .transaction()
         .await
-        .map_err(|e| DbError::query(name, e))
+        .map_err(|source| DbError::Transaction {
+            what,
+            step: "begin",
+            source,
+        })
+}
+
+/// Commits a transaction opened by [`begin`].
+pub(crate) async fn commit(
+    tx: deadpool_postgres::Transaction<'_>,
+    what: &'static str,
+) -> Result<(), DbError> {
+    tx.commit().await.map_err(|source| DbError::Transaction {
+        what,
+        step: "commit",
+        source,
+    })
 }
 
 /// The shared handle to the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
+    /// DATABASE_URL, for connections outside the pool (LISTEN).
+    url: std::sync::Arc<str>,
 }
 
 impl Store {
@@ -141,7 +191,10 @@ impl Store {
             .recycle_timeout(Some(Duration::from_secs(5)))
             .build()
             .map_err(|e| DbError::Config(e.to_string()))?;
-        Ok(Store { pool })
+        Ok(Store {
+            pool,
+            url: url.into(),
+        })
     }
 
     pub fn pool(&self) -> &Pool {
@@ -150,15 +203,5 @@ impl Store {
 
     async fn client(&self) -> Result<deadpool_postgres::Object, DbError> {
         Ok(self.pool.get().await?)
-    }
-
-    /// The applied schema version (0 before the first migration).
-    pub async fn schema_version(&self) -> Result<i32, DbError> {
-        let client = self.client().await?;
-        let row = client
-            .query_one(sql("schema_version"), &[])
-            .await
-            .map_err(|e| DbError::query("schema_version", e))?;
-        Ok(row.get(0))
     }
 }

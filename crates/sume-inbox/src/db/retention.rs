@@ -6,28 +6,33 @@
 //! would let a redelivery that lands in a newer partition slip past the dedupe. Each batch is
 //! its own short statement driven by a partial index, so a pass costs the rows it removes.
 
-use super::{prepare, DbError, Store};
+use super::{sql, DbError, Statement, Store};
 
 /// Rows removed by one retention pass.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Removed {
+    /// Applied events.
     pub events_applied: u64,
+    /// Events set aside as not ours.
     pub events_set_aside: u64,
+    /// Dead letters.
     pub dead_letters: u64,
+    /// Settled foreign checks whose events are gone.
     pub inbox_checks: u64,
 }
 
 impl Removed {
+    /// Every row removed.
     pub fn total(&self) -> u64 {
         self.events_applied + self.events_set_aside + self.dead_letters + self.inbox_checks
     }
 }
 
-const STATEMENTS: [&str; 4] = [
-    "retention_events_applied",
-    "retention_events_set_aside",
-    "retention_dead_letters",
-    "retention_inbox_checks",
+const STATEMENTS: [Statement; 4] = [
+    sql::EVENTS_DELETE_APPLIED,
+    sql::EVENTS_DELETE_SET_ASIDE,
+    sql::DEAD_LETTERS_DELETE_EXPIRED,
+    sql::INBOX_CHECKS_DELETE_SETTLED,
 ];
 
 impl Store {
@@ -41,13 +46,11 @@ impl Store {
     ) -> Result<Removed, DbError> {
         let client = self.client().await?;
         let mut removed = [0u64; 4];
-        for (i, name) in STATEMENTS.iter().enumerate() {
-            let stmt = prepare(&client, name).await?;
+        for (i, statement) in STATEMENTS.iter().enumerate() {
             for _ in 0..max_batches {
-                let n = client
-                    .execute(&stmt, &[&older_than_secs, &batch])
-                    .await
-                    .map_err(|e| DbError::query(name, e))?;
+                let n = statement
+                    .execute(&client, &[&older_than_secs, &batch])
+                    .await?;
                 removed[i] += n;
                 if n < batch as u64 {
                     break;

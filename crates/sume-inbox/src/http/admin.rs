@@ -146,7 +146,7 @@ async fn register(
         // The row is committed; its notification and the catch-up scan will attach it.
         tracing::warn!(job_id = %job.job_id, error = %e, "attach after registration failed");
     }
-    match state.store.job(&job.job_id).await {
+    match state.store.jobs_get(&job.job_id).await {
         Ok(Some(row)) => (status, Json(row)).into_response(),
         Ok(None) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -160,7 +160,7 @@ async fn register(
 async fn metrics(State(state): State<AdminState>) -> Response {
     let body = state
         .metrics
-        .render(state.store.pool(), state.health.dead().len())
+        .render(&state.store, state.health.dead().len())
         .await;
     (
         [(
@@ -183,7 +183,7 @@ fn unavailable(doing: &str, e: &crate::db::DbError) -> Response {
 }
 
 async fn show(State(state): State<AdminState>, Path(job_id): Path<String>) -> Response {
-    match state.store.job(&job_id).await {
+    match state.store.jobs_get(&job_id).await {
         Ok(Some(row)) => Json(row).into_response(),
         Ok(None) => error(
             StatusCode::NOT_FOUND,

@@ -172,7 +172,11 @@ async fn readyz(State(state): State<WebhookState>) -> Response {
         )
             .into_response();
     }
-    let check = tokio::time::timeout(Duration::from_secs(3), state.store.schema_version()).await;
+    let check = tokio::time::timeout(
+        Duration::from_secs(3),
+        state.store.schema_migrations_version(),
+    )
+    .await;
     match check {
         Ok(Ok(v)) if v >= migrate::latest() => "ready".into_response(),
         Ok(Ok(v)) => (

@@ -5,19 +5,16 @@ use crate::support::*;
 
 /// The statements a sweep pass and the catch-up scan run, with sample parameters.
 fn statements() -> Vec<(&'static str, String)> {
-    let sql = sume_inbox::db::sql;
-    vec![
-        ("jobs_claim_due", sql("jobs_claim_due").to_owned()),
-        (
-            "inbox_checks_enqueue",
-            sql("inbox_checks_enqueue").to_owned(),
-        ),
-        ("inbox_checks_claim", sql("inbox_checks_claim").to_owned()),
-        (
-            "events_attachable_scan",
-            sql("events_attachable_scan").to_owned(),
-        ),
+    use sume_inbox::db::sql;
+    [
+        sql::JOBS_CLAIM_DUE,
+        sql::INBOX_CHECKS_ENQUEUE,
+        sql::INBOX_CHECKS_CLAIM,
+        sql::EVENTS_ATTACHABLE_SCAN,
     ]
+    .iter()
+    .map(|s| (s.name(), s.sql().to_owned()))
+    .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,9 +1,6 @@
--- Statements on the schema itself.
+-- Reads across tables: the numbers an operator and the metrics watch.
 
--- name: schema_version
-select coalesce(max(version), 0) from sume.schema_migrations;
-
--- name: schema_gauges
+-- name: stats_gauges
 -- The fleet-wide numbers an operator alerts on, each served by a partial index.
 select
     (select count(*) from sume.events
@@ -20,7 +17,7 @@ select
       + (select count(*) from sume.jobs where state = 'open' and next_poll_at is not null)
       as open_jobs;
 
--- name: schema_stats
+-- name: stats_summary
 -- The numbers an operator checks first; each served by an index, whatever the table sizes.
 select
     (select count(*) from sume.jobs where state = 'open' and next_poll_at is null)

@@ -1,0 +1,38 @@
+-- The benchmark's own statements on sume.jobs (the daemon's are in sql/queries/jobs.sql).
+
+-- name: jobs_register
+-- What an application's submit path commits: the job row, here with its id as the order.
+insert into sume.jobs (job_id, order_id) values ($1, $1) on conflict do nothing;
+
+-- name: jobs_count_completed
+select count(*) from sume.jobs where state = 'completed';
+
+-- name: jobs_close_latency
+-- Registration to close, in milliseconds: median, p99 and max.
+select percentile_cont(0.5) within group (order by ms),
+       percentile_cont(0.99) within group (order by ms), max(ms)
+from (select extract(epoch from closed_at - created_at)::float8 * 1000 as ms
+      from sume.jobs) l;
+
+-- name: jobs_seed_closed
+-- The sweep stage: $1 jobs closed two days ago.
+insert into sume.jobs (job_id, order_id, api_key, state, sume_status, closed_by, created_at, closed_at)
+select 'done_' || g, 'order_' || g, 'bench', 'completed', 'completed', 'webhook',
+       now() - interval '2 days', now() - interval '2 days'
+from generate_series(1, $1::int) g;
+
+-- name: jobs_seed_open
+-- The sweep stage: the open jobs due a poll.
+insert into sume.jobs (job_id, order_id, api_key, created_at)
+select id, id, 'bench', now() - interval '1 hour' from unnest($1::text[]) id;
+
+-- name: jobs_reopen
+-- The sweep stage's second round: the jobs the first one closed, open again.
+update sume.jobs
+set state = 'open', sume_status = null, closed_by = null, closed_at = null,
+    closed_event_id = null, result = null, next_poll_at = null, poll_attempts = 0,
+    last_polled_at = null, last_poll_answer = null
+where job_id = any($1);
+
+-- name: jobs_vacuum_analyze
+vacuum analyze sume.jobs;

@@ -1,0 +1,157 @@
+//! The transactions that fold observations onto jobs: [`Store::attach_jobs`] for stored
+//! webhooks, [`Store::close_by_poll`] for a status read by the sweep. Both lock the jobs' rows
+//! in id order (`jobs_lock`), fold each observation with [`crate::close::JobFold`] and write
+//! what changed (`jobs_apply`, `disagreements_insert`), so whichever observation comes first
+//! wins, on any instance, any number of times.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::{jobs, sql, DbError, Store};
+use crate::close::{Observation, Outcome, Source};
+
+/// What one attach transaction did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AttachReport {
+    /// Jobs whose waiting events were applied.
+    pub jobs: usize,
+    /// Events applied.
+    pub events_applied: usize,
+    /// Jobs this transaction closed.
+    pub closed: Vec<String>,
+    /// For each closed job, seconds from its closing event stored to the close.
+    pub closed_latency: Vec<f64>,
+    /// Terminal statuses that contradicted a job's first one.
+    pub disagreements: usize,
+}
+
+impl AttachReport {
+    /// Adds another report's counts to this one.
+    pub fn merge(&mut self, r: AttachReport) {
+        self.jobs += r.jobs;
+        self.events_applied += r.events_applied;
+        self.disagreements += r.disagreements;
+        self.closed.extend(r.closed);
+        self.closed_latency.extend(r.closed_latency);
+    }
+}
+
+impl Store {
+    /// Applies every waiting event of these jobs, for those whose row exists, in one
+    /// transaction under the jobs' row locks. Safe to run any number of times, on any
+    /// instance, concurrently: each event is applied once, and a second run finds nothing.
+    pub async fn attach_jobs(&self, job_ids: &[String]) -> Result<AttachReport, DbError> {
+        const WHAT: &str = "attach_jobs";
+        let mut client = self.client().await?;
+        // A lock-free filter first: most calls (a notification every instance receives, an
+        // event for a job not yet registered) have nothing to do and should not lock anything.
+        let candidates: Vec<String> = sql::EVENTS_ATTACHABLE
+            .query(&client, &[&job_ids])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(AttachReport::default());
+        }
+        let tx = super::begin(&mut client, WHAT).await?;
+        let mut folds = jobs::lock(&tx, &candidates).await?;
+        let locked: Vec<&str> = folds.iter().map(|f| f.job_id.as_str()).collect();
+        let pending = sql::EVENTS_PENDING_FOR_JOBS.query(&tx, &[&locked]).await?;
+        let index: HashMap<String, usize> = folds
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.job_id.clone(), i))
+            .collect();
+        let mut applied_ids: Vec<String> = Vec::with_capacity(pending.len());
+        let mut outcomes: Vec<&'static str> = Vec::with_capacity(pending.len());
+        let mut touched = HashSet::new();
+        let mut waited: HashMap<String, f64> = HashMap::new();
+        for row in &pending {
+            let job_id: String = row.get("job_id");
+            let Some(&i) = index.get(&job_id) else {
+                continue;
+            };
+            let event_id: String = row.get("event_id");
+            let outcome = folds[i].apply(&Observation {
+                source: Source::Webhook,
+                event_id: Some(event_id.clone()),
+                status: row.get("status"),
+                result: row.get("result"),
+            });
+            touched.insert(i);
+            if outcome == Outcome::Closed {
+                waited.insert(event_id.clone(), row.get("waited"));
+            }
+            applied_ids.push(event_id);
+            outcomes.push(outcome.as_str());
+        }
+        let report = AttachReport {
+            jobs: touched.len(),
+            events_applied: applied_ids.len(),
+            closed: folds
+                .iter()
+                .filter(|f| f.closed_by.is_some())
+                .map(|f| f.job_id.clone())
+                .collect(),
+            closed_latency: folds
+                .iter()
+                .filter_map(|f| waited.get(f.closed_event_id.as_deref()?).copied())
+                .collect(),
+            disagreements: folds.iter().map(|f| f.disagreements.len()).sum(),
+        };
+        jobs::write(&tx, &folds).await?;
+        sql::EVENTS_MARK_APPLIED
+            .execute(&tx, &[&applied_ids, &outcomes])
+            .await?;
+        super::commit(tx, WHAT).await?;
+        for fold in &folds {
+            for d in &fold.disagreements {
+                tracing::warn!(
+                    job_id = %fold.job_id, kept = %d.kept, seen = %d.seen,
+                    event_id = d.event_id.as_deref().unwrap_or("-"),
+                    "disagreement: a terminal event contradicts the job's final state; kept the first"
+                );
+            }
+        }
+        Ok(report)
+    }
+
+    /// A terminal status read by a poll goes through the same fold as a webhook, under the
+    /// job's row lock; the poll's claim is released in the same transaction. Answers what the
+    /// poll did.
+    pub async fn close_by_poll(
+        &self,
+        job_id: &str,
+        owner: &str,
+        status: &str,
+        result: Option<Value>,
+        answer: &str,
+    ) -> Result<Outcome, DbError> {
+        const WHAT: &str = "close_by_poll";
+        let mut client = self.client().await?;
+        let tx = super::begin(&mut client, WHAT).await?;
+        let mut folds = jobs::lock(&tx, &[job_id.to_owned()]).await?;
+        let Some(fold) = folds.first_mut() else {
+            return Err(DbError::Invariant(format!(
+                "polled job {job_id} has no row"
+            )));
+        };
+        let outcome = fold.apply(&Observation {
+            source: Source::Poll,
+            event_id: None,
+            status: Some(status.to_owned()),
+            result,
+        });
+        jobs::write(&tx, &folds).await?;
+        sql::JOBS_POLL_CLOSED
+            .execute(&tx, &[&job_id, &owner, &answer])
+            .await?;
+        super::commit(tx, WHAT).await?;
+        for d in &folds[0].disagreements {
+            tracing::warn!(job_id, kept = %d.kept, seen = %d.seen, "disagreement: the poll contradicts the job's final state; kept the first");
+        }
+        Ok(outcome)
+    }
+}

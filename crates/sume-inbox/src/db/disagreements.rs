@@ -1,0 +1,71 @@
+//! `sume.disagreements` (statements of `sql/queries/disagreements.sql`): terminal statuses
+//! that contradicted a job's first one, kept for an operator.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
+use serde::Serialize;
+
+use super::{sql, DbError, Store};
+use crate::close::JobFold;
+
+/// A recorded disagreement, for `jobs show`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DisagreementRow {
+    /// The job's state, which was kept.
+    pub kept_state: String,
+    /// The state the contradicting observation implied.
+    pub seen_state: String,
+    /// Sume's status as observed.
+    pub seen_status: String,
+    /// `webhook` or `poll`.
+    pub source: String,
+    /// The event that contradicted, for a webhook.
+    pub event_id: Option<String>,
+    /// When it was recorded.
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// Records the disagreements these folds found (one statement for all of them).
+pub(super) async fn insert<C: GenericClient>(tx: &C, folds: &[JobFold]) -> Result<(), DbError> {
+    let found: Vec<(&str, &crate::close::Disagreement)> = folds
+        .iter()
+        .flat_map(|f| f.disagreements.iter().map(move |d| (f.job_id.as_str(), d)))
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = found.iter().map(|(j, _)| *j).collect();
+    let kept: Vec<&str> = found.iter().map(|(_, d)| d.kept.as_str()).collect();
+    let seen: Vec<&str> = found.iter().map(|(_, d)| d.seen.as_str()).collect();
+    let status: Vec<&str> = found.iter().map(|(_, d)| d.seen_status.as_str()).collect();
+    let source: Vec<&str> = found.iter().map(|(_, d)| d.source.as_str()).collect();
+    let event: Vec<Option<&str>> = found.iter().map(|(_, d)| d.event_id.as_deref()).collect();
+    sql::DISAGREEMENTS_INSERT
+        .execute(tx, &[&ids, &kept, &seen, &status, &source, &event])
+        .await?;
+    Ok(())
+}
+
+impl Store {
+    /// Every disagreement recorded for a job.
+    pub async fn disagreements_for_job(
+        &self,
+        job_id: &str,
+    ) -> Result<Vec<DisagreementRow>, DbError> {
+        let client = self.client().await?;
+        let rows = sql::DISAGREEMENTS_FOR_JOB
+            .query(&client, &[&job_id])
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| DisagreementRow {
+                kept_state: r.get("kept_state"),
+                seen_state: r.get("seen_state"),
+                seen_status: r.get("seen_status"),
+                source: r.get("source"),
+                event_id: r.get("event_id"),
+                recorded_at: r.get("recorded_at"),
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,242 @@
+//! `sume.events`, the inbox (statements of `sql/queries/events.sql`): storing verified
+//! deliveries, finding what waits, and what the admin commands read.
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
+use serde::Serialize;
+use std::collections::HashSet;
+
+use super::dead_letters::{self, NewDeadLetter};
+use super::{sql, DbError, Store};
+
+/// A verified event, ready to store.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    /// The dedupe key.
+    pub event_id: String,
+    /// The job the event is about.
+    pub job_id: String,
+    /// The body's `type`, when it has one.
+    pub event_type: Option<String>,
+    /// The job status the event reports.
+    pub status: Option<String>,
+    /// The job's result, JSON text as received.
+    pub result: Option<String>,
+    /// The raw body, exactly as signed.
+    pub body: Bytes,
+    /// The signature's timestamp (Unix seconds).
+    pub signed_at: i64,
+    /// The signature header, kept so that a replay can verify again.
+    pub signature: String,
+}
+
+/// One event of a job, for `jobs show`.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventRow {
+    /// The dedupe key.
+    pub event_id: String,
+    /// The body's `type`.
+    pub event_type: Option<String>,
+    /// The job status the event reports.
+    pub status: Option<String>,
+    /// When it was stored.
+    pub received_at: DateTime<Utc>,
+    /// When it was applied to its job.
+    pub applied_at: Option<DateTime<Utc>>,
+    /// What applying it did (`closed`, `duplicate`, `disagreement`, ...).
+    pub outcome: Option<String>,
+    /// When it was set aside as not ours.
+    pub set_aside_at: Option<DateTime<Utc>>,
+    /// Why it was set aside, with Sume's answers.
+    pub set_aside_reason: Option<String>,
+}
+
+/// An event waiting in the inbox, for `inbox ls`.
+#[derive(Debug, Clone, Serialize)]
+pub struct WaitingEvent {
+    /// The dedupe key.
+    pub event_id: String,
+    /// The job it waits for.
+    pub job_id: String,
+    /// The body's `type`.
+    pub event_type: Option<String>,
+    /// The job status the event reports.
+    pub status: Option<String>,
+    /// When it was stored.
+    pub received_at: DateTime<Utc>,
+    /// Seconds since it was stored, by the database's clock.
+    pub age_secs: f64,
+    /// Whether the job row exists (attach applies it at its next pass).
+    pub job_exists: bool,
+    /// The inbox check's verdict so far, if one was made.
+    pub verdict: Option<String>,
+}
+
+/// A stored delivery (an event or a dead letter), as replay needs it.
+#[derive(Debug, Clone)]
+pub struct StoredDelivery {
+    /// The event id or dead letter id.
+    pub id: String,
+    /// The job, for an event.
+    pub job_id: Option<String>,
+    /// The raw body, exactly as signed.
+    pub body: Bytes,
+    /// `X-Sume-Event-Id` as received, for a dead letter.
+    pub header_event_id: Option<String>,
+    /// The signature's timestamp.
+    pub signed_at: i64,
+    /// The signature header as received.
+    pub signature: String,
+    /// What applying it did, when it was applied.
+    pub applied: Option<String>,
+    /// Whether it was set aside as not ours.
+    pub set_aside: bool,
+    /// Why it was set aside or is a dead letter.
+    pub reason: Option<String>,
+}
+
+/// `events_insert` for a batch sorted by id; answers the ids that were new.
+pub(super) async fn insert<C: GenericClient>(
+    db: &C,
+    events: &[NewEvent],
+) -> Result<HashSet<String>, DbError> {
+    let ids: Vec<&str> = events.iter().map(|e| e.event_id.as_str()).collect();
+    let jobs: Vec<&str> = events.iter().map(|e| e.job_id.as_str()).collect();
+    let types: Vec<Option<&str>> = events.iter().map(|e| e.event_type.as_deref()).collect();
+    let statuses: Vec<Option<&str>> = events.iter().map(|e| e.status.as_deref()).collect();
+    let results: Vec<Option<&str>> = events.iter().map(|e| e.result.as_deref()).collect();
+    let bodies: Vec<&[u8]> = events.iter().map(|e| e.body.as_ref()).collect();
+    let signed: Vec<i64> = events.iter().map(|e| e.signed_at).collect();
+    let sigs: Vec<&str> = events.iter().map(|e| e.signature.as_str()).collect();
+    let rows = sql::EVENTS_INSERT
+        .query(
+            db,
+            &[
+                &ids, &jobs, &types, &statuses, &results, &bodies, &signed, &sigs,
+            ],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+}
+
+fn delivery(r: &tokio_postgres::Row) -> StoredDelivery {
+    let body: Vec<u8> = r.get("body");
+    StoredDelivery {
+        id: r.get("event_id"),
+        job_id: Some(r.get("job_id")),
+        body: Bytes::from(body),
+        header_event_id: None,
+        signed_at: r.get("signed_at"),
+        signature: r.get("signature"),
+        applied: r.get("outcome"),
+        set_aside: r.get::<_, Option<DateTime<Utc>>>("set_aside_at").is_some(),
+        reason: r.get("set_aside_reason"),
+    }
+}
+
+impl Store {
+    /// Stores one batch of deliveries atomically and answers the event ids that were new (the
+    /// rest were already stored). Ids must be distinct; rows are written sorted by id so that
+    /// two batches sharing ids never wait on each other in opposite orders.
+    ///
+    /// A batch of one kind (the usual case: only events) is one statement in autocommit: its
+    /// own transaction, committed before the server answers it, so one round trip instead of
+    /// three (begin, insert, commit). A batch with both kinds takes an explicit transaction.
+    /// Either way this returns only once the commit is durable.
+    pub async fn write_inbox_batch(
+        &self,
+        events: &mut [NewEvent],
+        dead: &mut [NewDeadLetter],
+    ) -> Result<HashSet<String>, DbError> {
+        events.sort_by(|a, b| a.event_id.cmp(&b.event_id));
+        dead.sort_by(|a, b| a.dead_letter_id.cmp(&b.dead_letter_id));
+        let mut client = self.client().await?;
+        match (events.is_empty(), dead.is_empty()) {
+            (true, true) => Ok(HashSet::new()),
+            (false, true) => insert(&client, events).await,
+            (true, false) => {
+                dead_letters::insert(&client, dead).await?;
+                Ok(HashSet::new())
+            }
+            (false, false) => {
+                let tx = super::begin(&mut client, "write_inbox_batch").await?;
+                let new_ids = insert(&tx, events).await?;
+                dead_letters::insert(&tx, dead).await?;
+                super::commit(tx, "write_inbox_batch").await?;
+                Ok(new_ids)
+            }
+        }
+    }
+
+    /// The catch-up scan: up to `limit` jobs that have a row and waiting events.
+    pub async fn events_attachable_scan(&self, limit: i64) -> Result<Vec<String>, DbError> {
+        let client = self.client().await?;
+        let rows = sql::EVENTS_ATTACHABLE_SCAN
+            .query(&client, &[&limit])
+            .await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Every event of a job, oldest first.
+    pub async fn events_for_job(&self, job_id: &str) -> Result<Vec<EventRow>, DbError> {
+        let client = self.client().await?;
+        let rows = sql::EVENTS_FOR_JOB.query(&client, &[&job_id]).await?;
+        Ok(rows
+            .iter()
+            .map(|r| EventRow {
+                event_id: r.get("event_id"),
+                event_type: r.get("event_type"),
+                status: r.get("status"),
+                received_at: r.get("received_at"),
+                applied_at: r.get("applied_at"),
+                outcome: r.get("outcome"),
+                set_aside_at: r.get("set_aside_at"),
+                set_aside_reason: r.get("set_aside_reason"),
+            })
+            .collect())
+    }
+
+    /// Events waiting at least `older_than_secs`, oldest first.
+    pub async fn events_waiting_list(
+        &self,
+        older_than_secs: f64,
+        limit: i64,
+    ) -> Result<Vec<WaitingEvent>, DbError> {
+        let client = self.client().await?;
+        let rows = sql::EVENTS_WAITING_LIST
+            .query(&client, &[&older_than_secs, &limit])
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| WaitingEvent {
+                event_id: r.get("event_id"),
+                job_id: r.get("job_id"),
+                event_type: r.get("event_type"),
+                status: r.get("status"),
+                received_at: r.get("received_at"),
+                age_secs: r.get("age_secs"),
+                job_exists: r.get("job_exists"),
+                verdict: r.get("verdict"),
+            })
+            .collect())
+    }
+
+    /// The event stored under `event_id`.
+    pub async fn events_get(&self, event_id: &str) -> Result<Option<StoredDelivery>, DbError> {
+        let client = self.client().await?;
+        let row = sql::EVENTS_GET.query_opt(&client, &[&event_id]).await?;
+        Ok(row.as_ref().map(delivery))
+    }
+
+    /// Puts a set-aside event back in the inbox and forgets its job's foreign verdict, in one
+    /// transaction; answers whether the event was set aside.
+    pub async fn unset_aside(&self, event_id: &str, job_id: &str) -> Result<bool, DbError> {
+        let mut client = self.client().await?;
+        let tx = super::begin(&mut client, "unset_aside").await?;
+        let n = sql::EVENTS_UNSET_ASIDE.execute(&tx, &[&event_id]).await?;
+        sql::INBOX_CHECKS_FORGET.execute(&tx, &[&job_id]).await?;
+        super::commit(tx, "unset_aside").await?;
+        Ok(n == 1)
+    }
+}

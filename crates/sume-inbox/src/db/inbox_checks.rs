@@ -1,0 +1,185 @@
+//! `sume.inbox_checks` (statements of `sql/queries/inbox_checks.sql`): job ids whose events
+//! waited longer than INBOX_GRACE with no job row, checked against Sume under a lease.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{jobs, sql, DbError, Store};
+
+/// An inbox check claimed for a look at Sume.
+#[derive(Debug, Clone)]
+pub struct ClaimedCheck {
+    /// The job id the events wait for.
+    pub job_id: String,
+    /// Inconclusive looks so far.
+    pub attempts: i32,
+}
+
+/// The verdict on a job id whose events waited with no job row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every key answered 404: not this service's job.
+    Foreign,
+    /// A key can read it, yet no row exists: a row was lost.
+    Orphan,
+}
+
+impl Verdict {
+    /// As stored in `inbox_checks.verdict`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Foreign => "foreign",
+            Verdict::Orphan => "orphan",
+        }
+    }
+}
+
+/// What concluding a check did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concluded {
+    /// Foreign: this many events were set aside.
+    SetAside(u64),
+    /// Recorded as an orphan; its events keep waiting.
+    Orphan,
+    /// The job row appeared meanwhile; attach owns the events now.
+    RowAppeared,
+    /// Another instance took the check over (our lease expired).
+    LeaseLost,
+}
+
+/// An inbox check, for `jobs show`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckRow {
+    /// `pending`, `foreign` or `orphan`.
+    pub verdict: String,
+    /// Each key's last answer.
+    pub answers: Value,
+    /// Inconclusive looks so far.
+    pub attempts: i32,
+    /// When the verdict was made.
+    pub checked_at: Option<DateTime<Utc>>,
+    /// When the next look is due.
+    pub next_check_at: DateTime<Utc>,
+}
+
+impl Store {
+    /// Opens checks for job ids whose events waited longer than `grace_secs` with no row.
+    pub async fn inbox_checks_enqueue(&self, grace_secs: f64, limit: i64) -> Result<u64, DbError> {
+        let client = self.client().await?;
+        sql::INBOX_CHECKS_ENQUEUE
+            .execute(&client, &[&grace_secs, &limit])
+            .await
+    }
+
+    /// Drops orphan verdicts whose job row exists again; answers how many.
+    pub async fn inbox_checks_resolve_orphans(&self) -> Result<u64, DbError> {
+        let client = self.client().await?;
+        sql::INBOX_CHECKS_RESOLVE_ORPHANS
+            .execute(&client, &[])
+            .await
+    }
+
+    /// Claims up to `limit` due checks for `owner` for `lease_secs`.
+    pub async fn inbox_checks_claim(
+        &self,
+        owner: &str,
+        limit: i64,
+        lease_secs: f64,
+    ) -> Result<Vec<ClaimedCheck>, DbError> {
+        let client = self.client().await?;
+        let rows = sql::INBOX_CHECKS_CLAIM
+            .query(&client, &[&owner, &limit, &lease_secs])
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| ClaimedCheck {
+                job_id: r.get("job_id"),
+                attempts: r.get("attempts"),
+            })
+            .collect())
+    }
+
+    /// Inconclusive: records the answers and tries again in `next_in_secs`.
+    pub async fn inbox_checks_retry(
+        &self,
+        job_id: &str,
+        owner: &str,
+        answers: &Value,
+        next_in_secs: f64,
+    ) -> Result<(), DbError> {
+        let client = self.client().await?;
+        sql::INBOX_CHECKS_RETRY
+            .execute(&client, &[&job_id, &owner, answers, &next_in_secs])
+            .await?;
+        Ok(())
+    }
+
+    /// Records a verdict, and for a foreign job sets its waiting events aside, in one
+    /// transaction; unless the job row has appeared, in which case the check is dropped.
+    pub async fn conclude_inbox_check(
+        &self,
+        job_id: &str,
+        owner: &str,
+        verdict: Verdict,
+        answers: &Value,
+    ) -> Result<Concluded, DbError> {
+        const WHAT: &str = "conclude_inbox_check";
+        let mut client = self.client().await?;
+        let tx = super::begin(&mut client, WHAT).await?;
+        // Hold the job id against a concurrent registration: the row either exists now (and
+        // attach owns the events) or its insert will see our marks, which attach ignores.
+        let outcome = if jobs::lock_shared(&tx, job_id).await? {
+            sql::INBOX_CHECKS_DROP
+                .execute(&tx, &[&job_id, &owner])
+                .await?;
+            Concluded::RowAppeared
+        } else {
+            let updated = sql::INBOX_CHECKS_VERDICT
+                .execute(&tx, &[&job_id, &owner, &verdict.as_str(), answers])
+                .await?;
+            if updated == 0 {
+                Concluded::LeaseLost
+            } else if verdict == Verdict::Orphan {
+                Concluded::Orphan
+            } else {
+                let reason = format!("foreign: every configured key answered 404 ({answers})");
+                let n = sql::EVENTS_SET_ASIDE
+                    .execute(&tx, &[&job_id, &reason])
+                    .await?;
+                Concluded::SetAside(n)
+            }
+        };
+        super::commit(tx, WHAT).await?;
+        Ok(outcome)
+    }
+
+    /// Gives claimed checks back untouched: due again at once.
+    pub async fn inbox_checks_release(
+        &self,
+        job_ids: &[String],
+        owner: &str,
+    ) -> Result<(), DbError> {
+        if job_ids.is_empty() {
+            return Ok(());
+        }
+        let client = self.client().await?;
+        sql::INBOX_CHECKS_RELEASE
+            .execute(&client, &[&job_ids, &owner])
+            .await?;
+        Ok(())
+    }
+
+    /// The check made for a job id, if any.
+    pub async fn inbox_checks_get(&self, job_id: &str) -> Result<Option<CheckRow>, DbError> {
+        let client = self.client().await?;
+        let row = sql::INBOX_CHECKS_GET.query_opt(&client, &[&job_id]).await?;
+        Ok(row.map(|r| CheckRow {
+            verdict: r.get("verdict"),
+            answers: r.get("answers"),
+            attempts: r.get("attempts"),
+            checked_at: r.get("checked_at"),
+            next_check_at: r.get("next_check_at"),
+        }))
+    }
+}
