@@ -16,7 +16,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use sume_wire::{event_id_for, headers, parse_event, verify, Secret, SignedHeaders};
+use sume_inbox::delivery::{verify_delivery, Delivery, Received, Verified};
+use sume_wire::{headers, Secret};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use tokio_postgres::NoTls;
@@ -78,27 +79,23 @@ async fn parent_gone() {
 
 async fn receive(State(state): State<Baseline>, headers: HeaderMap, body: Bytes) -> StatusCode {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let signed = SignedHeaders {
+    let received = Received {
         timestamp: header(headers::TIMESTAMP),
         signature: header(headers::SIGNATURE),
+        event_id: header(headers::EVENT_ID),
     };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
-    if verify(signed, &body, &state.secrets, now, 300).is_err() {
-        return StatusCode::UNAUTHORIZED;
-    }
-    let Ok(event) = parse_event(&body) else {
-        return StatusCode::UNPROCESSABLE_ENTITY;
+    let event = match verify_delivery(received, body, &state.secrets, now, 300) {
+        Ok(Verified {
+            delivery: Delivery::Event(event),
+            ..
+        }) => event,
+        Ok(_) => return StatusCode::UNPROCESSABLE_ENTITY,
+        Err(_) => return StatusCode::UNAUTHORIZED,
     };
-    let event_id = event_id_for(header(headers::EVENT_ID), Some(&event), &body);
-    let signed_at: i64 = signed
-        .timestamp
-        .unwrap_or_default()
-        .trim()
-        .parse()
-        .unwrap_or_default();
     let Ok(client) = state.pool.get().await else {
         return StatusCode::SERVICE_UNAVAILABLE;
     };
@@ -106,14 +103,14 @@ async fn receive(State(state): State<Baseline>, headers: HeaderMap, body: Bytes)
         .execute(
             &client,
             &[
-                &event_id,
+                &event.event_id,
                 &event.job_id,
                 &event.event_type,
                 &event.status,
                 &event.result,
-                &body.as_ref(),
-                &signed_at,
-                &signed.signature.unwrap_or_default(),
+                &event.body.as_ref(),
+                &event.signed_at,
+                &event.signature,
             ],
         )
         .await;

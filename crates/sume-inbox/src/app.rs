@@ -162,7 +162,7 @@ pub async fn run(
     let mut servers = Box::pin(async move {
         tokio::try_join!(serve_webhook.into_future(), serve_admin.into_future())
     });
-    crate::notify::notify("READY=1\nSTATUS=serving");
+    crate::notify::ready();
     let served = tokio::select! {
         r = &mut servers => r.map(|_| ()),
         _ = async { shutdown.cancelled().await; tokio::time::sleep(config.shutdown_timeout).await } => {

@@ -22,9 +22,23 @@ enum Msg {
     /// Jobs that may have work; nobody waits for the answer.
     Jobs(Vec<String>),
     /// Jobs to attach now; the caller waits.
-    Now(Vec<String>, oneshot::Sender<Result<AttachReport, String>>),
+    Now(
+        Vec<String>,
+        oneshot::Sender<Result<AttachReport, AttachError>>,
+    ),
     /// Run the catch-up scan now (after the LISTEN connection was re-established).
     CatchUp,
+}
+
+/// Why [`AttachHandle::attach_now`] could not report an attach.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AttachError {
+    /// The attach task has ended (shutdown).
+    #[error("attach task stopped")]
+    Stopped,
+    /// The attach transaction failed; the catch-up scan retries it.
+    #[error("attach failed: {0}")]
+    Failed(Arc<DbError>),
 }
 
 /// How other actors reach the attach task. Cheap to clone.
@@ -46,13 +60,13 @@ impl AttachHandle {
     }
 
     /// Attaches these jobs and waits until it is done.
-    pub async fn attach_now(&self, job_ids: Vec<String>) -> Result<AttachReport, String> {
+    pub async fn attach_now(&self, job_ids: Vec<String>) -> Result<AttachReport, AttachError> {
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(Msg::Now(job_ids, tx))
             .await
-            .map_err(|_| "attach task stopped".to_owned())?;
-        rx.await.map_err(|_| "attach task stopped".to_owned())?
+            .map_err(|_| AttachError::Stopped)?;
+        rx.await.map_err(|_| AttachError::Stopped)?
     }
 }
 
@@ -143,14 +157,14 @@ impl Attach {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, jobs = chunk.len(), "attach failed; the catch-up scan will retry");
-                    failure = Some(e.to_string());
+                    failure = Some(Arc::new(e));
                 }
             }
         }
         log_report(&total);
         for done in waiters {
             let _ = done.send(match &failure {
-                Some(e) => Err(e.clone()),
+                Some(e) => Err(AttachError::Failed(e.clone())),
                 None => Ok(total.clone()),
             });
         }

@@ -285,14 +285,19 @@ pub fn parse_count(name: &'static str, raw: &str, min: usize) -> Result<usize, C
 /// The API base URL: http(s), no query, no trailing slash kept.
 pub fn parse_api_url(name: &'static str, raw: &str) -> Result<String, ConfigError> {
     let trimmed = raw.trim().trim_end_matches('/');
-    let ok = (trimmed.starts_with("http://") || trimmed.starts_with("https://"))
-        && !trimmed.contains('?')
-        && trimmed.len() > "https://".len();
-    if !ok {
-        return Err(ConfigError::new(
-            name,
-            format!("{raw:?} is not an http(s) URL"),
-        ));
+    let bad = |why: &str| ConfigError::new(name, format!("{raw:?} is not an http(s) URL: {why}"));
+    let url = url::Url::parse(trimmed).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad("the scheme must be http or https"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("no host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(bad("no query or fragment allowed"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("credentials belong in SUME_API_KEYS, not in the URL"));
     }
     Ok(trimmed.to_owned())
 }
@@ -360,6 +365,31 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn api_urls() {
+        let ok = |raw: &str| parse_api_url("SUME_API_URL", raw);
+        assert_eq!(
+            ok("https://www.sume.so/api/v1/").as_deref(),
+            Ok("https://www.sume.so/api/v1")
+        );
+        assert_eq!(
+            ok(" http://127.0.0.1:8090/v1 ").as_deref(),
+            Ok("http://127.0.0.1:8090/v1")
+        );
+        for bad in [
+            "",
+            "www.sume.so/api/v1",
+            "ftp://sume.so/v1",
+            "https://",
+            "https://sume.so/v1?x=1",
+            "https://sume.so/v1#x",
+            "https://user:pw@sume.so/v1",
+        ] {
+            let e = ok(bad).unwrap_err();
+            assert_eq!(e.name, "SUME_API_URL", "{bad}");
+        }
+    }
 
     #[test]
     fn durations() {

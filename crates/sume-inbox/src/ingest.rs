@@ -15,16 +15,9 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use crate::attach::AttachHandle;
 use crate::config::IngestConfig;
 use crate::db::{NewDeadLetter, NewEvent, Store};
+pub use crate::delivery::Delivery;
 use crate::health::TaskGuard;
 use crate::metrics::Metrics;
-
-/// A verified delivery.
-#[derive(Debug)]
-pub enum Delivery {
-    Event(NewEvent),
-    /// Valid signature, but the body names no job.
-    DeadLetter(NewDeadLetter),
-}
 
 /// How a delivery was stored (every one of these is answered 2xx).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

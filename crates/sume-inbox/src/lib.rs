@@ -18,6 +18,7 @@ pub mod client;
 pub mod close;
 pub mod config;
 pub mod db;
+pub mod delivery;
 pub mod demo;
 pub mod health;
 pub mod http;

@@ -224,6 +224,6 @@ async fn on_signal(shutdown: CancellationToken) {
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
     tracing::info!("shutting down");
-    sume_inbox::notify::notify("STOPPING=1");
+    sume_inbox::notify::stopping();
     shutdown.cancel();
 }

@@ -8,10 +8,11 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use serde::Serialize;
-use sume_wire::{event_id_for, parse_event, verify, Secret, SignedHeaders};
+use sume_wire::Secret;
 
 use crate::db::StoredDelivery;
-use crate::db::{DbError, NewEvent, Store};
+use crate::db::{DbError, Store};
+use crate::delivery::{verify_delivery, Delivery, Received};
 
 /// Renders `value` as JSON, or as text with `text`.
 fn render<T: Serialize>(value: &T, json: bool, text: impl FnOnce(&T) -> String) -> String {
@@ -211,15 +212,22 @@ pub struct Replayed {
     pub ok: bool,
 }
 
-/// Checks the stored signature against the current secrets. Freshness is not checked: the
-/// delivery was fresh when it arrived, and replay is meant for later.
-fn verifies(d: &StoredDelivery, secrets: &[Secret]) -> bool {
-    let ts = d.signed_at.to_string();
-    let headers = SignedHeaders {
-        timestamp: Some(&ts),
+/// Replay's answer for a stored delivery the current secrets do not verify.
+const NOT_VERIFIED: &str = "does not verify with the current SUME_WEBHOOK_SECRET; left as it is";
+
+/// Verifies a stored delivery again with the current secrets and reads it, as the webhook
+/// handler did. Freshness is not checked: the delivery was fresh when it arrived, and replay
+/// is meant for later.
+fn reverify(d: &StoredDelivery, secrets: &[Secret]) -> Option<Delivery> {
+    let timestamp = d.signed_at.to_string();
+    let received = Received {
+        timestamp: Some(&timestamp),
         signature: Some(&d.signature),
+        event_id: d.header_event_id.as_deref(),
     };
-    verify(headers, &d.body, secrets, d.signed_at, 0).is_ok()
+    verify_delivery(received, d.body.clone(), secrets, d.signed_at, 0)
+        .ok()
+        .map(|v| v.delivery)
 }
 
 /// `replay EVENT_ID`: an event set aside goes back into the inbox; a waiting one is attached.
@@ -243,11 +251,8 @@ pub async fn replay_event(
         result,
         ok,
     };
-    if !verifies(&d, secrets) {
-        return Ok(done(
-            "does not verify with the current SUME_WEBHOOK_SECRET; left as it is".into(),
-            false,
-        ));
+    if reverify(&d, secrets).is_none() {
+        return Ok(done(NOT_VERIFIED.into(), false));
     }
     if let Some(outcome) = &d.applied {
         return Ok(done(
@@ -278,39 +283,29 @@ pub async fn replay_dead_letters(
 ) -> Result<Vec<Replayed>, DbError> {
     let mut out = Vec::new();
     for d in store.dead_letters_pending(limit).await? {
-        if !verifies(&d, secrets) {
-            out.push(Replayed {
-                id: d.id,
-                job_id: None,
-                result: "does not verify with the current SUME_WEBHOOK_SECRET; left as it is"
-                    .into(),
-                ok: false,
-            });
-            continue;
-        }
-        let parsed = match parse_event(&d.body) {
-            Ok(p) => p,
-            Err(e) => {
+        let event = match reverify(&d, secrets) {
+            Some(Delivery::Event(event)) => event,
+            Some(Delivery::DeadLetter(letter)) => {
                 out.push(Replayed {
                     id: d.id,
                     job_id: None,
-                    result: format!("still names no job: {e}"),
+                    result: format!("still names no job: {}", letter.reason),
+                    ok: false,
+                });
+                continue;
+            }
+            None => {
+                out.push(Replayed {
+                    id: d.id,
+                    job_id: None,
+                    result: NOT_VERIFIED.into(),
                     ok: false,
                 });
                 continue;
             }
         };
-        let job_id = parsed.job_id.clone();
-        let mut event = [NewEvent {
-            event_id: event_id_for(d.header_event_id.as_deref(), Some(&parsed), &d.body),
-            job_id: parsed.job_id,
-            event_type: parsed.event_type,
-            status: parsed.status,
-            result: parsed.result,
-            body: d.body.clone(),
-            signed_at: d.signed_at,
-            signature: d.signature.clone(),
-        }];
+        let job_id = event.job_id.clone();
+        let mut event = [event];
         let new = store.write_inbox_batch(&mut event, &mut []).await?;
         store.dead_letters_mark_replayed(&d.id).await?;
         let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;

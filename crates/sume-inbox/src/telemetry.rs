@@ -4,7 +4,10 @@ use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
-pub fn init(format: &str) -> Result<(), String> {
+use crate::config::ConfigError;
+
+/// Installs the global subscriber: `json` (one object a line) or `pretty`, to stderr.
+pub fn init(format: &str) -> Result<(), ConfigError> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -13,7 +16,12 @@ pub fn init(format: &str) -> Result<(), String> {
     match format {
         "json" => builder.json().flatten_event(true).try_init(),
         "pretty" => builder.try_init(),
-        other => return Err(format!("LOG_FORMAT: {other:?} is not json or pretty")),
+        other => {
+            return Err(ConfigError::new(
+                "LOG_FORMAT",
+                format!("{other:?} is not json or pretty"),
+            ))
+        }
     }
-    .map_err(|e| e.to_string())
+    .map_err(|e| ConfigError::new("LOG_FORMAT", format!("cannot install the logger: {e}")))
 }

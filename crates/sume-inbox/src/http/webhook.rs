@@ -18,11 +18,12 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use sume_wire::{event_id_for, headers, parse_event, verify, Secret, SignedHeaders};
+use sume_wire::{headers, Secret};
 
-use crate::db::{migrate, NewDeadLetter, NewEvent, Store};
+use crate::db::{migrate, Store};
+use crate::delivery::{verify_delivery, Delivery, Received};
 use crate::health::Health;
-use crate::ingest::{Delivery, IngestHandle, Stored};
+use crate::ingest::{IngestHandle, Stored};
 use crate::metrics::{Metrics, WebhookOutcome};
 
 /// What the webhook endpoint needs.
@@ -73,51 +74,26 @@ async fn receive(
             return rejection.into_response();
         }
     };
-    let signed = SignedHeaders {
+    let received = Received {
         timestamp: header_str(&headers, headers::TIMESTAMP),
         signature: header_str(&headers, headers::SIGNATURE),
+        event_id: header_str(&headers, headers::EVENT_ID),
     };
     let tolerance = state.tolerance.as_secs();
-    match verify(signed, &body, &state.secrets, unix_now(), tolerance) {
-        Ok(index) => state.metrics.verified_by(index),
+    let delivery = match verify_delivery(received, body, &state.secrets, unix_now(), tolerance) {
+        Ok(verified) => {
+            state.metrics.verified_by(verified.secret_index);
+            verified.delivery
+        }
         Err(e) => {
             tracing::warn!(reason = %e, "webhook refused");
             state.metrics.webhook(WebhookOutcome::unauthorized);
             return (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
         }
-    }
-    // verify() has read both headers, so they are present and the timestamp is a number.
-    let signed_at: i64 = signed
-        .timestamp
-        .unwrap_or_default()
-        .trim()
-        .parse()
-        .unwrap_or_default();
-    let signature = signed.signature.unwrap_or_default().to_owned();
-    let header_event_id = header_str(&headers, headers::EVENT_ID);
-    let delivery = match parse_event(&body) {
-        Ok(parsed) => Delivery::Event(NewEvent {
-            event_id: event_id_for(header_event_id, Some(&parsed), &body),
-            job_id: parsed.job_id,
-            event_type: parsed.event_type,
-            status: parsed.status,
-            result: parsed.result,
-            body,
-            signed_at,
-            signature,
-        }),
-        Err(e) => {
-            tracing::warn!(reason = %e, "verified webhook names no job; keeping it as a dead letter");
-            Delivery::DeadLetter(NewDeadLetter {
-                dead_letter_id: event_id_for(header_event_id, None, &body),
-                reason: e.to_string(),
-                header_event_id: header_event_id.map(str::to_owned),
-                body,
-                signed_at,
-                signature,
-            })
-        }
     };
+    if let Delivery::DeadLetter(letter) = &delivery {
+        tracing::warn!(reason = %letter.reason, "verified webhook names no job; keeping it as a dead letter");
+    }
     match tokio::time::timeout(state.timeout, state.ingest.store(delivery)).await {
         Ok(Ok(stored)) => {
             tracing::debug!(?stored, "webhook stored");
