@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use futures_util::StreamExt;
 use serde_json::json;
-use sume_inbox::config::{ApiKey, AttachConfig, Config, IngestConfig, Rate, SweepConfig};
+use sume_inbox::config::{ApiKey, Config, Rate, SweepConfig};
 use sume_inbox::db::Store;
 use sume_inbox::metrics::Metrics;
 use sume_inbox::sweep::Sweep;
@@ -80,22 +80,11 @@ pub async fn fresh_database(server_url: &str, name: &str) -> anyhow::Result<Stri
 }
 
 fn daemon_config(url: &str) -> Config {
-    Config {
-        database_url: Secret::new(url),
-        db_pool_size: 16,
-        webhook_secrets: vec![Secret::new(TEST_WEBHOOK_SECRET)],
-        sume_api_url: "http://127.0.0.1:9/v1".into(),
-        api_keys: vec![],
-        listen_addr: "127.0.0.1:0".parse().expect("address"),
-        admin_addr: "127.0.0.1:0".parse().expect("address"),
-        admin_token: None,
-        webhook_tolerance: Duration::from_secs(300),
-        max_body_bytes: 1 << 20,
-        ingest: IngestConfig::default(),
-        attach: AttachConfig::default(),
-        sweep: SweepConfig::default(),
-        shutdown_timeout: Duration::from_secs(10),
-    }
+    let mut config = Config::local(url, TEST_WEBHOOK_SECRET);
+    // No Sume: the attach stage measures registration against waiting events only.
+    config.sume_api_url = "http://127.0.0.1:9/v1".into();
+    config.shutdown_timeout = Duration::from_secs(10);
+    config
 }
 
 /// The attach stage, on a fresh database `url`.

@@ -54,6 +54,31 @@ pub struct Config {
     pub shutdown_timeout: Duration,
 }
 
+impl Config {
+    /// A daemon on this machine with `serve`'s defaults: both listeners on a free loopback
+    /// port, the given database and webhook secret, no Sume keys (so no sweep requests). Tests,
+    /// the demo and the benchmark start from this and change what they study.
+    pub fn local(database_url: &str, webhook_secret: &str) -> Config {
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        Config {
+            database_url: Secret::new(database_url),
+            db_pool_size: 16,
+            webhook_secrets: vec![Secret::new(webhook_secret)],
+            sume_api_url: "https://www.sume.so/api/v1".into(),
+            api_keys: Vec::new(),
+            listen_addr: loopback,
+            admin_addr: loopback,
+            admin_token: None,
+            webhook_tolerance: Duration::from_secs(300),
+            max_body_bytes: 1024 * 1024,
+            ingest: IngestConfig::default(),
+            attach: AttachConfig::default(),
+            sweep: SweepConfig::default(),
+            shutdown_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
 /// Tuning of the ingest writers.
 #[derive(Debug, Clone)]
 pub struct IngestConfig {

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use rand::Rng;
-use sume_inbox::config::{AttachConfig, Config, IngestConfig};
+use sume_inbox::config::Config;
 use sume_inbox::{run, Listeners};
 use sume_wire::{signature_header, Secret};
 use tokio::net::TcpListener;
@@ -91,28 +91,15 @@ pub async fn connect(url: &str) -> tokio_postgres::Client {
 }
 
 pub fn config(url: &str) -> Config {
-    Config {
-        database_url: Secret::new(url),
-        db_pool_size: 8,
-        webhook_secrets: vec![Secret::new(SECRET)],
-        sume_api_url: "http://127.0.0.1:9/v1".into(),
-        api_keys: vec![],
-        listen_addr: "127.0.0.1:0".parse().unwrap(),
-        admin_addr: "127.0.0.1:0".parse().unwrap(),
-        admin_token: None,
-        webhook_tolerance: Duration::from_secs(300),
-        max_body_bytes: 64 * 1024,
-        ingest: IngestConfig {
-            timeout: Duration::from_secs(3),
-            ..IngestConfig::default()
-        },
-        attach: AttachConfig {
-            scan_interval: Duration::from_millis(300),
-            ..AttachConfig::default()
-        },
-        sweep: sume_inbox::config::SweepConfig::default(),
-        shutdown_timeout: Duration::from_secs(5),
-    }
+    let mut c = Config::local(url, SECRET);
+    c.db_pool_size = 8;
+    // Nothing listens there: a test that needs Sume points this at the simulator.
+    c.sume_api_url = "http://127.0.0.1:9/v1".into();
+    c.max_body_bytes = 64 * 1024;
+    c.ingest.timeout = Duration::from_secs(3);
+    c.attach.scan_interval = Duration::from_millis(300);
+    c.shutdown_timeout = Duration::from_secs(5);
+    c
 }
 
 /// A daemon running in this process.
