@@ -8,19 +8,18 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::Pool;
 use sume_inbox::delivery::{verify_delivery, Delivery, Received, Verified};
 use sume_wire::{headers, Secret};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
-use tokio_postgres::NoTls;
 
 #[derive(Clone)]
 struct Baseline {
@@ -36,20 +35,10 @@ pub async fn serve(
     pool_size: usize,
     listen: SocketAddr,
 ) -> anyhow::Result<()> {
-    let pg: tokio_postgres::Config = database_url.parse()?;
-    let manager = Manager::from_config(
-        pg,
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    let pool = Pool::builder(manager)
-        .max_size(pool_size)
-        .runtime(Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(10)))
-        .create_timeout(Some(Duration::from_secs(5)))
-        .build()?;
+    // The daemon's own pool settings, so the two differ only in how they write.
+    let pool = sume_inbox::db::Store::new(database_url, pool_size)?
+        .pool()
+        .clone();
     let state = Baseline {
         secrets: Arc::new(vec![secret]),
         pool,
