@@ -4,7 +4,7 @@
 //! which job rows committed (the `sume_jobs` notification of the insert trigger, received on a
 //! dedicated LISTEN connection); and a periodic catch-up scan finds waiting events whose job row
 //! exists, covering a notification lost while the connection was down, or a crash. Every path
-//! ends in [`Store::attach`], which is idempotent and safe beside other instances.
+//! ends in [`Store::attach_jobs`], which is idempotent and safe beside other instances.
 
 use std::collections::BTreeSet;
 use std::time::Duration;

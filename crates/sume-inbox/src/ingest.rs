@@ -83,7 +83,7 @@ impl Ingest {
         (ingest, IngestHandle { tx })
     }
 
-    /// The number of writer tasks to spawn, each running [`Ingest::run_writer`].
+    /// The number of writer tasks to spawn, each running [`Writer::run`].
     pub fn writers(&self) -> usize {
         self.config.writers
     }

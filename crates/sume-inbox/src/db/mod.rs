@@ -3,8 +3,8 @@
 //! The actors call only [`Store`] methods. The files here mirror `sql/queries/`, one per table
 //! (`jobs.rs` runs the statements of `jobs.sql`); a method that runs one statement is named as
 //! its `.sql` entry (`jobs_claim_due`), a method that runs a whole transaction is named for
-//! what it does and lives with the concern it serves ([`close`]: the transactions that fold
-//! observations onto jobs; [`retention`]). Statements are run only through [`Statement`]
+//! what it does and lives with the concern it serves (`close.rs`: the transactions that fold
+//! observations onto jobs; `retention.rs`). Statements are run only through [`Statement`]
 //! (prepared once per connection, named in errors); the only SQL text in Rust is the migration
 //! runner's. Every write is safe to repeat and safe beside another instance: inserts are
 //! `on conflict do nothing`, updates are guarded by the state they expect, and jobs are changed
