@@ -1,4 +1,4 @@
-//! `sume-inbox demo`: the whole story on one machine, in about a minute.
+//! `sume-dev demo`: the whole story on one machine, in about a minute.
 //!
 //! It starts the Sume simulator and daemon instances in this process against DATABASE_URL,
 //! then plays an application: a few hundred jobs created at the simulator, each followed by
@@ -26,10 +26,11 @@ use sume_wire::{Secret, Status};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Submission, SubmitClient, SubmitConfig};
-use crate::config::{ApiKey, AttachConfig, Config, IngestConfig, Rate, SweepConfig};
-use crate::db::Store;
-use crate::{run, Listeners};
+use sume_inbox::config::{ApiKey, AttachConfig, Config, IngestConfig, Rate, SweepConfig};
+use sume_inbox::db::Store;
+use sume_inbox::{run, Listeners};
+
+use crate::submit::{Submission, SubmitClient, SubmitConfig};
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
@@ -99,7 +100,7 @@ impl fmt::Display for Report {
         writeln!(f)?;
         writeln!(
             f,
-            "sume-inbox demo: {} daemon instance(s) on one database",
+            "sume-dev demo: {} daemon instance(s) on one database",
             self.instances
         )?;
         writeln!(
@@ -285,7 +286,7 @@ async fn drive(args: &DemoArgs, sim: &RunningSim, hooks: &[String]) -> anyhow::R
         store
             .schema_version()
             .await
-            .map(|v| v >= crate::db::migrate::latest())
+            .map(|v| v >= sume_inbox::db::migrate::latest())
             .unwrap_or(false)
     })
     .await
