@@ -9,10 +9,11 @@ export LOG_FORMAT ?= pretty
 
 ## run: the whole story in about a minute: PostgreSQL, the Sume simulator, two daemon
 ## instances and an application submitting a few hundred jobs; ends with a report
+## (`sume-dev demo`, the development tools' binary)
 run:
-	$(CARGO) build --release -p sume-inbox
+	$(CARGO) build --release -p sume-dev
 	@scripts/devpg destroy target/devpg-run >/dev/null 2>&1 || true
-	@DEVPG_DIR=target/devpg-run RUST_LOG=$${RUST_LOG:-warn} scripts/with-devpg target/release/sume-inbox demo
+	@DEVPG_DIR=target/devpg-run RUST_LOG=$${RUST_LOG:-warn} scripts/with-devpg $${CARGO_TARGET_DIR:-target}/release/sume-dev demo
 
 ## serve: the daemon alone, in the foreground, with a development secret
 serve:

@@ -29,12 +29,6 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply the embedded migrations to DATABASE_URL and exit.
     Migrate(MigrateArgs),
-    /// Print the headers (or a curl command) of a correctly signed test webhook.
-    Sign(SignArgs),
-    /// Run the Sume simulator: jobs, rate limits, signed webhooks, injectable faults.
-    Sim(sume_sim::SimConfig),
-    /// The whole story in a minute: simulator, daemons and an application racing them.
-    Demo(crate::demo::DemoArgs),
     /// Jobs: `jobs show ID` prints a job, every event of it, and how it was closed.
     Jobs {
         #[command(subcommand)]
@@ -138,31 +132,6 @@ pub struct ReplayArgs {
 pub struct MigrateArgs {
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
-}
-
-#[derive(Debug, Args)]
-pub struct SignArgs {
-    /// The signing secret (the first of SUME_WEBHOOK_SECRET when not given).
-    #[arg(long, env = "SUME_WEBHOOK_SECRET", hide_env_values = true)]
-    pub secret: String,
-    /// The job the event is for (builds a `job.completed` body).
-    #[arg(long, conflicts_with = "body")]
-    pub job_id: Option<String>,
-    /// A raw body to sign instead.
-    #[arg(long)]
-    pub body: Option<String>,
-    /// The status of the generated event.
-    #[arg(long, default_value = "completed")]
-    pub status: String,
-    /// X-Sume-Event-Id (default: derived from job id and status).
-    #[arg(long)]
-    pub event_id: Option<String>,
-    /// Unix seconds (default: now).
-    #[arg(long)]
-    pub timestamp: Option<i64>,
-    /// Print a curl command that posts the event to this URL, instead of the headers.
-    #[arg(long)]
-    pub curl: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -9,17 +9,18 @@
 //!
 //! talking over mpsc channels and sharing one [`db::Store`]. [`app::run`] wires them together;
 //! [`close`] is the one idempotent close every observation of a job goes through.
+//!
+//! The tools that rehearse the daemon (the simulator's command, the demo, signed test webhooks,
+//! the example submit path) live in the `sume-dev` crate, not here: this crate is what ships.
 
 pub mod app;
 pub mod attach;
 pub mod budget;
 pub mod cli;
-pub mod client;
 pub mod close;
 pub mod config;
 pub mod db;
 pub mod delivery;
-pub mod demo;
 pub mod health;
 pub mod http;
 pub mod ingest;
@@ -27,7 +28,7 @@ pub mod metrics;
 pub mod notify;
 pub mod ops;
 pub mod secrets_from_files;
-pub mod sign;
+pub mod signal;
 pub mod sweep;
 pub mod telemetry;
 

@@ -9,7 +9,7 @@ use sume_inbox::cli::{
     Cli, Command, DeadLettersCommand, HealthcheckArgs, InboxCommand, JobsCommand,
 };
 use sume_inbox::config::ConfigError;
-use sume_inbox::{config, db, ops, run, sign, telemetry, Listeners};
+use sume_inbox::{config, db, ops, run, telemetry, Listeners};
 
 /// A server's allocation pattern (many small, short-lived buffers per request, across threads)
 /// is where glibc's allocator spends most: mimalloc halves that cost (see docs/benchmarks.md).
@@ -79,24 +79,6 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Sim(config) => {
-            let listener = TcpListener::bind(config.listen)
-                .await
-                .with_context(|| format!("--listen {}", config.listen))?;
-            tracing::info!(listen = %listener.local_addr()?, "Sume simulator serving");
-            let shutdown = CancellationToken::new();
-            tokio::spawn(on_signal(shutdown.clone()));
-            sume_sim::run(config, listener, shutdown).await
-        }
-        Command::Demo(args) => {
-            let report = sume_inbox::demo::run_demo(args).await?;
-            println!("{report}");
-            anyhow::ensure!(
-                report.all_match(),
-                "some jobs do not match the simulator's truth"
-            );
-            Ok(())
-        }
         Command::Jobs {
             command: JobsCommand::Show { job_id, admin },
         } => {
@@ -157,10 +139,6 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Healthcheck(args) => healthcheck(args).await,
-        Command::Sign(args) => {
-            println!("{}", sign::render(&args).map_err(anyhow::Error::msg)?);
-            Ok(())
-        }
     }
 }
 
@@ -201,29 +179,9 @@ async fn open_store(url: &str) -> anyhow::Result<db::Store> {
     }
 }
 
-/// Cancels `shutdown` on SIGTERM or SIGINT.
+/// Cancels `shutdown` on SIGTERM or SIGINT, telling systemd first.
 async fn on_signal(shutdown: CancellationToken) {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot watch SIGTERM");
-                    let _ = ctrl_c.await;
-                    shutdown.cancel();
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
-    tracing::info!("shutting down");
+    sume_inbox::signal::terminated().await;
     sume_inbox::notify::stopping();
     shutdown.cancel();
 }

@@ -1,6 +1,6 @@
 //! The simulator's settings: one [`SimConfig`], every knob a flag with a `SIM_...` variable.
 //!
-//! The daemon's binary flattens [`SimConfig`] into its `sim` subcommand; tests build one with
+//! The `sume-dev` binary flattens [`SimConfig`] into its `sim` subcommand; tests build one with
 //! [`SimConfig::for_tests`] (millisecond timings, no faults) and adjust the public fields.
 //! [`SimConfig::validate`] runs at start and names the setting it refuses.
 

@@ -8,7 +8,7 @@
 //! is open to inspection under `/sim/`.
 //!
 //! The protocol itself (signatures, the job object, the error envelope, header names) comes
-//! from `sume-wire`, shared with the daemon. Start it with [`run`] (the `sume-inbox sim`
+//! from `sume-wire`, shared with the daemon. Start it with [`run`] (the `sume-dev sim`
 //! subcommand flattens [`SimConfig`]) or, in tests, [`RunningSim::start`].
 
 mod api;

@@ -3,8 +3,6 @@
 
 mod attach;
 mod cli;
-mod demo;
-mod e2e;
 mod ingest;
 mod metrics;
 mod ops;

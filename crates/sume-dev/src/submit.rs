@@ -1,19 +1,31 @@
-//! The application's side of a Sume job: the submit path that races its own webhook.
+//! The example application's submit path: what an application does to start a Sume job for
+//! one of its orders, written to be read and copied. The demo (`sume-dev demo`) and the
+//! end-to-end tests drive it against the simulator; sume-inbox itself never calls it.
 //!
-//! [`SubmitClient::submit`] is what a typical application does for one order: it creates the
-//! job at Sume (`POST {api}/videos/generations` with `Authorization: Bearer`, an
-//! `Idempotency-Key` and a `webhook_url`), takes the job id from the `202`, then does its slow
-//! work inside one database transaction (inserts the order into `public.orders`, "charges" it
-//! for a random while) and, in that same transaction, registers the job in `sume.jobs`. Until
-//! that commit the job row does not exist, so a short job's webhook usually arrives first:
-//! exactly the race sume-inbox makes harmless.
+//! # The race
 //!
-//! [`SubmitClient::submit_via_admin`] is the alternative path: the order commits on its own and
-//! the job is registered through the daemon's admin API (`POST /v1/jobs`, see
-//! [`SubmitClient::register_via_admin`]).
+//! Creating a job is one call to Sume (`POST {api}/videos/generations` with
+//! `Authorization: Bearer`, an `Idempotency-Key` and a `webhook_url`). Sume answers `202` with
+//! the job id, and from that moment it may post the job's webhook to sume-inbox, for a short job
+//! often before the application has finished its own work for the order (inserting the order,
+//! charging it) and committed. A webhook that names a job the database does not know yet is not
+//! an error: sume-inbox stores it in its inbox and applies it the moment the job's row commits.
+//! The application's only duty is to register the job, once, with its order.
 //!
+//! # The two registration paths
+//!
+//! - [`SubmitClient::submit`], the recommended one: the job row goes into `sume.jobs` in the
+//!   same transaction as the order (`public.orders` here), so order and job commit together or
+//!   not at all, and the commit is what lets the waiting events attach.
+//! - [`SubmitClient::submit_via_admin`]: the order commits on its own, then the job is registered
+//!   through the daemon's admin API (`POST /v1/jobs`, see [`SubmitClient::register_via_admin`]),
+//!   for an application that cannot write to the `sume` schema. Not atomic: a crash between the
+//!   two leaves an order whose job sume-inbox does not know yet.
+//!
+//! The SQL below is the application's own (its `public.orders` table, created on first use
+//! when missing) plus the one `insert into sume.jobs` an application adds to its transaction.
 //! The client owns no pool of its own: the application's [`deadpool_postgres::Pool`] is passed
-//! in. The end-to-end tests drive it against the simulator; it is small on purpose.
+//! in.
 
 use std::ops::RangeInclusive;
 use std::time::Duration;

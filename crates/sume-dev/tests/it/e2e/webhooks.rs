@@ -2,7 +2,7 @@
 //! and a `job.running` arriving after the terminal event.
 
 use serde_json::json;
-use sume_inbox::client::Registration;
+use sume_dev::submit::Registration;
 use sume_sim::DeliveryKind;
 
 use super::harness::{sim_config, state_of, Env, Plan};

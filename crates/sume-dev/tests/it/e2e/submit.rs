@@ -1,7 +1,7 @@
 //! The submit client's own guarantees, against the simulator and a daemon: one job per order
 //! however often it is created, and errors that name the step that failed.
 
-use sume_inbox::client::{AdminApi, Registration, Submission, SubmitClient, SubmitError};
+use sume_dev::submit::{AdminApi, Registration, Submission, SubmitClient, SubmitError};
 use sume_wire::Secret;
 
 use super::harness::{sim_config, Env, KEY_NAME};

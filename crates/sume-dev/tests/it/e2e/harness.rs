@@ -16,7 +16,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use serde_json::Value;
-use sume_inbox::client::{AdminApi, Submission, SubmitClient, SubmitConfig, Submitted};
+use sume_dev::submit::{AdminApi, Submission, SubmitClient, SubmitConfig, Submitted};
 use sume_inbox::config::{ApiKey, Config, SweepConfig};
 use sume_sim::{
     DeliveriesAnswer, DeliveryRecord, JobTruth, JobsAnswer, RunningSim, SimConfig, WebhookState,

@@ -1,5 +1,5 @@
 //! End to end: the simulator creates jobs and sends their webhooks, the application's submit
-//! path ([`sume_inbox::client::SubmitClient`]) races them with slow work in its own
+//! path ([`sume_dev::submit::SubmitClient`]) races them with slow work in its own
 //! transaction, and one or two daemons in this process put the two together. Every scenario
 //! ends by comparing the database with the simulator's truth and delivery log
 //! ([`harness::Snapshot::check`]), waiting for convergence with a deadline, never a sleep.

@@ -1,10 +1,35 @@
-//! `sume-inbox sign`: a correctly signed test webhook, as headers or as a curl command.
+//! `sume-dev sign`: a correctly signed test webhook, as headers or as a curl command. The
+//! signing itself is `sume_wire`'s, the one the daemon verifies with.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use clap::Args;
 use sume_wire::{headers, signature_header, Secret};
 
-use crate::cli::SignArgs;
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// The signing secret (the first of SUME_WEBHOOK_SECRET when not given).
+    #[arg(long, env = "SUME_WEBHOOK_SECRET", hide_env_values = true)]
+    pub secret: String,
+    /// The job the event is for (builds a `job.completed` body).
+    #[arg(long, conflicts_with = "body")]
+    pub job_id: Option<String>,
+    /// A raw body to sign instead.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// The status of the generated event.
+    #[arg(long, default_value = "completed")]
+    pub status: String,
+    /// X-Sume-Event-Id (default: derived from job id and status).
+    #[arg(long)]
+    pub event_id: Option<String>,
+    /// Unix seconds (default: now).
+    #[arg(long)]
+    pub timestamp: Option<i64>,
+    /// Print a curl command that posts the event to this URL, instead of the headers.
+    #[arg(long)]
+    pub curl: Option<String>,
+}
 
 /// The lines to print.
 pub fn render(args: &SignArgs) -> Result<String, String> {

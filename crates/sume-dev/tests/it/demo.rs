@@ -1,8 +1,8 @@
-//! `sume-inbox demo` (what `make run` shows) converges and says so truthfully.
+//! `sume-dev demo` (what `make run` shows) converges and says so truthfully.
 
 use std::time::Duration;
 
-use sume_inbox::demo::{run_demo, DemoArgs};
+use sume_dev::demo::{run_demo, DemoArgs};
 
 use crate::support::*;
 

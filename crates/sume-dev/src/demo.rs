@@ -1,4 +1,4 @@
-//! `sume-inbox demo`: the whole story on one machine, in about a minute.
+//! `sume-dev demo`: the whole story on one machine, in about a minute.
 //!
 //! It starts the Sume simulator and daemon instances in this process against DATABASE_URL,
 //! then plays an application: a few hundred jobs created at the simulator, each followed by
@@ -26,10 +26,11 @@ use sume_wire::{Secret, Status};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Submission, SubmitClient, SubmitConfig};
-use crate::config::{ApiKey, AttachConfig, Config, IngestConfig, Rate, SweepConfig};
-use crate::db::Store;
-use crate::{run, Listeners};
+use sume_inbox::config::{ApiKey, Config, Rate, SweepConfig};
+use sume_inbox::db::Store;
+use sume_inbox::{run, Listeners};
+
+use crate::submit::{Submission, SubmitClient, SubmitConfig};
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
@@ -99,7 +100,7 @@ impl fmt::Display for Report {
         writeln!(f)?;
         writeln!(
             f,
-            "sume-inbox demo: {} daemon instance(s) on one database",
+            "sume-dev demo: {} daemon instance(s) on one database",
             self.instances
         )?;
         writeln!(
@@ -214,41 +215,31 @@ fn sim_config(args: &DemoArgs) -> SimConfig {
 }
 
 fn daemon_config(database_url: &str, sim: &RunningSim) -> Config {
-    Config {
-        database_url: Secret::new(database_url),
-        db_pool_size: 8,
-        webhook_secrets: vec![Secret::new(TEST_WEBHOOK_SECRET)],
-        sume_api_url: sim.api_url(),
-        api_keys: vec![ApiKey {
-            name: APP_KEY_NAME.to_owned(),
-            key: Secret::new(APP_KEY),
-        }],
-        listen_addr: "127.0.0.1:0".parse().expect("address"),
-        admin_addr: "127.0.0.1:0".parse().expect("address"),
-        admin_token: None,
-        webhook_tolerance: Duration::from_secs(300),
-        max_body_bytes: 1 << 20,
-        ingest: IngestConfig::default(),
-        attach: AttachConfig {
-            scan_interval: Duration::from_secs(1),
-            ..AttachConfig::default()
+    let mut c = Config::local(database_url, TEST_WEBHOOK_SECRET);
+    c.db_pool_size = 8;
+    c.sume_api_url = sim.api_url();
+    c.api_keys = vec![ApiKey {
+        name: APP_KEY_NAME.to_owned(),
+        key: Secret::new(APP_KEY),
+    }];
+    c.attach.scan_interval = Duration::from_secs(1);
+    // Compressed time: a demo minute holds what production spreads over hours.
+    c.sweep = SweepConfig {
+        interval: Duration::from_millis(250),
+        inbox_grace: Duration::from_secs(2),
+        poll_after: Duration::from_secs(1),
+        poll_max_interval: Duration::from_secs(2),
+        poll_give_up: Duration::from_secs(300),
+        lease: Duration::from_secs(10),
+        read_rate: Rate {
+            count: 50,
+            per: Duration::from_secs(5),
         },
-        sweep: SweepConfig {
-            interval: Duration::from_millis(250),
-            inbox_grace: Duration::from_secs(2),
-            poll_after: Duration::from_secs(1),
-            poll_max_interval: Duration::from_secs(2),
-            poll_give_up: Duration::from_secs(300),
-            lease: Duration::from_secs(10),
-            read_rate: Rate {
-                count: 50,
-                per: Duration::from_secs(5),
-            },
-            request_timeout: Duration::from_secs(2),
-            ..SweepConfig::default()
-        },
-        shutdown_timeout: Duration::from_secs(5),
-    }
+        request_timeout: Duration::from_secs(2),
+        ..SweepConfig::default()
+    };
+    c.shutdown_timeout = Duration::from_secs(5);
+    c
 }
 
 /// Runs the demo and answers its report.
@@ -285,7 +276,7 @@ async fn drive(args: &DemoArgs, sim: &RunningSim, hooks: &[String]) -> anyhow::R
         store
             .schema_migrations_version()
             .await
-            .map(|v| v >= crate::db::migrate::latest())
+            .map(|v| v >= sume_inbox::db::migrate::latest())
             .unwrap_or(false)
     })
     .await

@@ -1,0 +1,28 @@
+//! The command line of `sume-dev`: one subcommand per tool.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "sume-dev",
+    version,
+    about = "Development tools for sume-inbox: the Sume simulator, the demo and signed test webhooks"
+)]
+pub struct Cli {
+    /// `json` (one object a line, for log shippers) or `pretty`. Filter with RUST_LOG.
+    #[arg(long, env = "LOG_FORMAT", default_value = "pretty", global = true)]
+    pub log_format: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once at start
+pub enum Command {
+    /// Run the Sume simulator: jobs, rate limits, signed webhooks, injectable faults.
+    Sim(sume_sim::SimConfig),
+    /// The whole story in a minute: simulator, daemons and an application racing them.
+    Demo(crate::demo::DemoArgs),
+    /// Print the headers (or a curl command) of a correctly signed test webhook.
+    Sign(crate::sign::SignArgs),
+}

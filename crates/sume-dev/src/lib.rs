@@ -1,0 +1,13 @@
+//! sume-dev: the tools for rehearsing sume-inbox, kept out of the daemon's binary.
+//!
+//! - [`demo`]: `sume-dev demo`, the whole story on one machine (what `make run` shows);
+//! - [`sign`]: `sume-dev sign`, a correctly signed test webhook, as headers or a curl command;
+//! - [`submit`]: the example application's submit path that races its own webhook, the code
+//!   users copy into their application, and what the demo and the end-to-end tests drive;
+//! - [`cli`]: the command line, including `sume-dev sim` (the simulator of the `sume-sim`
+//!   crate, with its flags and `SIM_...` variables).
+
+pub mod cli;
+pub mod demo;
+pub mod sign;
+pub mod submit;

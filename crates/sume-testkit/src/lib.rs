@@ -1,0 +1,194 @@
+//! What the integration tests of sume-inbox and sume-dev share: a fresh database on the
+//! PostgreSQL that `make test` started, a daemon in the test's process on port-0 listeners,
+//! and waiting for a condition with a deadline. Each crate's `tests/it/support.rs` re-exports
+//! this and adds what only its own tests need.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rand::Rng;
+use sume_inbox::config::Config;
+use sume_inbox::{run, Listeners};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The webhook secret of [`config`].
+pub const SECRET: &str = "whsec_test_secret";
+
+/// The server that `make test` started (or the one DATABASE_URL names).
+pub fn admin_url() -> String {
+    std::env::var("DATABASE_URL")
+        .expect("DATABASE_URL is not set: run the tests with `make test`, which starts PostgreSQL")
+}
+
+/// Replaces the database name in a URL.
+pub fn with_dbname(url: &str, name: &str) -> String {
+    let base = match url.rfind('/') {
+        Some(i) if url[..i].contains("://") && i > url.find("://").unwrap() + 2 => &url[..i],
+        _ => url,
+    };
+    let query = url.find('?').map(|i| &url[i..]).unwrap_or("");
+    format!("{base}/{name}{query}")
+}
+
+/// A database of its own for one test.
+pub struct TestDb {
+    pub url: String,
+}
+
+impl TestDb {
+    pub async fn new() -> TestDb {
+        Self::on_server(&admin_url()).await
+    }
+
+    pub async fn on_server(server_url: &str) -> TestDb {
+        let name = format!("t_{}", rand::thread_rng().gen::<u64>());
+        let admin = connect(server_url).await;
+        admin
+            .batch_execute(&format!("create database {name}"))
+            .await
+            .expect("create test database");
+        TestDb {
+            url: with_dbname(server_url, &name),
+        }
+    }
+
+    pub async fn client(&self) -> tokio_postgres::Client {
+        connect(&self.url).await
+    }
+
+    /// The job ids of every stored event.
+    pub async fn event_job_ids(&self) -> std::collections::HashSet<String> {
+        self.client()
+            .await
+            .query("select job_id from sume.events", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
+    /// One value from a query, e.g. a count.
+    pub async fn scalar(&self, sql: &str) -> i64 {
+        self.client()
+            .await
+            .query_one(sql, &[])
+            .await
+            .expect(sql)
+            .get(0)
+    }
+}
+
+pub async fn connect(url: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"));
+    tokio::spawn(conn);
+    client
+}
+
+pub fn config(url: &str) -> Config {
+    let mut c = Config::local(url, SECRET);
+    c.db_pool_size = 8;
+    // Nothing listens there: a test that needs Sume points this at the simulator.
+    c.sume_api_url = "http://127.0.0.1:9/v1".into();
+    c.max_body_bytes = 64 * 1024;
+    c.ingest.timeout = Duration::from_secs(3);
+    c.attach.scan_interval = Duration::from_millis(300);
+    c.shutdown_timeout = Duration::from_secs(5);
+    c
+}
+
+/// A daemon running in this process.
+pub struct Daemon {
+    pub webhook: SocketAddr,
+    pub admin: SocketAddr,
+    pub shutdown: CancellationToken,
+    pub task: JoinHandle<Result<(), sume_inbox::app::RunError>>,
+}
+
+/// Logs to the test's output when RUST_LOG is set (`RUST_LOG=sume_inbox=debug cargo test ...`).
+fn init_logging() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
+}
+
+impl Daemon {
+    pub async fn start(config: Config) -> Daemon {
+        init_logging();
+        let webhook_listener = TcpListener::bind(config.listen_addr).await.unwrap();
+        let admin_listener = TcpListener::bind(config.admin_addr).await.unwrap();
+        let webhook = webhook_listener.local_addr().unwrap();
+        let admin = admin_listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(run(
+            config,
+            Listeners {
+                webhook: webhook_listener,
+                admin: admin_listener,
+            },
+            shutdown.clone(),
+        ));
+        let d = Daemon {
+            webhook,
+            admin,
+            shutdown,
+            task,
+        };
+        d.wait_ready().await;
+        d
+    }
+
+    async fn wait_ready(&self) {
+        let url = format!("http://{}/readyz", self.webhook);
+        wait_for("daemon ready", Duration::from_secs(30), || async {
+            matches!(reqwest::get(&url).await, Ok(r) if r.status() == 200)
+        })
+        .await;
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.webhook)
+    }
+
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.admin)
+    }
+
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        self.task.await.expect("daemon task").expect("daemon run");
+    }
+}
+
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// Polls `check` until it holds; panics with `what` after `deadline`.
+pub async fn wait_for<F, Fut>(what: &str, deadline: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let end = tokio::time::Instant::now() + deadline;
+    loop {
+        if check().await {
+            return;
+        }
+        if tokio::time::Instant::now() > end {
+            panic!("timed out waiting for: {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
