@@ -206,10 +206,17 @@ pub async fn stats(store: &Store, json: bool) -> Result<String, DbError> {
 /// What replay did with one delivery.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Replayed {
+    /// The event id or dead letter id.
     pub id: String,
+    /// The job it was for, when known.
     pub job_id: Option<String>,
+    /// What happened, for a person.
     pub result: String,
+    /// Whether the delivery is now where the normal path would have put it.
     pub ok: bool,
+    /// The current secrets do not verify it (rotated away?): left as it is.
+    #[serde(skip)]
+    pub not_verified: bool,
 }
 
 /// Replay's answer for a stored delivery the current secrets do not verify.
@@ -242,6 +249,7 @@ pub async fn replay_event(
             job_id: None,
             result: "no such event (dead letters are replayed with --dead-letters)".into(),
             ok: false,
+            not_verified: false,
         });
     };
     let job_id = d.job_id.clone().unwrap_or_default();
@@ -250,9 +258,13 @@ pub async fn replay_event(
         job_id: Some(job_id.clone()),
         result,
         ok,
+        not_verified: false,
     };
     if reverify(&d, secrets).is_none() {
-        return Ok(done(NOT_VERIFIED.into(), false));
+        return Ok(Replayed {
+            not_verified: true,
+            ..done(NOT_VERIFIED.into(), false)
+        });
     }
     if let Some(outcome) = &d.applied {
         return Ok(done(
@@ -291,6 +303,7 @@ pub async fn replay_dead_letters(
                     job_id: None,
                     result: format!("still names no job: {}", letter.reason),
                     ok: false,
+                    not_verified: false,
                 });
                 continue;
             }
@@ -300,6 +313,7 @@ pub async fn replay_dead_letters(
                     job_id: None,
                     result: NOT_VERIFIED.into(),
                     ok: false,
+                    not_verified: true,
                 });
                 continue;
             }
@@ -319,6 +333,7 @@ pub async fn replay_dead_letters(
             job_id: Some(job_id.clone()),
             result: format!("{fate} (job {job_id})"),
             ok: true,
+            not_verified: false,
         });
     }
     Ok(out)

@@ -1,139 +1,63 @@
-//! The command line: one binary, `sume-inbox`, with subcommands. Every `serve` setting is an
-//! environment variable first (that is how daemons are configured) and a flag second.
-//!
-//! Values are taken as text and read by [`crate::config`], so an error names the variable a
-//! user actually set, not a flag they never typed.
+//! `sume-inbox serve` (the daemon) and `sume-inbox migrate`.
 
-use clap::{ArgGroup, Args, Parser, Subcommand};
+use clap::Args;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
+use super::CliError;
 use crate::config::{self, Config, ConfigError};
+use crate::{db, run, Listeners};
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "sume-inbox",
-    version,
-    about = "Receives Sume's signed webhooks into a PostgreSQL inbox and applies them to jobs once their rows commit"
-)]
-pub struct Cli {
-    /// `json` (one object a line, for log shippers) or `pretty`. Filter with RUST_LOG.
-    #[arg(long, env = "LOG_FORMAT", default_value = "pretty", global = true)]
-    pub log_format: String,
-    #[command(subcommand)]
-    pub command: Command,
+/// `serve`: binds both listeners, then runs the daemon until SIGTERM or SIGINT.
+pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
+    let config = args.into_config()?;
+    let bind = |setting: &'static str, addr: std::net::SocketAddr| async move {
+        TcpListener::bind(addr)
+            .await
+            .map_err(|source| CliError::Bind {
+                setting,
+                addr,
+                source,
+            })
+    };
+    let listeners = Listeners {
+        webhook: bind("LISTEN_ADDR", config.listen_addr).await?,
+        admin: bind("ADMIN_ADDR", config.admin_addr).await?,
+    };
+    let shutdown = CancellationToken::new();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            crate::signal::terminated().await;
+            crate::notify::stopping();
+            shutdown.cancel();
+        }
+    });
+    run(config, listeners, shutdown).await?;
+    Ok(())
 }
 
-#[derive(Debug, Subcommand)]
-#[allow(clippy::large_enum_variant)] // parsed once at start
-pub enum Command {
-    /// Run the daemon: webhook ingest, attach, admin API.
-    Serve(ServeArgs),
-    /// Apply the embedded migrations to DATABASE_URL and exit.
-    Migrate(MigrateArgs),
-    /// Jobs: `jobs show ID` prints a job, every event of it, and how it was closed.
-    Jobs {
-        #[command(subcommand)]
-        command: JobsCommand,
-    },
-    /// The inbox: `inbox ls` lists events waiting for their job.
-    Inbox {
-        #[command(subcommand)]
-        command: InboxCommand,
-    },
-    /// Dead letters: `dead-letters ls` lists verified deliveries that named no job.
-    #[command(name = "dead-letters")]
-    DeadLetters {
-        #[command(subcommand)]
-        command: DeadLettersCommand,
-    },
-    /// Re-verify stored deliveries with the current secrets and run them through the normal
-    /// path again (idempotent): one event by id, or every dead letter not yet replayed.
-    Replay(ReplayArgs),
-    /// The numbers an operator checks first.
-    Stats(AdminArgs),
-    /// Exit 0 when the local daemon answers /healthz (or /readyz with --ready): for container
-    /// health checks in images that have no HTTP client.
-    Healthcheck(HealthcheckArgs),
+/// `migrate`: applies the embedded migrations and says where the schema stands.
+pub async fn migrate(args: MigrateArgs) -> Result<(), CliError> {
+    let mut client = db::connect(&args.database_url).await?;
+    let applied = db::migrate::migrate(&mut client).await?;
+    println!(
+        "schema at version {} (applied now: {:?})",
+        db::migrate::latest(),
+        applied
+    );
+    Ok(())
 }
 
-#[derive(Debug, Args)]
-pub struct HealthcheckArgs {
-    /// The daemon's LISTEN_ADDR; an unspecified address (0.0.0.0) is reached on loopback.
-    #[arg(long, env = "LISTEN_ADDR", default_value = "0.0.0.0:8080")]
-    pub listen_addr: String,
-    /// Check readiness (database, schema, tasks) instead of liveness.
-    #[arg(long)]
-    pub ready: bool,
-}
-
-/// What every admin command takes.
-#[derive(Debug, Args)]
-pub struct AdminArgs {
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: String,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum JobsCommand {
-    /// A job, every event of it, its disagreements and inbox check.
-    Show {
-        job_id: String,
-        #[command(flatten)]
-        admin: AdminArgs,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum InboxCommand {
-    /// Events not applied and not set aside, oldest first.
-    Ls {
-        /// Only events at least this old, e.g. 10m.
-        #[arg(long, default_value = "0s")]
-        older_than: String,
-        #[arg(long, default_value_t = 100)]
-        limit: i64,
-        #[command(flatten)]
-        admin: AdminArgs,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum DeadLettersCommand {
-    /// Newest first.
-    Ls {
-        #[arg(long, default_value_t = 100)]
-        limit: i64,
-        #[command(flatten)]
-        admin: AdminArgs,
-    },
-}
-
-#[derive(Debug, Args)]
-#[command(group(ArgGroup::new("what").required(true).args(["event_id", "dead_letters"])))]
-pub struct ReplayArgs {
-    /// The event to replay.
-    pub event_id: Option<String>,
-    /// Replay every dead letter not replayed yet.
-    #[arg(long)]
-    pub dead_letters: bool,
-    /// The most dead letters to replay in one run.
-    #[arg(long, default_value_t = 1000)]
-    pub limit: i64,
-    /// The secrets to verify with (comma separated).
-    #[arg(long, env = "SUME_WEBHOOK_SECRET", hide_env_values = true)]
-    pub webhook_secret: String,
-    #[command(flatten)]
-    pub admin: AdminArgs,
-}
-
+/// `migrate`'s settings.
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
+    /// PostgreSQL connection URL.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
 }
 
+/// `serve`'s settings, as text: [`ServeArgs::into_config`] reads and checks them.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// PostgreSQL connection URL (postgres://user:pass@host:port/db?sslmode=...).

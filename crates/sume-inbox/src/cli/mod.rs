@@ -1,0 +1,142 @@
+//! The command line: one binary, `sume-inbox`, with subcommands, each in a file of its own:
+//! [`serve`] (the daemon, and `migrate`), [`admin`] (the operator's commands over the
+//! database), [`healthcheck`]. Every `serve` setting is an environment variable first (that is
+//! how daemons are configured) and a flag second.
+//!
+//! Values are taken as text and read by [`crate::config`], so an error names the variable a
+//! user actually set, not a flag they never typed. [`dispatch`] runs a parsed command and
+//! answers a [`CliError`], whose [`CliError::exit_code`] the binary exits with.
+
+pub mod admin;
+pub mod healthcheck;
+pub mod serve;
+
+use clap::{Parser, Subcommand};
+use thiserror::Error;
+
+pub use admin::{AdminArgs, DeadLettersCommand, InboxCommand, JobsCommand, ReplayArgs};
+pub use healthcheck::HealthcheckArgs;
+pub use serve::{MigrateArgs, ServeArgs};
+
+use crate::app::RunError;
+use crate::config::ConfigError;
+use crate::db::DbError;
+
+/// `sume-inbox`: what the binary parses.
+#[derive(Debug, Parser)]
+#[command(
+    name = "sume-inbox",
+    version,
+    about = "Receives Sume's signed webhooks into a PostgreSQL inbox and applies them to jobs once their rows commit"
+)]
+pub struct Cli {
+    /// `json` (one object a line, for log shippers) or `pretty`. Filter with RUST_LOG.
+    #[arg(long, env = "LOG_FORMAT", default_value = "pretty", global = true)]
+    pub log_format: String,
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once at start
+pub enum Command {
+    /// Run the daemon: webhook ingest, attach, admin API.
+    Serve(ServeArgs),
+    /// Apply the embedded migrations to DATABASE_URL and exit.
+    Migrate(MigrateArgs),
+    /// Jobs: `jobs show ID` prints a job, every event of it, and how it was closed.
+    Jobs {
+        /// What to do with jobs.
+        #[command(subcommand)]
+        command: JobsCommand,
+    },
+    /// The inbox: `inbox ls` lists events waiting for their job.
+    Inbox {
+        /// What to do with the inbox.
+        #[command(subcommand)]
+        command: InboxCommand,
+    },
+    /// Dead letters: `dead-letters ls` lists verified deliveries that named no job.
+    #[command(name = "dead-letters")]
+    DeadLetters {
+        /// What to do with dead letters.
+        #[command(subcommand)]
+        command: DeadLettersCommand,
+    },
+    /// Re-verify stored deliveries with the current secrets and run them through the normal
+    /// path again (idempotent): one event by id, or every dead letter not yet replayed.
+    Replay(ReplayArgs),
+    /// The numbers an operator checks first.
+    Stats(AdminArgs),
+    /// Exit 0 when the local daemon answers /healthz (or /readyz with --ready): for container
+    /// health checks in images that have no HTTP client.
+    Healthcheck(HealthcheckArgs),
+}
+
+/// Why a command failed. Each kind has its exit status, so a supervisor or a script can tell
+/// a setting to fix from a failure that may pass.
+#[derive(Debug, Error)]
+pub enum CliError {
+    /// A setting is missing or malformed (exit 78, sysexits' EX_CONFIG: restarting will not
+    /// help; systemd's `RestartPreventExitStatus=78`).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The database failed or refused.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// The daemon stopped on an error.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// A listener could not be bound: the setting names the address.
+    #[error("{setting} {addr}: {source}")]
+    Bind {
+        /// `LISTEN_ADDR` or `ADMIN_ADDR`.
+        setting: &'static str,
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why the bind failed.
+        source: std::io::Error,
+    },
+    /// The command ran and its answer is a failure (an unknown job, a refused replay, an
+    /// unhealthy daemon); the message says which.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CliError {
+    /// The process exit status for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Config(_) => 78,
+            CliError::Run(RunError::Config(_)) => 78,
+            _ => 1,
+        }
+    }
+}
+
+/// Runs a parsed command.
+pub async fn dispatch(command: Command) -> Result<(), CliError> {
+    match command {
+        Command::Serve(args) => serve::serve(args).await,
+        Command::Migrate(args) => serve::migrate(args).await,
+        Command::Jobs {
+            command: JobsCommand::Show { job_id, admin },
+        } => admin::jobs_show(&job_id, &admin).await,
+        Command::Inbox {
+            command:
+                InboxCommand::Ls {
+                    older_than,
+                    limit,
+                    admin,
+                },
+        } => admin::inbox_ls(&older_than, limit, &admin).await,
+        Command::DeadLetters {
+            command: DeadLettersCommand::Ls { limit, admin },
+        } => admin::dead_letters_ls(limit, &admin).await,
+        Command::Replay(args) => admin::replay(args).await,
+        Command::Stats(admin) => admin::stats(&admin).await,
+        Command::Healthcheck(args) => healthcheck::healthcheck(args).await,
+    }
+}
