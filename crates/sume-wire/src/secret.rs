@@ -8,6 +8,8 @@ use std::fmt;
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps `value` as given (nothing is trimmed): an HMAC under `"key "` is not one under
+    /// `"key"`.
     pub fn new(value: impl Into<String>) -> Self {
         Secret(value.into())
     }
