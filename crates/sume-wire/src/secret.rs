@@ -1,4 +1,5 @@
-//! A secret string that never prints itself.
+//! A secret string that never prints itself: webhook signing secrets and API keys, on both
+//! sides of the wire.
 
 use std::fmt;
 
