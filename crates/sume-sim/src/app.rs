@@ -24,8 +24,11 @@ use crate::webhook::Deliverer;
 /// Why the simulator could not start.
 #[derive(Debug, Error)]
 pub enum StartError {
+    /// A setting was refused; the message names it.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The HTTP client that sends webhooks could not be built (a TLS backend failing to
+    /// initialise, say): nothing the configuration can fix.
     #[error("cannot build the webhook HTTP client: {0}")]
     Client(#[from] reqwest::Error),
 }

@@ -22,18 +22,25 @@ pub const TEST_WEBHOOK_SECRET: &str = "whsec_sim_test";
 /// Why the simulator refused to start.
 #[derive(Debug, Error)]
 pub enum ConfigError {
+    /// Neither `--key` nor `--keys-file` gave a key, so no request could ever be served.
     #[error("no API keys: pass --key NAME=SECRET@MEMBER/WORKSPACE (SIM_KEYS) or --keys-file")]
     NoKeys,
+    /// A key spec or the keys file was refused; see [`KeyError`].
     #[error(transparent)]
     Keys(#[from] KeyError),
+    /// No signing secret, so no webhook could be signed.
     #[error("no webhook secret: pass --webhook-secret (SIM_WEBHOOK_SECRET)")]
     NoWebhookSecret,
+    /// `--webhook-url`, as given, is not an absolute `http` or `https` URL.
     #[error("--webhook-url {0:?} is not an http(s) URL")]
     BadWebhookUrl(String),
+    /// A count or duration that must be positive is zero; holds the flag's name without `--`.
     #[error("--{0} must be at least 1")]
     Zero(&'static str),
+    /// `--webhook-backoff-factor` is below 1 or not a finite number, so waits would shrink.
     #[error("--webhook-backoff-factor is {0}, it must be at least 1")]
     BadBackoffFactor(f64),
+    /// A fault setting was refused; see [`FaultError`].
     #[error("fault settings: {0}")]
     Faults(#[from] FaultError),
 }
@@ -171,12 +178,17 @@ pub struct SimConfig {
     /// Webhook body shape: guide, envelope or mixed (per job).
     #[arg(long, env = "SIM_BODY_SHAPE", value_enum, default_value = "envelope")]
     pub body_shape: BodyShape,
+    // Doc comments on flattened fields do not reach `--help`: each struct's own fields do.
+    /// How long jobs take and how long they stay `queued`.
     #[command(flatten)]
     pub timing: JobTiming,
+    /// Each key's read and create budgets.
     #[command(flatten)]
     pub limits: RateLimits,
+    /// Webhook retries, timeouts and the pauses before duplicate and late events.
     #[command(flatten)]
     pub delivery: DeliverySettings,
+    /// The fault probabilities at start; `PATCH /sim/faults` changes them while it runs.
     #[command(flatten)]
     pub faults: Faults,
     /// Entries kept by each inspection log (requests, deliveries); the oldest go first.
@@ -228,11 +240,14 @@ impl SimConfig {
         self
     }
 
+    /// Sends each job's webhook to `url` unless its create body names its own `webhook_url`
+    /// (a test points this at its receiver).
     pub fn with_webhook_url(mut self, url: impl Into<String>) -> Self {
         self.webhook_url = Some(url.into());
         self
     }
 
+    /// Replaces the fault settings in force at start ([`SimConfig::for_tests`] has none).
     pub fn with_faults(mut self, faults: Faults) -> Self {
         self.faults = faults;
         self

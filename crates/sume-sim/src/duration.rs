@@ -15,8 +15,10 @@ use thiserror::Error;
 /// Why a duration or range flag could not be read.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum DurationError {
+    /// Not a humantime duration (nor `0`); holds the text as given, trimmed.
     #[error("{0:?} is not a duration (write it like 250ms, 30s or 2m)")]
     Unreadable(String),
+    /// `MIN..MAX` with `MIN` above `MAX`; holds the range as given.
     #[error("range {0:?} has its minimum above its maximum")]
     Inverted(String),
 }
@@ -33,11 +35,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
 /// A uniform distribution of durations, `MIN..MAX` inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DurationRange {
+    /// The shortest draw.
     pub min: Duration,
+    /// The longest draw, included; equal to `min` for a fixed duration.
     pub max: Duration,
 }
 
 impl DurationRange {
+    /// The range `min..=max`. Unlike parsing, this does not refuse `min > max`; such a range
+    /// always draws `min`.
     pub const fn new(min: Duration, max: Duration) -> DurationRange {
         DurationRange { min, max }
     }

@@ -18,12 +18,23 @@ use crate::job::Outcome;
 /// Why a fault setting was refused.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum FaultError {
+    /// A probability outside `0..=1` (or NaN).
     #[error("{name} is {value}, but a probability lies between 0 and 1")]
-    NotAProbability { name: &'static str, value: f64 },
+    NotAProbability {
+        /// The field, as [`Faults`] and the JSON of `/sim/faults` name it.
+        name: &'static str,
+        /// The value refused.
+        value: f64,
+    },
+    /// `failed + canceled + expired` is above 1, which would leave `completed` a negative
+    /// share; holds the sum.
     #[error("outcome probabilities add up to {0}, more than 1")]
     OutcomesOverOne(f64),
+    /// The body of `PATCH /sim/faults` is JSON but not an object.
     #[error("the patch must be a JSON object of fault settings")]
     PatchNotAnObject,
+    /// The patched settings do not read as [`Faults`] (an unknown field, a wrong type, an
+    /// unreadable duration); holds the JSON reader's message.
     #[error("bad fault settings: {0}")]
     Unreadable(String),
 }
@@ -109,6 +120,9 @@ impl Faults {
         }
     }
 
+    /// Checks that every probability lies in `0..=1` and that the outcome shares add up to no
+    /// more than 1. Flags are range-checked as they are parsed; this also covers settings built
+    /// in code and patches.
     pub fn validate(&self) -> Result<(), FaultError> {
         let named = [
             ("early", self.early),
@@ -208,11 +222,14 @@ pub struct ReadFaults {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Count {
+    /// `true` is one extra delivery, `false` none.
     Flag(bool),
+    /// That many extra deliveries.
     Times(u32),
 }
 
 impl Count {
+    /// The number of extra deliveries asked for.
     pub fn count(self) -> u32 {
         match self {
             Count::Flag(b) => u32::from(b),
@@ -228,29 +245,41 @@ pub struct JobOverrides {
     /// `completed`, `failed`, `canceled` or `expired`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
+    /// Forces the early fault on or off (see [`Faults::early`]). Here and below, `None` leaves
+    /// the fault to be drawn from [`Faults`] as usual.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early: Option<bool>,
     /// Extra deliveries of the terminal event after it succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate: Option<Count>,
+    /// Forces the drop fault on or off (see [`Faults::drop`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drop: Option<bool>,
+    /// Forces the late `job.running` event on or off (see [`Faults::late_nonterminal`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_nonterminal: Option<bool>,
+    /// Forces the wrong-secret fault on or off (see [`Faults::wrong_secret`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wrong_secret: Option<bool>,
-    /// Time from creation to the terminal status.
+    /// Time from creation to the terminal status, in milliseconds, instead of a draw from
+    /// [`JobTiming`](crate::JobTiming); an early job ignores it and ends at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
 
-/// What a job drew.
+/// What a job drew: the faults that apply to it, after its overrides.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppliedFaults {
+    /// The job ended at creation, and its create call answered only after the first delivery
+    /// attempt had its answer (at once when no webhook was to be sent).
     pub early: bool,
+    /// Extra deliveries of the terminal event, sent only once it was delivered.
     pub duplicate: u32,
+    /// No webhook is sent; only polling learns the outcome.
     pub drop: bool,
+    /// A `job.running` event, with its own event id, follows the terminal one.
     pub late_nonterminal: bool,
+    /// Every attempt is signed with a secret the receiver does not hold.
     pub wrong_secret: bool,
 }
 

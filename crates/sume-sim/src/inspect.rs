@@ -40,36 +40,49 @@ pub fn routes() -> Router<Shared> {
 /// `GET /sim/jobs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobsAnswer {
+    /// How many jobs matched the filter (the length of `jobs`).
     pub count: usize,
+    /// The matching jobs, in no particular order.
     pub jobs: Vec<JobTruth>,
 }
 
 /// `GET /sim/deliveries`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeliveriesAnswer {
+    /// How many kept attempts matched the filter (the length of `deliveries`).
     pub count: usize,
     /// Entries the bounded log has let go (0 unless `--log-capacity` was exceeded).
     pub dropped: u64,
+    /// The matching attempts, oldest first.
     pub deliveries: Vec<DeliveryRecord>,
 }
 
 /// `GET /sim/requests`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestsAnswer {
+    /// How many kept requests matched the filter (the length of `requests`).
     pub count: usize,
+    /// Entries the bounded log has let go (0 unless `--log-capacity` was exceeded), whatever
+    /// the filter.
     pub dropped: u64,
+    /// The matching requests, oldest first.
     pub requests: Vec<RequestRecord>,
 }
 
 /// One key in `GET /sim/stats`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeyStats {
+    /// The member owning the key.
     pub member: String,
+    /// The member's workspace.
     pub workspace: String,
+    /// What the key's requests were answered, over the simulator's life (flattened into this
+    /// object in JSON).
     #[serde(flatten)]
     pub counts: KeyCount,
     /// The most reads (allowed ones) the key made in one window.
     pub max_reads_per_window: u32,
+    /// The most creates (allowed ones) the key made in one window.
     pub max_creates_per_window: u32,
     /// Every window the key was active in, oldest first.
     pub windows: Vec<WindowCount>,
@@ -78,19 +91,27 @@ pub struct KeyStats {
 /// `GET /sim/stats`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimStats {
+    /// Jobs created since the simulator started.
     pub jobs: usize,
     /// Jobs by the status a read would answer now.
     pub jobs_by_status: BTreeMap<String, u64>,
+    /// Jobs by where their webhook stands, keyed by [`WebhookState`](crate::WebhookState) in
+    /// its JSON spelling (`delivered`, `gave_up`, ...).
     pub webhooks_by_state: BTreeMap<String, u64>,
     /// Jobs with a delivery (or a duplicate, or a late event) still to come.
     pub unsettled_jobs: u64,
+    /// Webhook attempts ever made, including any the bounded log has let go.
     pub delivery_attempts: u64,
+    /// API requests ever answered (under `/v1` or `/api/v1`, to a known route), including any
+    /// the bounded log has let go.
     pub requests: u64,
     /// Requests with a missing or unknown key.
     pub unauthorized_requests: u64,
     /// The most reads of one job in flight at once, over all jobs, and that job.
     pub max_concurrent_status_reads: u64,
+    /// The job that saw `max_concurrent_status_reads` first; `None` before any read.
     pub max_concurrent_status_reads_job: Option<String>,
+    /// Every configured key by name, including keys that made no request.
     pub keys: BTreeMap<String, KeyStats>,
     /// Reads per job id.
     pub polls: BTreeMap<String, PollCount>,

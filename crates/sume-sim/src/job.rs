@@ -76,13 +76,19 @@ impl Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
+    /// Success: the job has a `result`, and reads say `completed` (`ready` for an avatar).
     Completed,
+    /// The job has an `error` object instead of a result.
     Failed,
+    /// The job was canceled; it has an `error` object.
     Canceled,
+    /// Sume gave up on the job; it has an `error` object.
     Expired,
 }
 
 impl Outcome {
+    /// The terminal status Sume reports for it (except an avatar's success, `ready`), also its
+    /// spelling in a create body's `"sim"` overrides.
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Completed => "completed",
@@ -113,7 +119,9 @@ pub enum WebhookState {
     NoWebhookUrl,
     /// The drop fault: nothing is ever sent.
     Dropped,
+    /// Attempts on the terminal event are under way.
     Delivering,
+    /// The terminal event got a 2xx; duplicates and a late event may still follow.
     Delivered,
     /// Every attempt was spent without a 2xx.
     GaveUp,
@@ -125,9 +133,11 @@ pub enum WebhookState {
 /// toward `settled`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebhookProgress {
+    /// Where the terminal event stands.
     pub state: WebhookState,
     /// Attempts spent on the terminal event.
     pub attempts: u32,
+    /// When the terminal event got its 2xx (RFC 3339); `None` unless `state` is `Delivered`.
     pub delivered_at: Option<String>,
     /// Every delivery this job will ever make (duplicates and late events too) is done.
     pub settled: bool,
@@ -245,29 +255,46 @@ pub fn rfc3339(t: DateTime<Utc>) -> String {
 /// A job's full truth, as `GET /sim/jobs` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobTruth {
+    /// The job id the create call answered (`job_...`).
     pub id: String,
     /// The create endpoint's `object`, e.g. `video_generation`.
     pub kind: String,
+    /// The name of the key that created the job.
     pub key: String,
+    /// The member owning that key: only this member's keys can read the job.
     pub member: String,
+    /// The member's workspace.
     pub workspace: String,
+    /// Where the webhook goes: the create body's `webhook_url`, else `--webhook-url`; `None`
+    /// when neither named one.
     pub webhook_url: Option<String>,
+    /// The `Idempotency-Key` of the create call, trimmed; `None` when it sent none.
     pub idempotency_key: Option<String>,
     /// The status a read would answer now.
     pub status: String,
+    /// Whether the job has reached its terminal status by now.
     pub terminal: bool,
     /// The status the job ends with.
     pub final_status: String,
     /// The event that reports the end, with its id (stable across retries and duplicates).
     pub event_type: String,
+    /// The `X-Sume-Event-Id` of that event (see [`event_id`](crate::event_id)).
     pub event_id: String,
+    /// When the job was created (RFC 3339, UTC, milliseconds).
     pub created_at: String,
+    /// When its status turns, or turned, `running`.
     pub running_at: String,
+    /// When it reaches, or reached, its terminal status.
     pub ended_at: String,
+    /// From creation to the terminal status, in milliseconds (0 for an early job).
     pub duration_ms: u64,
+    /// The faults the job drew.
     pub faults: AppliedFaults,
+    /// The create body's `"sim"` object, as read; `None` when it had none.
     pub overrides: Option<JobOverrides>,
+    /// The shape of its webhook bodies: `envelope` or `guide`.
     pub body_shape: String,
+    /// Where its webhook deliveries stand.
     pub webhook: WebhookProgress,
     /// Reads of this job's status (any key, any answer).
     pub status_reads: u64,

@@ -65,21 +65,29 @@ impl<T: Clone> Journal<T> {
 /// One API request, as `GET /sim/requests` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
+    /// Order in which answers were logged, from 1: a slow request may follow later arrivals.
     pub seq: u64,
     /// When it arrived (RFC 3339).
     pub at: String,
     /// The key's name; `None` when the key was missing or unknown.
     pub key: Option<String>,
+    /// The HTTP method, e.g. `GET`.
     pub method: String,
     /// The route template, e.g. `/v1/jobs/{id}/status`.
     pub route: String,
+    /// The path as requested, without the query string.
     pub path: String,
+    /// The job concerned: the one a create made, or the id in a `/jobs/{id}` path (even one
+    /// nobody created); `None` for a list or a refused create.
     pub job_id: Option<String>,
     /// The HTTP status answered.
     pub status: u16,
-    /// The fault injected into this answer: `status_slow`, `status_5xx` or `status_429`.
+    /// The faults injected into this answer, comma separated: `status_slow`, `status_5xx`,
+    /// `status_429`; `None` when there were none.
     pub fault: Option<String>,
+    /// The `X-Request-Id` answered, which an error body repeats as its `request_id`.
     pub request_id: Option<String>,
+    /// From arrival until the answer was ready, in milliseconds (an injected delay included).
     pub latency_ms: u64,
 }
 
@@ -98,19 +106,27 @@ pub enum DeliveryKind {
 /// One webhook delivery attempt, as `GET /sim/deliveries` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeliveryRecord {
+    /// Order in which attempts finished, from 1.
     pub seq: u64,
+    /// The job the event is about.
     pub job_id: String,
+    /// The `X-Sume-Event-Id` sent: the same for every attempt and duplicate of one event.
     pub event_id: String,
+    /// E.g. `job.completed`, or `job.running` for a late event.
     pub event_type: String,
+    /// Why the event was sent.
     pub kind: DeliveryKind,
     /// 1-based, per delivery (a duplicate starts again at 1).
     pub attempt: u32,
+    /// Where the attempt was POSTed.
     pub url: String,
     /// When the attempt was sent (RFC 3339).
     pub sent_at: String,
+    /// When its answer, timeout or error came (RFC 3339).
     pub answered_at: String,
     /// The HTTP status answered (`"200"`), `"timeout"`, or `"error: ..."`.
     pub answer: String,
+    /// The HTTP status answered; `None` for a timeout or an error.
     pub http_status: Option<u16>,
     /// Whether the answer was a 2xx.
     pub ok: bool,
@@ -120,6 +136,7 @@ pub struct DeliveryRecord {
     pub wrong_secret: bool,
     /// Sent before the create call that made the job had answered.
     pub early: bool,
+    /// Size of the body sent, in bytes.
     pub body_bytes: usize,
 }
 

@@ -17,14 +17,24 @@ use thiserror::Error;
 /// Why a key spec or keys file was refused. Never names the secret itself.
 #[derive(Debug, Error)]
 pub enum KeyError {
+    /// A `--key` value lacks its `=`, `@` or `/`; holds only the name part and `=...`.
     #[error("key spec {0:?} is not NAME=SECRET@MEMBER/WORKSPACE")]
     BadSpec(String),
+    /// One of the four parts is blank; holds the key's name.
     #[error("key {0:?} has an empty name, secret, member or workspace")]
     EmptyPart(String),
+    /// The keys file cannot be read or is not the expected JSON.
     #[error("cannot read keys file {path}: {reason}")]
-    File { path: String, reason: String },
+    File {
+        /// The file as configured.
+        path: String,
+        /// The I/O or JSON error.
+        reason: String,
+    },
+    /// Two keys have one name, so logs and stats could not tell them apart.
     #[error("key name {0:?} is configured twice")]
     DuplicateName(String),
+    /// Two keys, named here, have one secret, so a request could not tell who is calling.
     #[error("keys {0:?} and {1:?} share one secret")]
     DuplicateSecret(String, String),
 }
@@ -34,12 +44,17 @@ pub enum KeyError {
 pub struct KeySpec {
     /// What logs, `/sim/jobs` and `/sim/stats` call this key.
     pub name: String,
+    /// What a caller presents, as `Authorization: Bearer <secret>` or `X-Api-Key: <secret>`.
     pub secret: Secret,
+    /// The member owning the key: every key of one member sees the same jobs.
     pub member: String,
+    /// The member's workspace.
     pub workspace: String,
 }
 
 impl KeySpec {
+    /// A key as given, nothing trimmed or checked: unlike a `--key` value or a keys file
+    /// entry, a blank part is not refused.
     pub fn new(name: &str, secret: &str, member: &str, workspace: &str) -> KeySpec {
         KeySpec {
             name: name.to_owned(),

@@ -11,6 +11,8 @@
 //! from `sume-wire`, shared with the daemon. Start it with [`run`] (the `sume-dev sim`
 //! subcommand flattens [`SimConfig`]) or, in tests, [`RunningSim::start`].
 
+#![warn(missing_docs)]
+
 mod api;
 mod app;
 mod config;

@@ -68,9 +68,13 @@ pub struct WindowCount {
     pub window: u64,
     /// Milliseconds from the simulator's start to the window's start.
     pub starts_at_ms: u64,
+    /// Reads allowed in this window (at most `--reads-per-window`).
     pub reads: u32,
+    /// Reads refused with a 429 for being over the limit (injected 429s count as allowed).
     pub reads_refused: u32,
+    /// Creates allowed in this window (at most `--creates-per-window`).
     pub creates: u32,
+    /// Creates refused with a 429 for being over the limit.
     pub creates_refused: u32,
 }
 

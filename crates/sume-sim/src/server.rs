@@ -53,6 +53,7 @@ pub async fn run(
 /// or when dropped.
 #[derive(Debug)]
 pub struct RunningSim {
+    /// The address it listens on, with the port the system picked when `listen` said 0.
     pub addr: SocketAddr,
     shutdown: CancellationToken,
     task: Option<JoinHandle<anyhow::Result<()>>>,

@@ -14,8 +14,11 @@ use serde::{Deserialize, Serialize};
 /// Reads of one job.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PollCount {
+    /// Reads of the job ever begun, whatever the key or the answer (a 401 or 429 included).
     pub reads: u64,
+    /// Reads still waiting for their answer now.
     pub in_flight: u64,
+    /// The most reads in flight at one moment: above 1 means overlapping polls of the job.
     pub max_in_flight: u64,
 }
 
@@ -90,15 +93,21 @@ impl Drop for PollGuard {
 /// What one key did, over the simulator's life.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyCount {
+    /// Requests answered to the key, reads and creates together.
     pub requests: u64,
+    /// Reads (job reads and lists, anything but a POST), refused ones included.
     pub reads: u64,
+    /// POST requests to a create endpoint, refused ones included.
     pub creates: u64,
     /// 429s for being over the limit.
     pub rate_limited: u64,
     /// 429s injected by the status-429 fault.
     pub fault_429: u64,
+    /// 500, 502 and 503 answers injected by the status-5xx fault.
     pub fault_5xx: u64,
+    /// Reads slowed by the status-slow fault (whatever they then answered).
     pub fault_slow: u64,
+    /// 404 answers: a job this key may not see, or no such job.
     pub not_found: u64,
 }
 

@@ -11,9 +11,16 @@ use thiserror::Error;
 use crate::{JobObject, Secret};
 
 /// What the rate-limit headers of an answer said. Absent or unreadable headers are `None`.
+///
+/// Sume's docs: limits are per key (reads 120 a minute and 10,000 a day), every answer carries
+/// `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`, and a 429 carries
+/// `Retry-After`, all in whole numbers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RateLimit {
+    /// Requests the key may make in the current window (`RateLimit-Limit`).
     pub limit: Option<u32>,
+    /// Requests left in the current window (`RateLimit-Remaining`); `Some(0)` means the next
+    /// call before `reset` will likely be refused.
     pub remaining: Option<u32>,
     /// Time until the window resets (`RateLimit-Reset`, seconds).
     pub reset: Option<Duration>,
@@ -22,6 +29,9 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
+    /// Reads the four headers from any answer, whatever its status. Names match in any case;
+    /// only whole non-negative numbers are understood (an HTTP-date `Retry-After` reads as
+    /// `None`), and counts past `u32::MAX` are clamped to it.
     pub fn from_headers(headers: &HeaderMap) -> RateLimit {
         let num = |name: &str| {
             headers
@@ -41,10 +51,14 @@ impl RateLimit {
 /// What one status call found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatusOutcome {
+    /// 200 with a readable job object; its `status` still has to go through
+    /// [`Status::parse`](crate::Status::parse).
     Found(JobObject),
     /// This key cannot see the job: another member's, another workspace's, or no such job.
     NotFound,
+    /// 401: the key is missing or unknown to Sume (a configuration problem, not a job's).
     Unauthorized,
+    /// 429: the key's budget is spent; [`StatusReply::rate`] says when to try again.
     RateLimited,
     /// 5xx: try again later.
     ServerError,
@@ -52,19 +66,30 @@ pub enum StatusOutcome {
     Unexpected(String),
 }
 
+/// One HTTP answer to a status call, whatever its status code.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusReply {
+    /// The status code as answered, kept for logs and metrics beside the classified `outcome`.
     pub http_status: u16,
+    /// What the answer means for the job.
     pub outcome: StatusOutcome,
+    /// The rate-limit headers of this answer; present on successes too, so a caller can slow
+    /// down before it is refused.
     pub rate: RateLimit,
 }
 
+/// Why a status call got no HTTP answer at all. An answer with an error status is not a
+/// `ClientError` but a [`StatusReply`].
 #[derive(Debug, Error)]
 pub enum ClientError {
+    /// No answer within the client's timeout (connecting or the whole call).
     #[error("status call timed out")]
     Timeout,
+    /// The call failed below HTTP (refused connection, TLS, reset, a body cut short), or the
+    /// HTTP client could not be built; the text is the underlying error's.
     #[error("status call failed: {0}")]
     Transport(String),
+    /// The base URL, as given, is not an absolute `http` or `https` URL that can take a path.
     #[error("bad base URL {0:?}")]
     BadUrl(String),
 }
@@ -77,6 +102,9 @@ pub struct StatusClient {
 }
 
 impl StatusClient {
+    /// A client for `base_url` (a trailing `/` is ignored). `timeout` bounds both connecting and
+    /// each whole call. Fails with [`ClientError::BadUrl`] for anything but an `http`/`https`
+    /// base, so a misconfigured daemon stops at start rather than at its first poll.
     pub fn new(base_url: &str, timeout: Duration) -> Result<StatusClient, ClientError> {
         let base = reqwest::Url::parse(base_url.trim_end_matches('/'))
             .map_err(|_| ClientError::BadUrl(base_url.to_owned()))?;
@@ -92,7 +120,9 @@ impl StatusClient {
         Ok(StatusClient { http, base })
     }
 
-    /// `GET {base}/jobs/{job_id}/status` with `key`.
+    /// `GET {base}/jobs/{job_id}/status` with `key` as a bearer token; `job_id` is
+    /// percent-encoded as one path segment. Every HTTP answer, error statuses included, is
+    /// `Ok`; `Err` means none came back.
     pub async fn job_status(&self, key: &Secret, job_id: &str) -> Result<StatusReply, ClientError> {
         let mut url = self.base.clone();
         url.path_segments_mut()

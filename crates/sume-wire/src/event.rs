@@ -1,4 +1,5 @@
-//! Reading a webhook body.
+//! Reading a webhook body: which job it is about, what it says happened, and the id it is
+//! deduplicated by. It owns no state; signatures are checked before this, in [`crate::signature`].
 //!
 //! Two shapes are in use and both are accepted:
 //! - the guide's `{"event":"job.completed","job_id":"job_..."}` (a `status` and `result` may
@@ -20,12 +21,17 @@ pub const MAX_ID_LEN: usize = 255;
 /// Why a body (whose signature was valid) cannot be filed under a job.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ParseError {
+    /// The body is not valid JSON; the text is the JSON reader's message.
     #[error("body is not JSON: {0}")]
     NotJson(String),
+    /// The body is JSON, but an array, string, number, boolean or `null`.
     #[error("body is JSON but not an object")]
     NotAnObject,
+    /// Neither `data.object.id` (the docs' envelope) nor `job_id` (the guide's shape) is there.
     #[error("body names no job id (neither data.object.id nor job_id)")]
     NoJobId,
+    /// The id is not a string, is blank, is longer than [`MAX_ID_LEN`] bytes or holds a control
+    /// character.
     #[error("job id is not a usable id (empty, too long, or with control characters)")]
     BadJobId,
 }
@@ -33,6 +39,8 @@ pub enum ParseError {
 /// What this service needs from an event body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedEvent {
+    /// The job the event is about: `data.object.id`, else `job_id`. Always usable: not blank,
+    /// at most [`MAX_ID_LEN`] bytes, no control characters.
     pub job_id: String,
     /// The body's own event id (`id` of the envelope shape), if any.
     pub body_event_id: Option<String>,
@@ -42,7 +50,7 @@ pub struct ParsedEvent {
     /// the event type after `job.`.
     pub status: Option<String>,
     /// The job's output (`result`), or `{"error": ...}` for a failed job, when the body has one,
-    /// as JSON text (stored as it came, never re-encoded).
+    /// as JSON text (on the usual path the text as it came, not re-encoded).
     pub result: Option<String>,
 }
 

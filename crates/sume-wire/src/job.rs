@@ -1,5 +1,5 @@
 //! The job object of `GET /jobs/{id}` (and of a webhook's `data.object`), and Sume's error
-//! envelope.
+//! envelope: the JSON shapes the status client reads and the simulator writes.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -8,16 +8,25 @@ use serde_json::Value;
 /// so an added or differently typed field upstream does not break the status client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobObject {
+    /// Sume's job id (`job_...`), as the create call answered it.
     pub id: String,
+    /// The object's type name; `"job"` when the answer leaves it out.
     #[serde(default = "job_object_kind")]
     pub object: String,
+    /// Sume's status string as sent; [`Status::parse`](crate::Status::parse) says what it means
+    /// (the docs list seven spellings, clients in the wild see more).
     pub status: String,
+    /// When Sume created the job, as sent. Kept as raw JSON because the docs fix no format (the
+    /// simulator sends RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<Value>,
+    /// When the job reached a terminal status, as sent; `None` while it is in flight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<Value>,
+    /// The job's output once it completed; its shape depends on the job type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
+    /// Why the job failed, as sent; `None` unless it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
 }
@@ -43,23 +52,33 @@ pub fn outcome_value(result: Option<&Value>, error: Option<&Value>) -> Option<Va
     }
 }
 
-/// `{"error":{"code","message","details"},"request_id"}`.
+/// `{"error":{"code","message","details"},"request_id"}`: the body of every error answer (401,
+/// 402, 403, 404, 429), per Sume's docs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorEnvelope {
+    /// What went wrong.
     pub error: ErrorBody,
+    /// Sume's id of the request (`req_...`), the one to quote when asking Sume about it; `None`
+    /// when the body has none.
     #[serde(default)]
     pub request_id: Option<String>,
 }
 
+/// The `error` object of an [`ErrorEnvelope`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorBody {
+    /// A stable, machine-readable code such as `rate_limit_exceeded`: branch on this, not on
+    /// `message`.
     pub code: String,
+    /// A human-readable explanation, free to change.
     pub message: String,
+    /// Extra context; `{}` when Sume has none, `null` when a body leaves it out.
     #[serde(default)]
     pub details: Value,
 }
 
 impl ErrorEnvelope {
+    /// An envelope as Sume writes one, with empty `details` (the simulator answers with these).
     pub fn new(code: &str, message: impl Into<String>, request_id: impl Into<String>) -> Self {
         ErrorEnvelope {
             error: ErrorBody {

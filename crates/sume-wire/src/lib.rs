@@ -6,6 +6,8 @@
 //! client for Sume's status endpoint ([`client`]). Secrets are wrapped in [`Secret`] so they
 //! never reach a log line or a `Debug` print.
 
+#![warn(missing_docs)]
+
 pub mod client;
 pub mod event;
 pub mod job;

@@ -1,4 +1,5 @@
-//! A secret string that never prints itself.
+//! A secret string that never prints itself: webhook signing secrets and API keys, on both
+//! sides of the wire.
 
 use std::fmt;
 
@@ -8,6 +9,8 @@ use std::fmt;
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps `value` as given (nothing is trimmed): an HMAC under `"key "` is not one under
+    /// `"key"`.
     pub fn new(value: impl Into<String>) -> Self {
         Secret(value.into())
     }

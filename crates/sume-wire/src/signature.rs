@@ -17,18 +17,32 @@ type HmacSha256 = Hmac<Sha256>;
 /// Why a delivery was refused. None of these stores anything.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum VerifyError {
+    /// The delivery has no `X-Sume-Timestamp`.
     #[error("missing X-Sume-Timestamp header")]
     MissingTimestamp,
+    /// `X-Sume-Timestamp` is not an integer (the docs say Unix seconds).
     #[error("X-Sume-Timestamp is not a whole number of seconds")]
     BadTimestamp,
+    /// The signature is authentic but the timestamp is too far from now: a replay, or a clock
+    /// out of step. The docs give no tolerance; the caller chooses it.
     #[error("timestamp is {age_secs}s away from now, outside the {tolerance_secs}s tolerance")]
-    StaleTimestamp { age_secs: i64, tolerance_secs: u64 },
+    StaleTimestamp {
+        /// `now - timestamp` in seconds; negative for a timestamp in the future.
+        age_secs: i64,
+        /// The tolerance the delivery was checked against, in seconds.
+        tolerance_secs: u64,
+    },
+    /// The delivery has no `X-Sume-Signature`.
     #[error("missing X-Sume-Signature header")]
     MissingSignature,
+    /// `X-Sume-Signature` holds no `v1=<hex>` value (other schemes and bad hex are skipped).
     #[error("X-Sume-Signature carries no v1= value")]
     NoV1Signature,
+    /// Forged, altered in transit, or signed under a secret this receiver does not hold.
     #[error("no v1 signature matches any configured secret")]
     Mismatch,
+    /// The receiver was given no secret to check against: a configuration error, not the
+    /// sender's.
     #[error("no webhook secret is configured")]
     NoSecrets,
 }
@@ -36,7 +50,9 @@ pub enum VerifyError {
 /// The verifying headers of one delivery, as received (kept so the event can be re-verified).
 #[derive(Debug, Clone, Copy)]
 pub struct SignedHeaders<'a> {
+    /// `X-Sume-Timestamp` as received, `None` when absent.
     pub timestamp: Option<&'a str>,
+    /// `X-Sume-Signature` as received, `None` when absent.
     pub signature: Option<&'a str>,
 }
 

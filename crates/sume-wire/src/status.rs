@@ -11,14 +11,21 @@ use std::str::FromStr;
 /// The state of a job as this service records it. `Open` is the only non-final state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JobState {
+    /// Not ended yet, as far as this service has seen: queued, running, processing, or a
+    /// status it does not know.
     Open,
+    /// Succeeded: `completed`, or `ready` (avatars), `succeeded`, `success`.
     Completed,
+    /// Failed: `failed`, or `error`, `errored`.
     Failed,
+    /// Canceled: `canceled` or `cancelled`.
     Canceled,
+    /// Sume gave up on the job: `expired`.
     Expired,
 }
 
 impl JobState {
+    /// Every state, `Open` first; for exhaustive loops (metrics labels, round-trip tests).
     pub const ALL: [JobState; 5] = [
         JobState::Open,
         JobState::Completed,
@@ -27,6 +34,8 @@ impl JobState {
         JobState::Expired,
     ];
 
+    /// The spelling this service stores and prints (not Sume's: `Open` is `open`, never
+    /// `queued`); [`FromStr`] reads it back.
     pub fn as_str(self) -> &'static str {
         match self {
             JobState::Open => "open",
@@ -37,6 +46,7 @@ impl JobState {
         }
     }
 
+    /// Whether the job has ended: every state but `Open` is final.
     pub fn is_terminal(self) -> bool {
         self != JobState::Open
     }
@@ -82,6 +92,7 @@ impl Status {
         Status::Terminal(terminal)
     }
 
+    /// The final state, or `None` while the job is in flight.
     pub fn terminal(self) -> Option<JobState> {
         match self {
             Status::Terminal(state) => Some(state),
