@@ -70,6 +70,8 @@ impl AttachHandle {
     }
 }
 
+/// The attach actor: applies waiting events to jobs whose rows exist, when told (ingest's
+/// hints, the job rows' notifications, `attach_now`) and on a catch-up ticker.
 pub struct Attach {
     store: Store,
     metrics: Arc<Metrics>,
@@ -79,6 +81,7 @@ pub struct Attach {
 }
 
 impl Attach {
+    /// The actor and the handle other tasks reach it by.
     pub fn new(
         store: Store,
         metrics: Arc<Metrics>,

@@ -12,11 +12,14 @@ use sume_wire::{JobState, Status};
 /// Who saw the status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// A stored webhook event, applied by attach.
     Webhook,
+    /// A status read by the sweep.
     Poll,
 }
 
 impl Source {
+    /// As stored in `closed_by` and `disagreements.source`.
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Webhook => "webhook",
@@ -28,11 +31,13 @@ impl Source {
 /// One observation of a job's status.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observation {
+    /// Who saw it.
     pub source: Source,
     /// The event it came from (webhooks only).
     pub event_id: Option<String>,
     /// The raw status string; `None` when an event carried none.
     pub status: Option<String>,
+    /// The job's result, kept if this observation closes the job.
     pub result: Option<Value>,
 }
 
@@ -51,6 +56,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// As stored in `sume.events.outcome`.
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Closed => "closed",
@@ -64,23 +70,34 @@ impl Outcome {
 /// A disagreement to record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Disagreement {
+    /// The state the job was closed with, which stays.
     pub kept: JobState,
+    /// The different terminal state this observation implied.
     pub seen: JobState,
+    /// Sume's status as spelt in the observation.
     pub seen_status: String,
+    /// Who saw it.
     pub source: Source,
+    /// The event it came from (webhooks only).
     pub event_id: Option<String>,
 }
 
 /// A job's state as observations are applied to it in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobFold {
+    /// Sume's job id.
     pub job_id: String,
+    /// The job's state after the observations so far.
     pub state: JobState,
+    /// Sume's last status, as spelt by Sume.
     pub sume_status: Option<String>,
     /// Set by the observation that closed the job in this fold.
     pub closed_by: Option<Source>,
+    /// The event that closed the job in this fold.
     pub closed_event_id: Option<String>,
+    /// The result of the observation that closed the job in this fold.
     pub result: Option<Value>,
+    /// Contradicting terminal observations met in this fold, to record.
     pub disagreements: Vec<Disagreement>,
     changed: bool,
 }

@@ -7,15 +7,20 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+/// The state of every long-lived task of this instance; cheap to clone.
 #[derive(Clone, Default)]
 pub struct Health {
     tasks: Arc<Mutex<BTreeMap<String, TaskState>>>,
 }
 
+/// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskState {
+    /// Started and not ended.
     Running,
+    /// Ended as it should, at shutdown.
     Finished,
+    /// Ended unexpectedly: the instance is unhealthy.
     Dead,
 }
 
@@ -45,6 +50,7 @@ impl Health {
             .collect()
     }
 
+    /// Every task and its state, by name.
     pub fn snapshot(&self) -> BTreeMap<String, TaskState> {
         self.tasks.lock().expect("health lock").clone()
     }
@@ -57,6 +63,7 @@ impl Health {
     }
 }
 
+/// Held by a running task; dropping it without [`TaskGuard::finished`] marks the task dead.
 pub struct TaskGuard {
     health: Health,
     name: String,

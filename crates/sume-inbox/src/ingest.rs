@@ -22,8 +22,11 @@ use crate::metrics::Metrics;
 /// How a delivery was stored (every one of these is answered 2xx).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stored {
+    /// A new event was stored.
     New,
+    /// The event was stored already (a redelivery).
     Duplicate,
+    /// A verified body that names no job, kept as a dead letter.
     DeadLettered,
 }
 
@@ -66,6 +69,8 @@ pub struct Ingest {
 }
 
 impl Ingest {
+    /// The writers' side and the handle the HTTP handlers send on; new events' job ids go to
+    /// `attach` as hints once committed.
     pub fn new(
         store: Store,
         metrics: Arc<Metrics>,

@@ -16,55 +16,83 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
-/// How a webhook delivery was answered.
+/// How a webhook delivery was answered (the `outcome` label of `sume_inbox_webhooks`).
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
 pub enum WebhookOutcome {
+    /// Stored new: 204.
     stored,
+    /// Already stored: 204.
     duplicate,
+    /// Verified but naming no job, kept as a dead letter: 204.
     dead_lettered,
+    /// Missing or wrong signature, or a stale timestamp: 401.
     unauthorized,
+    /// Body over MAX_BODY_BYTES: 413.
     too_large,
+    /// Not committed in time: 503.
     unavailable,
 }
 
+/// The label of `sume_inbox_webhooks`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
+    /// How the delivery was answered.
     pub outcome: WebhookOutcome,
 }
 
 /// The position of the verifying secret in SUME_WEBHOOK_SECRET (never the secret).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SecretLabels {
+    /// 0 for the first secret, 1 for the second, ...
     pub secret: String,
 }
 
+/// The label of `sume_inbox_jobs_closed`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ClosedLabels {
+    /// `webhook`, `poll` or `give_up`.
     pub by: String,
 }
 
+/// The labels of `sume_inbox_sume_requests`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ApiLabels {
+    /// The API key's name (never the key).
     pub key: String,
     /// The HTTP status, or `timeout` / `error`.
     pub code: String,
 }
 
+/// Every metric of this instance, and the registry `/metrics` encodes. The public fields are
+/// what the actors count; the gauges are set at scrape time by [`Metrics::render`].
 pub struct Metrics {
     registry: Registry,
+    /// Deliveries by how they were answered.
     pub webhooks: Family<OutcomeLabels, Counter>,
+    /// Verified deliveries by the secret that verified them (watch a rotation with it).
     pub webhooks_by_secret: Family<SecretLabels, Counter>,
+    /// Deliveries per ingest transaction.
     pub ingest_batch_size: Histogram,
+    /// Time to write and commit one ingest batch.
     pub ingest_commit_seconds: Histogram,
+    /// From an event stored to its job closed by it.
     pub attach_latency_seconds: Histogram,
+    /// Jobs closed, by what closed them.
     pub jobs_closed: Family<ClosedLabels, Counter>,
+    /// Events set aside as not ours.
     pub events_set_aside: Counter,
+    /// Orphan verdicts made.
     pub orphans_found: Counter,
+    /// Terminal observations that contradicted a job's final state.
     pub disagreements_seen: Counter,
+    /// Calls to Sume's API by key and answer.
     pub sume_requests: Family<ApiLabels, Counter>,
+    /// 429 answers from Sume.
     pub sume_rate_limited: Counter,
+    /// Seconds spent waiting for the fleet-wide request budget.
     pub rate_budget_wait_seconds: Counter<f64, AtomicU64>,
+    /// Rows removed by retention.
     pub retention_removed: Counter,
     db_up: Gauge,
     inbox_waiting: Gauge,
@@ -86,9 +114,9 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Every metric at zero, registered under the `sume_inbox_` prefix.
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("sume_inbox");
-        let m = Metrics {
+        let mut m = Metrics {
             webhooks: Family::default(),
             webhooks_by_secret: Family::default(),
             ingest_batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
@@ -113,130 +141,148 @@ impl Metrics {
             pool_idle: Gauge::default(),
             pool_waiting: Gauge::default(),
             tasks_dead: Gauge::default(),
-            registry: Registry::default(),
+            registry: Registry::with_prefix("sume_inbox"),
         };
-        let r = &mut registry;
+        let mut registry = std::mem::take(&mut m.registry);
+        m.register_counters(&mut registry);
+        m.register_gauges(&mut registry);
+        Metrics { registry, ..m }
+    }
+
+    /// What this instance counts.
+    fn register_counters(&self, r: &mut Registry) {
+        let help = "Verified deliveries by the position of the secret that verified them in SUME_WEBHOOK_SECRET";
         r.register(
             "webhooks",
             "Webhook deliveries by how they were answered",
-            m.webhooks.clone(),
+            self.webhooks.clone(),
         );
         r.register(
             "webhooks_verified_by_secret",
-            "Verified deliveries by the position of the secret that verified them in SUME_WEBHOOK_SECRET",
-            m.webhooks_by_secret.clone(),
+            help,
+            self.webhooks_by_secret.clone(),
         );
         r.register(
             "ingest_batch_size",
             "Deliveries written per ingest transaction",
-            m.ingest_batch_size.clone(),
+            self.ingest_batch_size.clone(),
         );
         r.register(
             "ingest_commit_seconds",
             "Time to write and commit one ingest batch",
-            m.ingest_commit_seconds.clone(),
+            self.ingest_commit_seconds.clone(),
         );
         r.register(
             "attach_latency_seconds",
             "From an event stored to its job closed by it",
-            m.attach_latency_seconds.clone(),
+            self.attach_latency_seconds.clone(),
         );
         r.register(
             "jobs_closed",
             "Jobs closed, by webhook, poll or give_up",
-            m.jobs_closed.clone(),
+            self.jobs_closed.clone(),
         );
         r.register(
             "foreign_events_set_aside",
             "Events set aside because every key answered 404",
-            m.events_set_aside.clone(),
+            self.events_set_aside.clone(),
         );
         r.register(
             "orphans_found",
             "Jobs Sume knows with events waiting but no row",
-            m.orphans_found.clone(),
+            self.orphans_found.clone(),
         );
         r.register(
             "disagreements_seen",
             "Terminal observations contradicting a job's final state",
-            m.disagreements_seen.clone(),
+            self.disagreements_seen.clone(),
         );
         r.register(
             "sume_requests",
             "Calls to Sume's API by key and status code",
-            m.sume_requests.clone(),
+            self.sume_requests.clone(),
         );
         r.register(
             "sume_rate_limited",
             "429 answers from Sume",
-            m.sume_rate_limited.clone(),
+            self.sume_rate_limited.clone(),
         );
         r.register(
             "rate_budget_wait_seconds",
             "Time spent waiting for the fleet-wide request budget",
-            m.rate_budget_wait_seconds.clone(),
+            self.rate_budget_wait_seconds.clone(),
         );
         r.register(
             "retention_removed_rows",
             "Rows removed by retention",
-            m.retention_removed.clone(),
+            self.retention_removed.clone(),
         );
+    }
+
+    /// What is read at scrape time: the fleet's numbers from the database, this instance's
+    /// pool and tasks.
+    fn register_gauges(&self, r: &mut Registry) {
+        let oldest =
+            "Age of the oldest waiting event, orphans' excluded (they have an alert of their own)";
+        let dead =
+            "This instance's tasks that stopped unexpectedly (it fails /healthz and /readyz)";
         r.register(
             "db_up",
             "1 when the last scrape could read the database",
-            m.db_up.clone(),
+            self.db_up.clone(),
         );
         r.register(
             "inbox_waiting_events",
             "Events waiting for their job row (not applied, not set aside)",
-            m.inbox_waiting.clone(),
+            self.inbox_waiting.clone(),
         );
         r.register(
             "inbox_oldest_age_seconds",
-            "Age of the oldest waiting event, orphans' excluded (they have an alert of their own)",
-            m.inbox_oldest_age_seconds.clone(),
+            oldest,
+            self.inbox_oldest_age_seconds.clone(),
         );
         r.register(
             "dead_letters",
             "Verified deliveries that name no job, not replayed",
-            m.dead_letters.clone(),
+            self.dead_letters.clone(),
         );
         r.register(
             "orphan_jobs",
             "Job ids with an orphan verdict",
-            m.orphan_jobs.clone(),
+            self.orphan_jobs.clone(),
         );
         r.register(
             "disagreements",
             "Disagreements recorded",
-            m.disagreements.clone(),
+            self.disagreements.clone(),
         );
-        r.register("open_jobs", "Jobs still open", m.open_jobs.clone());
+        r.register("open_jobs", "Jobs still open", self.open_jobs.clone());
         r.register(
             "db_pool_in_use",
             "Pool connections in use",
-            m.pool_in_use.clone(),
+            self.pool_in_use.clone(),
         );
-        r.register("db_pool_idle", "Pool connections idle", m.pool_idle.clone());
+        r.register(
+            "db_pool_idle",
+            "Pool connections idle",
+            self.pool_idle.clone(),
+        );
         r.register(
             "db_pool_waiting",
             "Tasks waiting for a pool connection",
-            m.pool_waiting.clone(),
+            self.pool_waiting.clone(),
         );
-        r.register(
-            "tasks_dead",
-            "This instance's tasks that stopped unexpectedly (it fails /healthz and /readyz)",
-            m.tasks_dead.clone(),
-        );
-        Metrics { registry, ..m }
+        r.register("tasks_dead", dead, self.tasks_dead.clone());
     }
 
+    /// Counts a delivery by how it was answered.
     pub fn webhook(&self, outcome: WebhookOutcome) {
         self.webhooks
             .get_or_create(&OutcomeLabels { outcome })
             .inc();
     }
 
+    /// Counts a delivery verified by the secret at `index` of SUME_WEBHOOK_SECRET.
     pub fn verified_by(&self, index: usize) {
         self.webhooks_by_secret
             .get_or_create(&SecretLabels {
@@ -245,6 +291,7 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts `n` jobs closed by `by` (`webhook`, `poll`, `give_up`).
     pub fn closed(&self, by: &str, n: u64) {
         if n > 0 {
             self.jobs_closed
@@ -253,6 +300,7 @@ impl Metrics {
         }
     }
 
+    /// Counts a call to Sume's API with key `key` answered `code`.
     pub fn sume_request(&self, key: &str, code: &str) {
         self.sume_requests
             .get_or_create(&ApiLabels {
@@ -262,6 +310,7 @@ impl Metrics {
             .inc();
     }
 
+    /// Adds time spent waiting for the request budget.
     pub fn budget_waited(&self, waited: Duration) {
         if !waited.is_zero() {
             self.rate_budget_wait_seconds.inc_by(waited.as_secs_f64());

@@ -339,6 +339,7 @@ pub async fn replay_dead_letters(
     Ok(out)
 }
 
+/// What replay did, for a terminal or as JSON.
 pub fn render_replayed(items: &[Replayed], json: bool) -> String {
     render(&items, json, |items| {
         if items.is_empty() {

@@ -42,29 +42,42 @@ pub use stats::{Gauges, Stats};
 /// A database failure, naming the statement that failed.
 #[derive(Debug, Error)]
 pub enum DbError {
+    /// No connection from the pool (the server is down, or every connection is busy).
     #[error("no database connection: {0}")]
     Pool(#[from] PoolError),
+    /// A statement failed.
     #[error("{statement}: {}", pg_message(source))]
     Query {
+        /// The statement's name (its `-- name:` in `sql/queries/`).
         statement: &'static str,
+        /// The server's or the connection's error.
         #[source]
         source: tokio_postgres::Error,
     },
+    /// A transaction could not begin or commit.
     #[error("{what}: {step}: {}", pg_message(source))]
     Transaction {
+        /// The method that runs the transaction.
         what: &'static str,
+        /// `begin` or `commit`.
         step: &'static str,
+        /// The server's or the connection's error.
         #[source]
         source: tokio_postgres::Error,
     },
+    /// A migration failed (it was rolled back).
     #[error("migration {version}: {}", pg_message(.1), version = .0)]
     Migration(i32, #[source] tokio_postgres::Error),
+    /// A connection outside the pool could not be opened.
     #[error("cannot connect: {}", pg_message(.0))]
     Connect(#[source] tokio_postgres::Error),
+    /// DATABASE_URL cannot be used as it is.
     #[error("bad DATABASE_URL: {0}")]
     Config(String),
+    /// A connection outside the pool ended.
     #[error("connection closed")]
     Closed,
+    /// The database holds something the code never writes: a bug, or a hand edit.
     #[error("unexpected database state: {0}")]
     Invariant(String),
 }
@@ -82,6 +95,7 @@ fn pg_message(e: &tokio_postgres::Error) -> String {
 }
 
 impl DbError {
+    /// A failure of the statement named `statement`.
     pub fn query(statement: &'static str, source: tokio_postgres::Error) -> DbError {
         DbError::Query { statement, source }
     }
@@ -197,6 +211,8 @@ impl Store {
         })
     }
 
+    /// The pool itself, for its status and for code that runs its own SQL (an application
+    /// sharing the database, the tests).
     pub fn pool(&self) -> &Pool {
         &self.pool
     }

@@ -29,10 +29,15 @@ use super::DbError;
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SslMode {
+    /// Plain connections only.
     Disable,
+    /// TLS when the server offers it, the certificate not checked (`allow` reads as this).
     Prefer,
+    /// TLS always, the certificate not checked.
     Require,
+    /// TLS with a certificate chain to a trusted root; the name not checked.
     VerifyCa,
+    /// TLS with a trusted chain and the host's name in the certificate.
     VerifyFull,
 }
 
@@ -63,8 +68,11 @@ impl SslMode {
 
 /// Where and how to connect.
 pub struct Target {
+    /// The connection settings, `sslmode` mapped to what the driver understands.
     pub config: tokio_postgres::Config,
+    /// The TLS connector that carries out `mode`.
     pub tls: MakeRustlsConnect,
+    /// The `sslmode` asked for.
     pub mode: SslMode,
 }
 

@@ -25,16 +25,22 @@ use crate::attach::AttachHandle;
 use crate::db::{NewJob, Registered, Store};
 use crate::metrics::Metrics;
 
+/// What the admin API needs.
 #[derive(Clone)]
 pub struct AdminState {
+    /// The database.
     pub store: Store,
+    /// To attach a job's waiting events as soon as it is registered.
     pub attach: AttachHandle,
     /// Names of the configured API keys; empty means any name is accepted.
     pub key_names: Arc<Vec<String>>,
+    /// What `/metrics` encodes.
     pub metrics: Arc<Metrics>,
+    /// The tasks' liveness, for the `tasks_dead` gauge.
     pub health: crate::health::Health,
 }
 
+/// The admin API's routes, behind the bearer token when one is configured.
 pub fn router(state: AdminState, token: Option<Secret>) -> Router {
     let routes = Router::new()
         .route("/v1/jobs", post(register))

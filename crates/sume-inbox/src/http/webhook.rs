@@ -29,17 +29,25 @@ use crate::metrics::{Metrics, WebhookOutcome};
 /// What the webhook endpoint needs.
 #[derive(Clone)]
 pub struct WebhookState {
+    /// SUME_WEBHOOK_SECRET: any of them verifies.
     pub secrets: Arc<Vec<Secret>>,
+    /// WEBHOOK_TOLERANCE: how far a signed timestamp may be from now.
     pub tolerance: Duration,
+    /// Where verified deliveries go.
     pub ingest: IngestHandle,
     /// How long a request waits for its commit.
     pub timeout: Duration,
+    /// `Retry-After` of a 503.
     pub retry_after_secs: u64,
+    /// For `/readyz`'s check of the schema.
     pub store: Store,
+    /// For `/healthz` and `/readyz`.
     pub health: Health,
+    /// Where the deliveries are counted.
     pub metrics: Arc<Metrics>,
 }
 
+/// The public port's routes: the webhook and the health checks.
 pub fn router(state: WebhookState, max_body_bytes: usize) -> Router {
     Router::new()
         .route("/webhooks/sume", post(receive))
