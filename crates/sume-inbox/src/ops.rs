@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde::Serialize;
 use sume_wire::Secret;
 
-use crate::db::StoredDelivery;
 use crate::db::{DbError, Store};
+use crate::db::{JobDetail, StoredDelivery};
 use crate::delivery::{verify_delivery, Delivery, Received};
 
 /// Renders `value` as JSON, or as text with `text`.
@@ -32,81 +32,86 @@ pub async fn jobs_show(store: &Store, job_id: &str, json: bool) -> Result<(Strin
     let d = store.job_detail(job_id).await?;
     let known = d.job.is_some() || !d.events.is_empty();
     let out = render(&d, json, |d| {
-        let mut s = String::new();
-        match &d.job {
-            Some(j) => {
-                let _ = writeln!(
-                    s,
-                    "job {}  state {}  sume_status {}",
-                    j.job_id,
-                    j.state,
-                    j.sume_status.as_deref().unwrap_or("-")
-                );
-                let _ = writeln!(
-                    s,
-                    "  order {}  key {}",
-                    j.order_id.as_deref().unwrap_or("-"),
-                    j.api_key.as_deref().unwrap_or("-")
-                );
-                let _ = writeln!(s, "  registered {}", j.created_at.to_rfc3339());
-                match (&j.closed_by, j.closed_at) {
-                    (Some(by), Some(at)) => {
-                        let _ = writeln!(s, "  closed by {by} at {}", at.to_rfc3339());
-                    }
-                    _ => {
-                        let _ = writeln!(s, "  open");
-                    }
-                }
-                if let Some(r) = &j.result {
-                    let _ = writeln!(s, "  result {r}");
-                }
-            }
-            None if d.events.is_empty() => {
-                let _ = writeln!(s, "no job and no event for {}", d.job_id);
-            }
-            None => {
-                let _ = writeln!(s, "job {}: no row (its events wait in the inbox)", d.job_id);
-            }
-        }
-        if !d.events.is_empty() {
-            let _ = writeln!(s, "events:");
-        }
-        for e in &d.events {
-            let fate = match (&e.outcome, &e.set_aside_reason) {
-                (Some(o), _) => format!("applied: {o}"),
-                (None, Some(r)) => format!("set aside: {r}"),
-                (None, None) => "waiting".to_owned(),
-            };
-            let _ = writeln!(
-                s,
-                "  {}  {}  {}  received {}  {fate}",
-                e.event_id,
-                e.event_type.as_deref().unwrap_or("-"),
-                e.status.as_deref().unwrap_or("-"),
-                e.received_at.to_rfc3339()
-            );
-        }
-        for x in &d.disagreements {
-            let _ = writeln!(
-                s,
-                "disagreement: kept {}, {} saw {} ({}) at {}",
-                x.kept_state,
-                x.source,
-                x.seen_state,
-                x.seen_status,
-                x.recorded_at.to_rfc3339()
-            );
-        }
-        if let Some(c) = &d.inbox_check {
-            let _ = writeln!(
-                s,
-                "inbox check: {} after {} attempt(s), answers {}",
-                c.verdict, c.attempts, c.answers
-            );
-        }
+        let mut s = job_text(d);
+        history_text(&mut s, d);
         s
     });
     Ok((out, known))
+}
+
+/// The job row of `jobs show`, or why there is none.
+fn job_text(d: &JobDetail) -> String {
+    let mut s = String::new();
+    let Some(j) = &d.job else {
+        if d.events.is_empty() {
+            let _ = writeln!(s, "no job and no event for {}", d.job_id);
+        } else {
+            let _ = writeln!(s, "job {}: no row (its events wait in the inbox)", d.job_id);
+        }
+        return s;
+    };
+    let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    let _ = writeln!(
+        s,
+        "job {}  state {}  sume_status {}",
+        j.job_id,
+        j.state,
+        dash(&j.sume_status)
+    );
+    let _ = writeln!(s, "  order {}  key {}", dash(&j.order_id), dash(&j.api_key));
+    let _ = writeln!(s, "  registered {}", j.created_at.to_rfc3339());
+    match (&j.closed_by, j.closed_at) {
+        (Some(by), Some(at)) => {
+            let _ = writeln!(s, "  closed by {by} at {}", at.to_rfc3339());
+        }
+        _ => {
+            let _ = writeln!(s, "  open");
+        }
+    }
+    if let Some(r) = &j.result {
+        let _ = writeln!(s, "  result {r}");
+    }
+    s
+}
+
+/// The events, disagreements and inbox check of `jobs show`.
+fn history_text(s: &mut String, d: &JobDetail) {
+    if !d.events.is_empty() {
+        let _ = writeln!(s, "events:");
+    }
+    for e in &d.events {
+        let fate = match (&e.outcome, &e.set_aside_reason) {
+            (Some(o), _) => format!("applied: {o}"),
+            (None, Some(r)) => format!("set aside: {r}"),
+            (None, None) => "waiting".to_owned(),
+        };
+        let _ = writeln!(
+            s,
+            "  {}  {}  {}  received {}  {fate}",
+            e.event_id,
+            e.event_type.as_deref().unwrap_or("-"),
+            e.status.as_deref().unwrap_or("-"),
+            e.received_at.to_rfc3339()
+        );
+    }
+    for x in &d.disagreements {
+        let _ = writeln!(
+            s,
+            "disagreement: kept {}, {} saw {} ({}) at {}",
+            x.kept_state,
+            x.source,
+            x.seen_state,
+            x.seen_status,
+            x.recorded_at.to_rfc3339()
+        );
+    }
+    if let Some(c) = &d.inbox_check {
+        let _ = writeln!(
+            s,
+            "inbox check: {} after {} attempt(s), answers {}",
+            c.verdict, c.attempts, c.answers
+        );
+    }
 }
 
 /// `inbox ls [--older-than D]`.
