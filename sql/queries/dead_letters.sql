@@ -1,9 +1,18 @@
 -- Statements on sume.dead_letters: verified deliveries whose body names no job.
 
 -- name: dead_letters_insert
+-- Keyed by the body's hash. A row stored before 0004_signed_keys was keyed by the header's id:
+-- a delivery whose header id names such a row is a redelivery of it, and is not kept twice.
 insert into sume.dead_letters (dead_letter_id, reason, body, header_event_id, signed_at, signature)
-select *
+select u.dead_letter_id, u.reason, u.body, u.header_event_id, u.signed_at, u.signature
 from unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::int8[], $6::text[])
+     as u(dead_letter_id, reason, body, header_event_id, signed_at, signature)
+where u.header_event_id is null
+   or not exists (
+        select 1 from sume.dead_letters legacy
+        where legacy.dead_letter_id = u.header_event_id
+          and legacy.received_at < (select applied_at from sume.schema_migrations
+                                    where version = 4))
 on conflict (dead_letter_id) do nothing;
 
 -- name: dead_letters_list

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use sume_wire::{event_id_for, parse_event};
+use sume_wire::{dedupe_key, parse_event};
 use tokio::time::Instant;
 
 use crate::webhook::Generator;
@@ -43,7 +43,8 @@ pub fn template(generator: &Generator, n: usize, now: i64) -> Vec<Row> {
             let d = generator.next(now);
             let parsed = parse_event(&d.body).expect("generated bodies parse");
             Row {
-                event_id: event_id_for(Some(&d.event_id), Some(&parsed), &d.body),
+                event_id: dedupe_key(&parsed),
+                header_event_id: Some(d.event_id.clone()),
                 job_id: parsed.job_id,
                 event_type: parsed.event_type,
                 status: parsed.status,

@@ -106,7 +106,7 @@ pub fn envelope(event_id: &str, job_id: &str, n: u64, now: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sume_wire::{event_id_for, parse_event, verify, SignedHeaders};
+    use sume_wire::{dedupe_key, parse_event, verify, SignedHeaders};
 
     const NOW: i64 = 1_760_000_000;
 
@@ -137,10 +137,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(result["images"][1]["width"], 1024);
-        assert_eq!(
-            event_id_for(Some(&d.event_id), Some(&parsed), &d.body),
-            d.event_id
-        );
+        assert_eq!(dedupe_key(&parsed), d.event_id);
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub fn render(args: &SignArgs) -> Result<String, String> {
     });
     let event_id = args.event_id.clone().unwrap_or_else(|| match &args.job_id {
         Some(job) => format!("evt_{job}_{}", args.status),
-        None => sume_wire::event_id_for(None, None, body.as_bytes()),
+        None => sume_wire::body_key(body.as_bytes()),
     });
     let signature = signature_header(&[Secret::new(secret)], timestamp, body.as_bytes());
     let lines = [

@@ -7,7 +7,9 @@
 //! the database.
 
 use bytes::Bytes;
-use sume_wire::{event_id_for, parse_event, verify, Secret, SignedHeaders, VerifyError};
+use sume_wire::{
+    body_key, dedupe_key, parse_event, usable_header_id, verify, Secret, SignedHeaders, VerifyError,
+};
 
 use crate::db::{NewDeadLetter, NewEvent};
 
@@ -38,6 +40,9 @@ pub struct Verified {
     pub delivery: Delivery,
     /// Which of the configured secrets verified it (rotation is watched by this).
     pub secret_index: usize,
+    /// The body has an event id of its own and `X-Sume-Event-Id` names another: counted and
+    /// kept with the row, the body's id is the key.
+    pub header_mismatch: bool,
 }
 
 /// Verifies `body` against `secrets` at `now` (Unix seconds; the timestamp must be within
@@ -62,9 +67,17 @@ pub fn verify_delivery(
         .parse()
         .unwrap_or_default();
     let signature = received.signature.unwrap_or_default().to_owned();
+    let header_id = usable_header_id(received.event_id).map(str::to_owned);
+    let mut header_mismatch = false;
     let delivery = match parse_event(&body) {
         Ok(parsed) => Delivery::Event(NewEvent {
-            event_id: event_id_for(received.event_id, Some(&parsed), &body),
+            event_id: {
+                let key = dedupe_key(&parsed);
+                header_mismatch =
+                    parsed.body_event_id.is_some() && header_id.as_ref().is_some_and(|h| *h != key);
+                key
+            },
+            header_event_id: header_id,
             job_id: parsed.job_id,
             event_type: parsed.event_type,
             status: parsed.status,
@@ -74,9 +87,9 @@ pub fn verify_delivery(
             signature,
         }),
         Err(e) => Delivery::DeadLetter(NewDeadLetter {
-            dead_letter_id: event_id_for(received.event_id, None, &body),
+            dead_letter_id: body_key(&body),
             reason: e.to_string(),
-            header_event_id: received.event_id.map(str::to_owned),
+            header_event_id: header_id,
             body,
             signed_at,
             signature,
@@ -85,6 +98,7 @@ pub fn verify_delivery(
     Ok(Verified {
         delivery,
         secret_index,
+        header_mismatch,
     })
 }
 

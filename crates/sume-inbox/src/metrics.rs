@@ -72,6 +72,8 @@ pub struct Metrics {
     pub webhooks: Family<OutcomeLabels, Counter>,
     /// Verified deliveries by the secret that verified them (watch a rotation with it).
     pub webhooks_by_secret: Family<SecretLabels, Counter>,
+    /// Verified deliveries whose `X-Sume-Event-Id` names another event than their body's id.
+    pub event_id_mismatch: Counter,
     /// Deliveries per ingest transaction.
     pub ingest_batch_size: Histogram,
     /// Time to write and commit one ingest batch.
@@ -119,6 +121,7 @@ impl Metrics {
         let mut m = Metrics {
             webhooks: Family::default(),
             webhooks_by_secret: Family::default(),
+            event_id_mismatch: Counter::default(),
             ingest_batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
             ingest_commit_seconds: Histogram::new(exponential_buckets(0.0005, 2.0, 14)),
             attach_latency_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 18)),
@@ -161,6 +164,11 @@ impl Metrics {
             "webhooks_verified_by_secret",
             help,
             self.webhooks_by_secret.clone(),
+        );
+        r.register(
+            "webhook_event_id_mismatch",
+            "Verified deliveries whose X-Sume-Event-Id differs from the body's own event id (stored under the body's)",
+            self.event_id_mismatch.clone(),
         );
         r.register(
             "ingest_batch_size",

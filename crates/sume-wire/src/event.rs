@@ -239,16 +239,34 @@ fn parse_general(body: &[u8]) -> Result<ParsedEvent, ParseError> {
     })
 }
 
-/// The id an event is deduplicated by: the `X-Sume-Event-Id` header, else the body's `id`,
-/// else `sha256:<hex of the body>` (so a byte-identical redelivery still deduplicates).
-pub fn event_id_for(header: Option<&str>, parsed: Option<&ParsedEvent>, body: &[u8]) -> String {
-    if let Some(h) = header.map(str::trim).filter(|h| usable_id(h)) {
-        return h.to_owned();
-    }
-    if let Some(id) = parsed.and_then(|p| p.body_event_id.as_deref()) {
+/// The key an event is deduplicated by, taken only from what the signature covers (the
+/// body): the body's own event `id` (envelope shape), else `"{job_id}/{type}"` (the type, else
+/// the status). Sume's docs make the event id "stable per job and terminal event type", which
+/// is what this encodes, so a redelivery whose body differs still deduplicates.
+///
+/// Never the `X-Sume-Event-Id` header: it is not signed, so whoever holds one signed delivery
+/// could replay it under fresh ids, or claim a future event's id in advance.
+pub fn dedupe_key(parsed: &ParsedEvent) -> String {
+    if let Some(id) = parsed.body_event_id.as_deref() {
         return id.to_owned();
     }
+    let kind = parsed
+        .event_type
+        .as_deref()
+        .or(parsed.status.as_deref())
+        .unwrap_or("event");
+    format!("{}/{kind}", parsed.job_id)
+}
+
+/// The key of a verified body that names no job (a dead letter): `sha256:<hex of the body>`,
+/// so a byte-identical redelivery is kept once whatever its headers say.
+pub fn body_key(body: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(body)))
+}
+
+/// Whether `header` (an `X-Sume-Event-Id` as received) is usable as an id at all.
+pub fn usable_header_id(header: Option<&str>) -> Option<&str> {
+    header.map(str::trim).filter(|h| usable_id(h))
 }
 
 #[cfg(test)]
@@ -361,15 +379,40 @@ mod tests {
     }
 
     #[test]
-    fn event_id_prefers_header_then_body_then_hash() {
-        let body = br#"{"id":"evt_b","type":"job.completed","data":{"object":{"id":"j"}}}"#;
-        let parsed = parse_event(body).unwrap();
-        assert_eq!(event_id_for(Some("evt_h"), Some(&parsed), body), "evt_h");
-        assert_eq!(event_id_for(Some("  "), Some(&parsed), body), "evt_b");
-        assert_eq!(event_id_for(None, Some(&parsed), body), "evt_b");
-        let hashed = event_id_for(None, None, body);
+    fn the_dedupe_key_comes_from_the_signed_body_only() {
+        let envelope = br#"{"id":"evt_b","type":"job.completed","data":{"object":{"id":"j"}}}"#;
+        assert_eq!(dedupe_key(&parse_event(envelope).unwrap()), "evt_b");
+        let guide = br#"{"event":"job.completed","job_id":"job_early"}"#;
+        assert_eq!(
+            dedupe_key(&parse_event(guide).unwrap()),
+            "job_early/job.completed"
+        );
+        // Stable per job and event type: a redelivery whose body differs still deduplicates.
+        let again = br#"{"event":"job.completed","job_id":"job_early","attempt":2}"#;
+        assert_eq!(
+            dedupe_key(&parse_event(again).unwrap()),
+            "job_early/job.completed"
+        );
+        let status_only = br#"{"job_id":"j","status":"failed"}"#;
+        assert_eq!(dedupe_key(&parse_event(status_only).unwrap()), "j/failed");
+        let nothing = br#"{"job_id":"j"}"#;
+        assert_eq!(dedupe_key(&parse_event(nothing).unwrap()), "j/event");
+    }
+
+    #[test]
+    fn a_body_key_is_a_stable_hash() {
+        let hashed = body_key(b"x");
         assert!(hashed.starts_with("sha256:") && hashed.len() == 7 + 64);
-        assert_eq!(hashed, event_id_for(None, None, body), "stable");
-        assert_ne!(hashed, event_id_for(None, None, b"other"));
+        assert_eq!(hashed, body_key(b"x"), "stable");
+        assert_ne!(hashed, body_key(b"other"));
+    }
+
+    #[test]
+    fn a_header_id_is_usable_when_it_is_an_id() {
+        assert_eq!(usable_header_id(Some(" evt_1 ")), Some("evt_1"));
+        assert_eq!(usable_header_id(Some("  ")), None);
+        assert_eq!(usable_header_id(Some("a\u{7}b")), None);
+        assert_eq!(usable_header_id(Some(&"x".repeat(MAX_ID_LEN + 1))), None);
+        assert_eq!(usable_header_id(None), None);
     }
 }

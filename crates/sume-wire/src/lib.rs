@@ -16,7 +16,7 @@ pub mod signature;
 pub mod status;
 
 pub use client::{ClientError, RateLimit, StatusClient, StatusOutcome, StatusReply};
-pub use event::{event_id_for, parse_event, ParseError, ParsedEvent};
+pub use event::{body_key, dedupe_key, parse_event, usable_header_id, ParseError, ParsedEvent};
 pub use job::{ErrorBody, ErrorEnvelope, JobObject};
 pub use secret::Secret;
 pub use signature::{sign, signature_header, verify, SignedHeaders, VerifyError};

@@ -13,8 +13,10 @@ use super::{sql, DbError, Store};
 /// A verified event, ready to store.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
-    /// The dedupe key.
+    /// The dedupe key, from the signed body ([`sume_wire::dedupe_key`]).
     pub event_id: String,
+    /// `X-Sume-Event-Id` as received: a hint, never the key (it is not signed).
+    pub header_event_id: Option<String>,
     /// The job the event is about.
     pub job_id: String,
     /// The body's `type`, when it has one.
@@ -109,11 +111,15 @@ pub(super) async fn insert<C: GenericClient>(
     let bodies: Vec<&[u8]> = events.iter().map(|e| e.body.as_ref()).collect();
     let signed: Vec<i64> = events.iter().map(|e| e.signed_at).collect();
     let sigs: Vec<&str> = events.iter().map(|e| e.signature.as_str()).collect();
+    let hints: Vec<Option<&str>> = events
+        .iter()
+        .map(|e| e.header_event_id.as_deref())
+        .collect();
     let rows = sql::EVENTS_INSERT
         .query(
             db,
             &[
-                &ids, &jobs, &types, &statuses, &results, &bodies, &signed, &sigs,
+                &ids, &jobs, &types, &statuses, &results, &bodies, &signed, &sigs, &hints,
             ],
         )
         .await?;

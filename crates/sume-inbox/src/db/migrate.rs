@@ -15,6 +15,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "retention",
         include_str!("../../../../sql/0003_retention.sql"),
     ),
+    (
+        4,
+        "signed_keys",
+        include_str!("../../../../sql/0004_signed_keys.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.

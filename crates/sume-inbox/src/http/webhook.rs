@@ -91,6 +91,13 @@ async fn receive(
     let delivery = match verify_delivery(received, body, &state.secrets, unix_now(), tolerance) {
         Ok(verified) => {
             state.metrics.verified_by(verified.secret_index);
+            if verified.header_mismatch {
+                state.metrics.event_id_mismatch.inc();
+                tracing::warn!(
+                    header = header_str(&headers, headers::EVENT_ID).unwrap_or("-"),
+                    "X-Sume-Event-Id differs from the body's event id; stored under the body's"
+                );
+            }
             verified.delivery
         }
         Err(e) => {

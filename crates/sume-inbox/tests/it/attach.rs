@@ -218,7 +218,7 @@ async fn a_terminal_state_is_final_and_redeliveries_change_nothing() {
         .unwrap();
     assert_eq!(row.get::<_, String>(0), "completed");
     assert_eq!(row.get::<_, String>(1), "completed");
-    assert_eq!(row.get::<_, String>(2), "evt_job_f_completed");
+    assert_eq!(row.get::<_, String>(2), "job_f/job.completed");
     let outcomes: Vec<(String, String)> = c
         .query(
             "select status, outcome from sume.events order by received_at",
@@ -248,7 +248,7 @@ async fn a_terminal_state_is_final_and_redeliveries_change_nothing() {
     assert_eq!(d.get::<_, String>(0), "completed");
     assert_eq!(d.get::<_, String>(1), "failed");
     assert_eq!(d.get::<_, String>(2), "webhook");
-    assert_eq!(d.get::<_, String>(3), "evt_job_f_failed");
+    assert_eq!(d.get::<_, String>(3), "job_f/job.failed");
     daemon.stop().await;
 }
 
@@ -355,7 +355,10 @@ async fn race(db: &TestDb, daemons: &[&Daemon], jobs: usize) {
         "each job closed exactly once"
     );
     assert_eq!(
-        db.scalar("select count(*) from sume.jobs where closed_event_id <> 'evt_' || job_id || '_completed'").await,
+        db.scalar(
+            "select count(*) from sume.jobs where closed_event_id <> job_id || '/job.completed'"
+        )
+        .await,
         0
     );
     assert_eq!(

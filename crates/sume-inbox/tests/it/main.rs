@@ -3,6 +3,7 @@
 
 mod attach;
 mod cli;
+mod dedupe;
 mod ingest;
 mod metrics;
 mod ops;

@@ -98,14 +98,14 @@ async fn admin_commands_show_and_replay_what_is_stored() {
         "{out}"
     );
     assert!(
-        out.contains("evt_job_done_completed") && out.contains("applied: closed"),
+        out.contains("job_done/job.completed") && out.contains("applied: closed"),
         "{out}"
     );
     let (ok, out, _) = admin(&db, &["jobs", "show", "job_wait", "--json"]);
     assert!(ok);
     let j = json(&out);
     assert!(j["job"].is_null());
-    assert_eq!(j["events"][0]["event_id"], "evt_job_wait_completed");
+    assert_eq!(j["events"][0]["event_id"], "job_wait/job.completed");
     let (ok, _, err) = admin(&db, &["jobs", "show", "job_nobody"]);
     assert!(!ok && err.contains("no job and no event"));
 

@@ -238,8 +238,8 @@ impl Env {
         let events = self
             .inspect
             .query(
-                "select event_id, job_id, status, outcome, applied_at is not null as applied,
-                        received_at
+                "select event_id as key, coalesce(header_event_id, event_id) as event_id, job_id,
+                        status, outcome, applied_at is not null as applied, received_at
                  from sume.events order by received_at, event_id",
                 &[],
             )
@@ -247,6 +247,7 @@ impl Env {
             .expect("reading sume.events")
             .iter()
             .map(|r| EventRow {
+                key: r.get("key"),
                 event_id: r.get("event_id"),
                 job_id: r.get("job_id"),
                 status: r.get("status"),
@@ -330,6 +331,9 @@ pub struct JobRow {
 /// A row of `sume.events`.
 #[derive(Debug, Clone)]
 pub struct EventRow {
+    /// The dedupe key the daemon derived from the signed body.
+    pub key: String,
+    /// The `X-Sume-Event-Id` it was first delivered with: the simulator's name for the event.
     pub event_id: String,
     pub job_id: String,
     pub status: Option<String>,
@@ -482,7 +486,14 @@ impl Snapshot {
             let closed = closes.get(id).copied().unwrap_or(0);
             match row.closed_by.as_deref() {
                 Some("webhook") => {
-                    if row.closed_event_id.as_deref() != Some(t.event_id.as_str()) {
+                    // The job names its closing event by key; the simulator by the id it sent.
+                    let sent = row.closed_event_id.as_deref().and_then(|key| {
+                        self.events
+                            .iter()
+                            .find(|e| e.key == key)
+                            .map(|e| e.event_id.as_str())
+                    });
+                    if sent != Some(t.event_id.as_str()) {
                         problems.push(format!(
                             "{id}: closed by event {:?}, its terminal event is {}",
                             row.closed_event_id, t.event_id
