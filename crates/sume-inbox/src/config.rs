@@ -42,6 +42,9 @@ pub struct Config {
     pub db_pool_size: usize,
     pub webhook_secrets: Vec<Secret>,
     pub sume_api_url: String,
+    /// SUME_API_ALLOW_PLAINTEXT: an `http://` SUME_API_URL to another host than this one is
+    /// refused unless this is set (the API keys would travel in clear).
+    pub sume_api_allow_plaintext: bool,
     pub api_keys: Vec<ApiKey>,
     pub listen_addr: SocketAddr,
     pub admin_addr: SocketAddr,
@@ -65,6 +68,7 @@ impl Config {
             db_pool_size: 16,
             webhook_secrets: vec![Secret::new(webhook_secret)],
             sume_api_url: "https://www.sume.so/api/v1".into(),
+            sume_api_allow_plaintext: false,
             api_keys: Vec::new(),
             listen_addr: loopback,
             admin_addr: loopback,
@@ -327,10 +331,45 @@ pub fn parse_api_url(name: &'static str, raw: &str) -> Result<String, ConfigErro
     Ok(trimmed.to_owned())
 }
 
+/// Reads a switch: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off` (any case).
+pub fn parse_bool(name: &'static str, raw: &str) -> Result<bool, ConfigError> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        _ => Err(ConfigError::new(
+            name,
+            format!("{raw:?} is not 1/true/yes/on or 0/false/no/off"),
+        )),
+    }
+}
+
 pub fn check_database_url(raw: &str) -> Result<Secret, ConfigError> {
     crate::db::target(raw)
         .map_err(|e| ConfigError::new("DATABASE_URL", format!("cannot be read: {e}")))?;
     Ok(Secret::new(raw))
+}
+
+/// An `http://` API URL is refused unless it points at this machine or plaintext is allowed
+/// explicitly: every status request carries an API key.
+fn check_plaintext(api_url: &str, allowed: bool) -> Result<(), ConfigError> {
+    let Ok(url) = url::Url::parse(api_url) else {
+        return Ok(()); // parse_api_url has refused it already
+    };
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    if url.scheme() == "http" && !loopback && !allowed {
+        return Err(ConfigError::new(
+            "SUME_API_URL",
+            format!(
+                "{api_url} is plain http to another host: the API keys would travel in clear; use https, or set SUME_API_ALLOW_PLAINTEXT=1 for a private network"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Config {
@@ -348,12 +387,21 @@ impl Config {
                 ),
             ));
         }
-        if self.webhook_tolerance.is_zero() {
-            return Err(ConfigError::new("WEBHOOK_TOLERANCE", "must be more than 0"));
+        // Timestamps are whole seconds: a tolerance under one would refuse every delivery.
+        if self.webhook_tolerance < Duration::from_secs(1) {
+            return Err(ConfigError::new(
+                "WEBHOOK_TOLERANCE",
+                "must be at least 1s (signed timestamps are whole seconds)",
+            ));
         }
+        check_plaintext(&self.sume_api_url, self.sume_api_allow_plaintext)?;
         let s = &self.sweep;
         for (name, d) in [
+            ("INGEST_TIMEOUT", self.ingest.timeout),
+            ("ATTACH_SCAN_INTERVAL", self.attach.scan_interval),
+            ("SHUTDOWN_TIMEOUT", self.shutdown_timeout),
             ("SWEEP_INTERVAL", s.interval),
+            ("INBOX_GRACE", s.inbox_grace),
             ("POLL_AFTER", s.poll_after),
             ("POLL_MAX_INTERVAL", s.poll_max_interval),
             ("SWEEP_LEASE", s.lease),
@@ -362,6 +410,12 @@ impl Config {
             if d.is_zero() {
                 return Err(ConfigError::new(name, "must be more than 0"));
             }
+        }
+        if s.poll_max_interval < s.poll_after {
+            return Err(ConfigError::new(
+                "POLL_MAX_INTERVAL",
+                "must be at least POLL_AFTER (it caps the growing interval that starts there)",
+            ));
         }
         // A request starts only while a whole request timeout, with as much again to spare,
         // remains of its claim: a shorter lease would let no request start at all.
@@ -390,6 +444,72 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_that_cannot_work_are_refused_by_name() {
+        let refused = |change: &dyn Fn(&mut Config)| {
+            let mut c = Config::local("postgres://localhost/x", "whsec_x");
+            change(&mut c);
+            c.validate().unwrap_err().name
+        };
+        assert!(Config::local("postgres://localhost/x", "whsec_x")
+            .validate()
+            .is_ok());
+        assert_eq!(
+            refused(&|c| c.attach.scan_interval = Duration::ZERO),
+            "ATTACH_SCAN_INTERVAL"
+        );
+        assert_eq!(
+            refused(&|c| c.ingest.timeout = Duration::ZERO),
+            "INGEST_TIMEOUT"
+        );
+        assert_eq!(
+            refused(&|c| c.webhook_tolerance = Duration::from_millis(500)),
+            "WEBHOOK_TOLERANCE"
+        );
+        assert_eq!(
+            refused(&|c| c.sweep.inbox_grace = Duration::ZERO),
+            "INBOX_GRACE"
+        );
+        assert_eq!(
+            refused(&|c| c.sweep.interval = Duration::ZERO),
+            "SWEEP_INTERVAL"
+        );
+        assert_eq!(
+            refused(&|c| c.shutdown_timeout = Duration::ZERO),
+            "SHUTDOWN_TIMEOUT"
+        );
+        assert_eq!(
+            refused(&|c| c.sweep.poll_max_interval = c.sweep.poll_after / 2),
+            "POLL_MAX_INTERVAL"
+        );
+        assert_eq!(
+            refused(&|c| c.sume_api_url = "http://sume.example/api/v1".into()),
+            "SUME_API_URL"
+        );
+        for ok in [
+            "http://127.0.0.1:8090/v1",
+            "http://localhost:8090/v1",
+            "http://[::1]:8090/v1",
+        ] {
+            let mut c = Config::local("postgres://localhost/x", "whsec_x");
+            c.sume_api_url = ok.into();
+            assert!(c.validate().is_ok(), "{ok}");
+        }
+        let mut c = Config::local("postgres://localhost/x", "whsec_x");
+        c.sume_api_url = "http://sim:8090/v1".into();
+        c.sume_api_allow_plaintext = true;
+        assert!(c.validate().is_ok(), "allowed explicitly");
+    }
+
+    #[test]
+    fn switches() {
+        assert_eq!(parse_bool("X", "1"), Ok(true));
+        assert_eq!(parse_bool("X", " TRUE "), Ok(true));
+        assert_eq!(parse_bool("X", "off"), Ok(false));
+        assert_eq!(parse_bool("X", ""), Ok(false));
+        assert!(parse_bool("X", "maybe").is_err());
+    }
 
     #[test]
     fn api_urls() {
@@ -457,26 +577,8 @@ mod tests {
 
     #[test]
     fn a_lease_must_outlive_its_requests() {
-        let sweep = SweepConfig {
-            request_timeout: Duration::from_secs(60),
-            ..SweepConfig::default()
-        };
-        let config = Config {
-            database_url: Secret::new("postgres://db/x"),
-            db_pool_size: 2,
-            webhook_secrets: vec![Secret::new("s")],
-            sume_api_url: "https://x/v1".into(),
-            api_keys: vec![],
-            listen_addr: "127.0.0.1:0".parse().unwrap(),
-            admin_addr: "127.0.0.1:0".parse().unwrap(),
-            admin_token: None,
-            webhook_tolerance: Duration::from_secs(300),
-            max_body_bytes: 1024,
-            ingest: IngestConfig::default(),
-            attach: AttachConfig::default(),
-            sweep,
-            shutdown_timeout: Duration::from_secs(1),
-        };
+        let mut config = Config::local("postgres://db/x", "s");
+        config.sweep.request_timeout = Duration::from_secs(60);
         assert_eq!(config.validate().unwrap_err().name, "SWEEP_LEASE");
         let mut ok = config.clone();
         ok.sweep.request_timeout = Duration::from_secs(10);

@@ -76,6 +76,10 @@ pub struct ServeArgs {
         default_value = "https://www.sume.so/api/v1"
     )]
     pub sume_api_url: String,
+    /// Allow an `http://` SUME_API_URL to another host (`1`/`true`): the API keys then travel
+    /// in clear, so only on a private network (e.g. a simulator in compose).
+    #[arg(long, env = "SUME_API_ALLOW_PLAINTEXT", default_value = "0")]
+    pub sume_api_allow_plaintext: String,
     /// API keys as name:key,name:key (the names are what sume.jobs.api_key holds).
     #[arg(long, env = "SUME_API_KEYS", hide_env_values = true)]
     pub sume_api_keys: Option<String>,
@@ -191,6 +195,10 @@ impl ServeArgs {
             db_pool_size: parse_count("DB_POOL_SIZE", &self.db_pool_size, 2)?,
             webhook_secrets,
             sume_api_url: parse_api_url("SUME_API_URL", &self.sume_api_url)?,
+            sume_api_allow_plaintext: parse_bool(
+                "SUME_API_ALLOW_PLAINTEXT",
+                &self.sume_api_allow_plaintext,
+            )?,
             api_keys,
             listen_addr: parse_addr("LISTEN_ADDR", &self.listen_addr)?,
             admin_addr: parse_addr("ADMIN_ADDR", &self.admin_addr)?,

@@ -90,6 +90,7 @@ fn the_config_never_prints_its_secrets() {
         db_pool_size: "4".into(),
         webhook_secret: Some("whsec_super_secret_value".into()),
         sume_api_url: "https://www.sume.so/api/v1".into(),
+        sume_api_allow_plaintext: "0".into(),
         sume_api_keys: Some("main:sk_live_secret_key".into()),
         sume_api_key: None,
         listen_addr: "127.0.0.1:0".into(),
