@@ -1,0 +1,75 @@
+//! The throwaway PostgreSQL cluster a run writes to (`scripts/devpg start`, destroyed or
+//! stopped when its guard drops), and the postmaster's pid for the cluster's CPU time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context};
+
+/// A throwaway cluster; destroyed on drop unless kept.
+pub struct Postgres {
+    script: PathBuf,
+    dir: PathBuf,
+    pub url: String,
+    keep: bool,
+}
+
+impl Postgres {
+    /// Starts a fresh cluster in `dir` (removing whatever an earlier run left there).
+    pub fn start(script: &Path, dir: &Path, keep: bool) -> anyhow::Result<Postgres> {
+        let _ = Command::new(script)
+            .arg("destroy")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let out = Command::new(script)
+            .arg("start")
+            .arg(dir)
+            .stderr(Stdio::inherit())
+            .output()
+            .with_context(|| format!("running {}", script.display()))?;
+        if !out.status.success() {
+            bail!("{} start {} failed", script.display(), dir.display());
+        }
+        let url = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        if !url.starts_with("postgres://") {
+            bail!("{} start printed no DATABASE_URL", script.display());
+        }
+        Ok(Postgres {
+            script: script.to_owned(),
+            dir: dir.to_owned(),
+            url,
+            keep,
+        })
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let cmd = if self.keep { "stop" } else { "destroy" };
+        let _ = Command::new(&self.script)
+            .arg(cmd)
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The postmaster of the cluster this client is connected to, when it runs on this machine
+/// and the user may read its data directory.
+pub async fn postmaster_pid(db: &tokio_postgres::Client) -> Option<u32> {
+    let row = db
+        .query_one(crate::sql::SERVER_DATA_DIRECTORY.sql(), &[])
+        .await
+        .ok()?;
+    let dir: String = row.get(0);
+    let pidfile = std::fs::read_to_string(Path::new(&dir).join("postmaster.pid")).ok()?;
+    pidfile.lines().next()?.trim().parse().ok()
+}
