@@ -27,6 +27,7 @@ pub mod ingest;
 pub mod metrics;
 pub mod notify;
 pub mod ops;
+pub mod ratelog;
 pub mod secrets_from_files;
 pub mod signal;
 pub mod sweep;

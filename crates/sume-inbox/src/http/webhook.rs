@@ -25,6 +25,12 @@ use crate::delivery::{verify_delivery, Delivery, Received};
 use crate::health::Health;
 use crate::ingest::{IngestHandle, Stored};
 use crate::metrics::{Metrics, WebhookOutcome};
+use crate::ratelog::LogBudget;
+
+/// Refused deliveries are counted always and logged at most this often (anyone can send them).
+static REFUSALS_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(1));
+/// Verified deliveries with something odd about them (a replayed delivery can repeat them).
+static ODD_DELIVERIES_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(1));
 
 /// What the webhook endpoint needs.
 #[derive(Clone)]
@@ -93,21 +99,28 @@ async fn receive(
             state.metrics.verified_by(verified.secret_index);
             if verified.header_mismatch {
                 state.metrics.event_id_mismatch.inc();
-                tracing::warn!(
-                    header = header_str(&headers, headers::EVENT_ID).unwrap_or("-"),
-                    "X-Sume-Event-Id differs from the body's event id; stored under the body's"
-                );
+                if let Some(left_out) = ODD_DELIVERIES_LOG.allow() {
+                    tracing::warn!(
+                        header = header_str(&headers, headers::EVENT_ID).unwrap_or("-"),
+                        left_out,
+                        "X-Sume-Event-Id differs from the body's event id; stored under the body's"
+                    );
+                }
             }
             verified.delivery
         }
         Err(e) => {
-            tracing::warn!(reason = %e, "webhook refused");
+            if let Some(left_out) = REFUSALS_LOG.allow() {
+                tracing::warn!(reason = %e, left_out, "webhook refused");
+            }
             state.metrics.webhook(WebhookOutcome::unauthorized);
             return (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
         }
     };
     if let Delivery::DeadLetter(letter) = &delivery {
-        tracing::warn!(reason = %letter.reason, "verified webhook names no job; keeping it as a dead letter");
+        if let Some(left_out) = ODD_DELIVERIES_LOG.allow() {
+            tracing::warn!(reason = %letter.reason, left_out, "verified webhook names no job; keeping it as a dead letter");
+        }
     }
     match tokio::time::timeout(state.timeout, state.ingest.store(delivery)).await {
         Ok(Ok(stored)) => {
