@@ -21,6 +21,7 @@ use crate::attach::Attach;
 use crate::config::Config;
 use crate::db::{self, migrate, DbError, Store};
 use crate::health::Health;
+use crate::http::health::Readiness;
 use crate::http::{admin, webhook};
 use crate::ingest::Ingest;
 use crate::metrics::Metrics;
@@ -127,8 +128,7 @@ pub async fn run(
             ingest: ingest_handle,
             timeout: config.ingest.timeout,
             retry_after_secs: config.ingest.retry_after_secs,
-            store: store.clone(),
-            health: health.clone(),
+            health: Readiness::new(health.clone(), store.clone()),
             metrics: metrics.clone(),
         },
         config.max_body_bytes,

@@ -1,7 +1,8 @@
-//! The two HTTP surfaces: the public webhook endpoint with health checks ([`webhook`]), and
+//! The two HTTP surfaces: the public webhook endpoint ([`webhook`]) with the health checks ([`health`]), and
 //! the admin API ([`admin`]). Handlers only translate HTTP to messages and store calls.
 
 pub mod admin;
+pub mod health;
 pub mod webhook;
 
 use axum::http::StatusCode;

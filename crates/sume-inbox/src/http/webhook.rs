@@ -1,4 +1,4 @@
-//! `POST /webhooks/sume`, `GET /healthz`, `GET /readyz` on LISTEN_ADDR.
+//! `POST /webhooks/sume` on LISTEN_ADDR, beside the health checks of [`super::health`].
 //!
 //! A delivery is verified here (signature over every configured secret, timestamp within the
 //! tolerance), read, and handed to the ingest actor; the answer waits for the commit:
@@ -20,9 +20,8 @@ use axum::routing::{get, post};
 use axum::Router;
 use sume_wire::{headers, Secret};
 
-use crate::db::{migrate, Store};
+use super::health::{self, Readiness};
 use crate::delivery::{verify_delivery, Delivery, Received};
-use crate::health::Health;
 use crate::ingest::{IngestHandle, Stored};
 use crate::metrics::{Metrics, WebhookOutcome};
 use crate::ratelog::LogBudget;
@@ -45,10 +44,8 @@ pub struct WebhookState {
     pub timeout: Duration,
     /// `Retry-After` of a 503.
     pub retry_after_secs: u64,
-    /// For `/readyz`'s check of the schema.
-    pub store: Store,
-    /// For `/healthz` and `/readyz`.
-    pub health: Health,
+    /// For `/healthz` and `/readyz`: the tasks' liveness and the cached database check.
+    pub health: Arc<Readiness>,
     /// Where the deliveries are counted.
     pub metrics: Arc<Metrics>,
 }
@@ -57,8 +54,8 @@ pub struct WebhookState {
 pub fn router(state: WebhookState, max_body_bytes: usize) -> Router {
     Router::new()
         .route("/webhooks/sume", post(receive))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .with_state(state)
 }
@@ -149,52 +146,4 @@ fn unavailable(retry_after_secs: u64) -> Response {
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
     response
-}
-
-/// Alive unless a task has died: a process that lost an actor should be restarted, not kept.
-async fn healthz(State(state): State<WebhookState>) -> Response {
-    let dead = state.health.dead();
-    if dead.is_empty() {
-        "ok".into_response()
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("tasks stopped: {}", dead.join(", ")),
-        )
-            .into_response()
-    }
-}
-
-/// Ready when the database answers, the schema is at least this binary's version, and no task
-/// has died.
-async fn readyz(State(state): State<WebhookState>) -> Response {
-    let dead = state.health.dead();
-    if !dead.is_empty() {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("tasks stopped: {}", dead.join(", ")),
-        )
-            .into_response();
-    }
-    let check = tokio::time::timeout(
-        Duration::from_secs(3),
-        state.store.schema_migrations_version(),
-    )
-    .await;
-    match check {
-        Ok(Ok(v)) if v >= migrate::latest() => "ready".into_response(),
-        Ok(Ok(v)) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "schema version {v}, this binary needs {}",
-                migrate::latest()
-            ),
-        )
-            .into_response(),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "readiness: database check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
-        }
-        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "database: no answer in 3s").into_response(),
-    }
 }

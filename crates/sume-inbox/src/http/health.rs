@@ -1,0 +1,104 @@
+//! `GET /healthz` and `GET /readyz` on LISTEN_ADDR, for load balancers and orchestrators.
+//!
+//! Anyone who can reach the public port can call them, as often as they like, so neither costs
+//! the database anything per request: `/healthz` reads only the tasks' liveness, and `/readyz`
+//! answers from a check made at most once per [`READY_TTL`], with one check in flight at most
+//! (callers that arrive meanwhile wait for its answer).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use super::webhook::WebhookState;
+use crate::db::{migrate, Store};
+use crate::health::Health;
+
+/// How long a database check answers `/readyz`.
+pub const READY_TTL: Duration = Duration::from_secs(1);
+
+/// How long one database check may take before it counts as a failure.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The tasks' liveness and the last database check.
+pub struct Readiness {
+    tasks: Health,
+    store: Store,
+    last: Mutex<Option<(Instant, Result<(), String>)>>,
+}
+
+impl Readiness {
+    /// Checks `store` for readiness and `tasks` for liveness.
+    pub fn new(tasks: Health, store: Store) -> Arc<Readiness> {
+        Arc::new(Readiness {
+            tasks,
+            store,
+            last: Mutex::new(None),
+        })
+    }
+
+    /// Dead tasks, as an answer.
+    fn dead_tasks(&self) -> Option<Response> {
+        let dead = self.tasks.dead();
+        (!dead.is_empty()).then(|| {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("tasks stopped: {}", dead.join(", ")),
+            )
+                .into_response()
+        })
+    }
+
+    /// The database's readiness: cached for [`READY_TTL`], checked by one caller at a time.
+    async fn database(&self) -> Result<(), String> {
+        let mut last = self.last.lock().await;
+        if let Some((at, answer)) = &*last {
+            if at.elapsed() < READY_TTL {
+                return answer.clone();
+            }
+        }
+        let answer = self.check().await;
+        *last = Some((Instant::now(), answer.clone()));
+        answer
+    }
+
+    async fn check(&self) -> Result<(), String> {
+        let version = tokio::time::timeout(CHECK_TIMEOUT, self.store.schema_migrations_version());
+        match version.await {
+            Ok(Ok(v)) if v >= migrate::latest() => Ok(()),
+            Ok(Ok(v)) => Err(format!(
+                "schema version {v}, this binary needs {}",
+                migrate::latest()
+            )),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "readiness: database check failed");
+                Err("database unreachable".into())
+            }
+            Err(_) => Err(format!("database: no answer in {CHECK_TIMEOUT:?}")),
+        }
+    }
+}
+
+/// Alive unless a task has died: a process that lost an actor should be restarted, not kept.
+pub async fn healthz(State(state): State<WebhookState>) -> Response {
+    state
+        .health
+        .dead_tasks()
+        .unwrap_or_else(|| "ok".into_response())
+}
+
+/// Ready when no task has died, the database answers, and the schema is at least this binary's
+/// version.
+pub async fn readyz(State(state): State<WebhookState>) -> Response {
+    if let Some(dead) = state.health.dead_tasks() {
+        return dead;
+    }
+    match state.health.database().await {
+        Ok(()) => "ready".into_response(),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
+    }
+}
