@@ -472,3 +472,73 @@ async fn snapshot(
     }
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> Report {
+        Report {
+            instances: 2,
+            submitted: 3,
+            closed_by_webhook: 2,
+            closed_by_poll: 1,
+            given_up: 0,
+            states: vec![("completed".to_owned(), 2), ("failed".to_owned(), 1)],
+            early_attached: 1,
+            early_before_202: 1,
+            duplicates_absorbed: 4,
+            foreign_jobs: 2,
+            foreign_set_aside: 2,
+            webhook_attempts: 9,
+            webhook_attempts_refused: 1,
+            status_reads: 5,
+            status_429: 1,
+            converge_time: Duration::from_millis(12_340),
+            matched: 3,
+            mismatches: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_report_prints_every_figure_and_the_verdict() {
+        let expected = "
+sume-dev demo: 2 daemon instance(s) on one database
+  jobs submitted ............................ 3
+    final states ............................ 2 completed, 1 failed
+  closed by webhook ......................... 2
+  closed by poll (webhook dropped or late) .. 1
+  early events attached ..................... 1 (arrived before the job row committed; 1 even before the 202)
+  duplicate deliveries absorbed ............. 4
+  foreign events set aside .................. 2 (from 2 jobs of another workspace)
+  webhook attempts spent .................... 9 (1 not answered 2xx)
+  status reads at Sume ...................... 5 (1 answered 429, each waited out)
+  time to converge .......................... 12.3s
+  every job's state matches the simulator's truth: 3/3 ✓
+";
+        assert_eq!(report().to_string(), expected);
+    }
+
+    #[test]
+    fn a_mismatch_and_a_give_up_are_printed() {
+        let report = Report {
+            given_up: 1,
+            closed_by_poll: 0,
+            matched: 2,
+            mismatches: (1..=7).map(|i| format!("job_{i}: running")).collect(),
+            ..report()
+        };
+        let text = report.to_string();
+        assert!(
+            text.contains("\n  given up (POLL_GIVE_UP) ................... 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "  MISMATCH: 2/3 jobs match the simulator's truth; first differences: \
+                 job_1: running; job_2: running; job_3: running; job_4: running; job_5: running\n"
+            ),
+            "{text}"
+        );
+    }
+}
