@@ -24,6 +24,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use sume_inbox::db::Store;
+
+use crate::sql;
 use sume_inbox::{run, Listeners};
 
 mod app;
@@ -169,10 +171,7 @@ where
 async fn pending_events(store: &Store) -> anyhow::Result<i64> {
     let client = store.pool().get().await?;
     let row = client
-        .query_one(
-            "select count(*) from sume.events where applied_at is null and set_aside_at is null",
-            &[],
-        )
+        .query_one(sql::EVENTS_COUNT_PENDING.sql(), &[])
         .await?;
     Ok(row.get(0))
 }

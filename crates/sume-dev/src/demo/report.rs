@@ -14,6 +14,7 @@ use tokio_postgres::Row;
 use sume_inbox::db::Store;
 
 use super::APP_KEY_NAME;
+use crate::sql;
 
 /// What a demo run did, as a newcomer reads it.
 #[derive(Debug, Clone, Default)]
@@ -184,12 +185,7 @@ impl Report {
         let view = SimView::fetch(http, sim).await?;
         let client = store.pool().get().await?;
         let ids: Vec<&str> = ours.keys().map(String::as_str).collect();
-        let jobs = client
-            .query(
-                "select job_id, state, closed_by from sume.jobs where job_id = any($1)",
-                &[&ids],
-            )
-            .await?;
+        let jobs = client.query(sql::JOBS_STATES.sql(), &[&ids]).await?;
         let mut report = Report {
             instances,
             submitted: ours.len(),
@@ -250,12 +246,7 @@ impl Report {
         deliveries: &DeliveriesAnswer,
     ) -> anyhow::Result<()> {
         // Early: the closing event arrived before the order's transaction committed.
-        let events = client
-            .query(
-                "select job_id, received_at from sume.events where outcome = 'closed' and job_id = any($1)",
-                &[&ids],
-            )
-            .await?;
+        let events = client.query(sql::EVENTS_CLOSED.sql(), &[&ids]).await?;
         self.early_attached = events
             .iter()
             .filter(|r| {
@@ -268,17 +259,11 @@ impl Report {
             .iter()
             .filter(|d| d.early && d.ok && ours.contains_key(&d.job_id))
             .count();
-        let stored: i64 = client
-            .query_one("select count(*) from sume.events", &[])
-            .await?
-            .get(0);
+        let stored: i64 = client.query_one(sql::EVENTS_COUNT.sql(), &[]).await?.get(0);
         let ok = deliveries.deliveries.iter().filter(|d| d.ok).count() as i64;
         self.duplicates_absorbed = ok - stored;
         self.foreign_set_aside = client
-            .query_one(
-                "select count(*) from sume.events where set_aside_at is not null",
-                &[],
-            )
+            .query_one(sql::EVENTS_COUNT_SET_ASIDE.sql(), &[])
             .await?
             .get(0);
         Ok(())
