@@ -28,22 +28,47 @@ pub struct RateLimit {
     pub retry_after: Option<Duration>,
 }
 
+/// The longest pause any rate-limit header can ask for: Sume's longest window is a day, so a
+/// larger value is a mistake (or an attack on the fleet's budget), read as a day.
+pub const LONGEST_PAUSE: Duration = Duration::from_secs(86_400);
+
+/// A `RateLimit-Reset` at least this large is a Unix time (1 January 2001 or later), not a
+/// number of seconds: no window is 31 years long.
+const EPOCH_FROM: u64 = 978_307_200;
+
 impl RateLimit {
-    /// Reads the four headers from any answer, whatever its status. Names match in any case;
-    /// only whole non-negative numbers are understood (an HTTP-date `Retry-After` reads as
-    /// `None`), and counts past `u32::MAX` are clamped to it.
+    /// Reads the four headers from any answer, whatever its status. Names match in any case.
+    /// See [`RateLimit::read`] for how times are read.
     pub fn from_headers(headers: &HeaderMap) -> RateLimit {
-        let num = |name: &str| {
+        RateLimit::read(headers, std::time::SystemTime::now())
+    }
+
+    /// Reads the four headers as of `now`. Counts past `u32::MAX` are clamped to it.
+    /// `Retry-After` is seconds or an HTTP date; `RateLimit-Reset` is seconds, or a Unix time
+    /// when it is that large. Every pause is capped at [`LONGEST_PAUSE`], and a time in the past
+    /// reads as no pause; anything else unreadable is `None`.
+    pub fn read(headers: &HeaderMap, now: std::time::SystemTime) -> RateLimit {
+        let text = |name: &str| {
             headers
                 .get(name)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(str::trim)
         };
+        let num = |name: &str| text(name).and_then(|v| v.parse::<u64>().ok());
+        let until = |at: std::time::SystemTime| at.duration_since(now).unwrap_or_default();
+        let reset = num("ratelimit-reset").map(|n| match n {
+            n if n >= EPOCH_FROM => until(std::time::UNIX_EPOCH + Duration::from_secs(n)),
+            n => Duration::from_secs(n),
+        });
+        let retry_after = text("retry-after").and_then(|v| match v.parse::<u64>() {
+            Ok(secs) => Some(Duration::from_secs(secs)),
+            Err(_) => httpdate::parse_http_date(v).ok().map(until),
+        });
         RateLimit {
             limit: num("ratelimit-limit").map(|n| n.min(u32::MAX as u64) as u32),
             remaining: num("ratelimit-remaining").map(|n| n.min(u32::MAX as u64) as u32),
-            reset: num("ratelimit-reset").map(Duration::from_secs),
-            retry_after: num("retry-after").map(Duration::from_secs),
+            reset: reset.map(|d| d.min(LONGEST_PAUSE)),
+            retry_after: retry_after.map(|d| d.min(LONGEST_PAUSE)),
         }
     }
 }
@@ -194,5 +219,33 @@ mod tests {
         assert!(StatusClient::new("not a url", Duration::from_secs(1)).is_err());
         assert!(StatusClient::new("ftp://x/api", Duration::from_secs(1)).is_err());
         assert!(StatusClient::new("http://127.0.0.1:1/api/v1/", Duration::from_secs(1)).is_ok());
+    }
+
+    #[test]
+    fn odd_rate_limit_headers_are_capped_and_read_as_times() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_790_000_000);
+        let read = |pairs: &[(&'static str, String)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, v.parse().unwrap());
+            }
+            RateLimit::read(&h, now)
+        };
+        // Near u64::MAX seconds: a day, not an overflow.
+        let r = read(&[("retry-after", u64::MAX.to_string())]);
+        assert_eq!(r.retry_after, Some(LONGEST_PAUSE));
+        // An epoch as the reset: the time until then, not decades.
+        let r = read(&[("ratelimit-reset", "1790000030".into())]);
+        assert_eq!(r.reset, Some(Duration::from_secs(30)));
+        let r = read(&[("ratelimit-reset", "1789999999".into())]);
+        assert_eq!(r.reset, Some(Duration::ZERO), "a reset in the past is no pause");
+        let r = read(&[("ratelimit-reset", "9999999999".into())]);
+        assert_eq!(r.reset, Some(LONGEST_PAUSE));
+        // Retry-After as an HTTP date.
+        let at = httpdate::fmt_http_date(now + Duration::from_secs(120));
+        let r = read(&[("retry-after", at)]);
+        assert_eq!(r.retry_after, Some(Duration::from_secs(120)));
+        let r = read(&[("retry-after", "soon".into())]);
+        assert_eq!(r.retry_after, None);
     }
 }
