@@ -33,6 +33,16 @@ pub enum Delivery {
     DeadLetter(NewDeadLetter),
 }
 
+impl Delivery {
+    /// The signature's timestamp (Unix seconds).
+    pub fn signed_at(&self) -> i64 {
+        match self {
+            Delivery::Event(e) => e.signed_at,
+            Delivery::DeadLetter(d) => d.signed_at,
+        }
+    }
+}
+
 /// A delivery whose signature checked out.
 #[derive(Debug)]
 pub struct Verified {

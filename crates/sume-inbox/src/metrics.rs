@@ -74,6 +74,9 @@ pub struct Metrics {
     pub webhooks_by_secret: Family<SecretLabels, Counter>,
     /// Verified deliveries whose `X-Sume-Event-Id` names another event than their body's id.
     pub event_id_mismatch: Counter,
+    /// This instance's clock minus the signed timestamp of the last verified delivery
+    /// (seconds; negative when it was signed "in the future").
+    pub webhook_clock_skew: Gauge<f64, AtomicU64>,
     /// Deliveries per ingest transaction.
     pub ingest_batch_size: Histogram,
     /// Time to write and commit one ingest batch.
@@ -122,6 +125,7 @@ impl Metrics {
             webhooks: Family::default(),
             webhooks_by_secret: Family::default(),
             event_id_mismatch: Counter::default(),
+            webhook_clock_skew: Gauge::default(),
             ingest_batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
             ingest_commit_seconds: Histogram::new(exponential_buckets(0.0005, 2.0, 14)),
             attach_latency_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 18)),
@@ -169,6 +173,11 @@ impl Metrics {
             "webhook_event_id_mismatch",
             "Verified deliveries whose X-Sume-Event-Id differs from the body's own event id (stored under the body's)",
             self.event_id_mismatch.clone(),
+        );
+        r.register(
+            "webhook_clock_skew_seconds",
+            "This instance's clock minus the signed timestamp of the last verified delivery",
+            self.webhook_clock_skew.clone(),
         );
         r.register(
             "ingest_batch_size",

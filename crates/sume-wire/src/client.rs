@@ -238,7 +238,11 @@ mod tests {
         let r = read(&[("ratelimit-reset", "1790000030".into())]);
         assert_eq!(r.reset, Some(Duration::from_secs(30)));
         let r = read(&[("ratelimit-reset", "1789999999".into())]);
-        assert_eq!(r.reset, Some(Duration::ZERO), "a reset in the past is no pause");
+        assert_eq!(
+            r.reset,
+            Some(Duration::ZERO),
+            "a reset in the past is no pause"
+        );
         let r = read(&[("ratelimit-reset", "9999999999".into())]);
         assert_eq!(r.reset, Some(LONGEST_PAUSE));
         // Retry-After as an HTTP date.

@@ -91,9 +91,14 @@ async fn receive(
         event_id: header_str(&headers, headers::EVENT_ID),
     };
     let tolerance = state.tolerance.as_secs();
-    let delivery = match verify_delivery(received, body, &state.secrets, unix_now(), tolerance) {
+    let now = unix_now();
+    let delivery = match verify_delivery(received, body, &state.secrets, now, tolerance) {
         Ok(verified) => {
             state.metrics.verified_by(verified.secret_index);
+            state
+                .metrics
+                .webhook_clock_skew
+                .set((now - verified.delivery.signed_at()) as f64);
             if verified.header_mismatch {
                 state.metrics.event_id_mismatch.inc();
                 if let Some(left_out) = ODD_DELIVERIES_LOG.allow() {

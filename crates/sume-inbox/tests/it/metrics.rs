@@ -36,6 +36,11 @@ async fn metrics_count_outcomes_and_read_the_inbox() {
     let mut garbage = Delivery::completed("x");
     garbage.body = "not json".into();
     assert_eq!(garbage.send(&http, &url).await.status(), 204);
+    // The last verified delivery was signed 40 s before this instance's clock.
+    let mut late = Delivery::completed("job_signed_late");
+    late.timestamp = unix_now() - 40;
+    late.body = "still not json".into();
+    assert_eq!(late.send(&http, &url).await.status(), 204);
     assert_eq!(
         api_register(&http, &daemon, "job_m1", "o1").await.status(),
         201
@@ -57,14 +62,14 @@ async fn metrics_count_outcomes_and_read_the_inbox() {
         (r#"sume_inbox_webhooks_total{outcome="duplicate"}"#, 1.0),
         (r#"sume_inbox_webhooks_total{outcome="unauthorized"}"#, 1.0),
         (r#"sume_inbox_webhooks_total{outcome="too_large"}"#, 1.0),
-        (r#"sume_inbox_webhooks_total{outcome="dead_lettered"}"#, 1.0),
+        (r#"sume_inbox_webhooks_total{outcome="dead_lettered"}"#, 2.0),
         (
             r#"sume_inbox_webhooks_verified_by_secret_total{secret="0"}"#,
-            4.0,
+            5.0,
         ),
         (r#"sume_inbox_jobs_closed_total{by="webhook"}"#, 1.0),
         ("sume_inbox_inbox_waiting_events", 1.0),
-        ("sume_inbox_dead_letters", 1.0),
+        ("sume_inbox_dead_letters", 2.0),
         ("sume_inbox_open_jobs", 0.0),
         ("sume_inbox_db_up", 1.0),
         ("sume_inbox_tasks_dead", 0.0),
@@ -76,6 +81,8 @@ async fn metrics_count_outcomes_and_read_the_inbox() {
     assert!(sample(&text, "sume_inbox_ingest_batch_size_count").unwrap() >= 1.0);
     assert!(sample(&text, "sume_inbox_inbox_oldest_age_seconds").unwrap() >= 0.0);
     assert!(text.contains("sume_inbox_db_pool_in_use"));
+    let skew = sample(&text, "sume_inbox_webhook_clock_skew_seconds").unwrap();
+    assert!((40.0..45.0).contains(&skew), "clock skew {skew}");
     assert!(!text.contains(SECRET), "no secret in metrics");
     assert!(
         text.trim_end().ends_with("# EOF"),
