@@ -36,11 +36,12 @@ where dead_letter_id = $1
   and replayed_at is null;
 
 -- name: dead_letters_delete_expired
--- Retention (see db/retention.rs): at most $2 rows older than $1 seconds, in its own short
--- transaction, so no lock is held for long and ingest never waits behind it.
+-- Retention (see db/retention.rs): at most $2 rows older than $1 seconds by the clock ($3, or
+-- the database's when null), in its own short transaction, so no lock is held for long and
+-- ingest never waits behind it.
 delete from sume.dead_letters
 where dead_letter_id = any (array(
     select dead_letter_id from sume.dead_letters
-    where received_at < now() - make_interval(secs => $1)
+    where received_at < coalesce($3, now()) - make_interval(secs => $1)
     order by received_at
     limit $2));

@@ -68,9 +68,10 @@ where job_id = $1
 order by received_at, event_id;
 
 -- name: events_set_aside
--- Sets aside the waiting events of a job every key reported unknown, unless its row exists.
+-- Sets aside the waiting events of a job every key reported unknown, unless its row exists, at
+-- the clock ($3, or the database's when null): retention counts their age from it.
 update sume.events e
-set set_aside_at     = now(),
+set set_aside_at     = coalesce($3, now()),
     set_aside_reason = $2
 where e.job_id = $1
   and e.applied_at is null
@@ -107,24 +108,26 @@ where event_id = $1
   and set_aside_at is not null;
 
 -- name: events_delete_applied
--- Retention (see db/retention.rs): at most $2 rows older than $1 seconds, in its own short
--- transaction, so no lock is held for long and ingest never waits behind it.
+-- Retention (see db/retention.rs): at most $2 rows older than $1 seconds by the clock ($3, or
+-- the database's when null), in its own short transaction, so no lock is held for long and
+-- ingest never waits behind it.
 delete from sume.events
 where event_id = any (array(
     select event_id from sume.events
     where applied_at is not null
-      and applied_at < now() - make_interval(secs => $1)
+      and applied_at < coalesce($3, now()) - make_interval(secs => $1)
     order by applied_at
     limit $2));
 
 -- name: events_delete_set_aside
--- Retention (see db/retention.rs): at most $2 rows older than $1 seconds, in its own short
--- transaction, so no lock is held for long and ingest never waits behind it.
+-- Retention (see db/retention.rs): at most $2 rows older than $1 seconds by the clock ($3, or
+-- the database's when null), in its own short transaction, so no lock is held for long and
+-- ingest never waits behind it.
 delete from sume.events
 where event_id = any (array(
     select event_id from sume.events
     where set_aside_at is not null
       and applied_at is null
-      and set_aside_at < now() - make_interval(secs => $1)
+      and set_aside_at < coalesce($3, now()) - make_interval(secs => $1)
     order by set_aside_at
     limit $2));

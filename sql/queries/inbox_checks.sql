@@ -3,55 +3,59 @@
 -- name: inbox_checks_enqueue
 -- Opens a check for every job id whose events have waited more than $1 seconds with no job row
 -- and no check yet; at most $2 at a time. Served by events_pending (pending events by age).
+-- The clock is $3, or the database's own when $3 is null (always, outside tests).
 insert into sume.inbox_checks (job_id)
 select distinct e.job_id
 from sume.events e
 where e.applied_at is null
   and e.set_aside_at is null
-  and e.received_at < now() - make_interval(secs => $1)
+  and e.received_at < coalesce($3, now()) - make_interval(secs => $1)
   and not exists (select 1 from sume.jobs j where j.job_id = e.job_id)
   and not exists (select 1 from sume.inbox_checks c where c.job_id = e.job_id)
 limit $2
 on conflict (job_id) do nothing;
 
 -- name: inbox_checks_claim
--- Claims up to $2 due checks for instance $1 until now() + $3 seconds.
+-- Claims up to $2 due checks for instance $1 until the clock + $3 seconds (the clock: $4, or
+-- the database's when null).
 with due as (
     select job_id
     from sume.inbox_checks
     where verdict = 'pending'
-      and next_check_at <= now()
-      and (lease_until is null or lease_until < now())
+      and next_check_at <= coalesce($4, now())
+      and (lease_until is null or lease_until < coalesce($4, now()))
     order by next_check_at
     limit $2
     for update skip locked
 )
 update sume.inbox_checks c
 set lease_owner = $1,
-    lease_until = now() + make_interval(secs => $3)
+    lease_until = coalesce($4, now()) + make_interval(secs => $3)
 from due
 where c.job_id = due.job_id
 returning c.job_id, c.attempts, c.lease_until;
 
 -- name: inbox_checks_retry
--- Inconclusive (429, 5xx, timeout, a key refused): try again in $4 seconds.
+-- Inconclusive (429, 5xx, timeout, a key refused): try again $4 seconds after the clock ($5,
+-- or the database's when null).
 update sume.inbox_checks
 set answers       = $3,
     attempts      = attempts + 1,
-    checked_at    = now(),
-    next_check_at = now() + make_interval(secs => $4),
+    checked_at    = coalesce($5, now()),
+    next_check_at = coalesce($5, now()) + make_interval(secs => $4),
     lease_owner   = null,
     lease_until   = null
 where job_id = $1
   and lease_owner = $2;
 
 -- name: inbox_checks_verdict
--- A verdict: 'foreign' (every key answered 404) or 'orphan' (a key can read it; no row).
+-- A verdict: 'foreign' (every key answered 404) or 'orphan' (a key can read it; no row), at the
+-- clock ($5, or the database's when null): retention counts a foreign check's age from it.
 update sume.inbox_checks
 set verdict     = $3,
     answers     = $4,
     attempts    = attempts + 1,
-    checked_at  = now(),
+    checked_at  = coalesce($5, now()),
     lease_owner = null,
     lease_until = null
 where job_id = $1
@@ -90,15 +94,16 @@ where c.verdict = 'orphan'
   and exists (select 1 from sume.jobs j where j.job_id = c.job_id);
 
 -- name: inbox_checks_delete_settled
--- Retention (see db/retention.rs): at most $2 rows older than $1 seconds, in its own short
--- transaction, so no lock is held for long and ingest never waits behind it.
+-- Retention (see db/retention.rs): at most $2 rows older than $1 seconds by the clock ($3, or
+-- the database's when null), in its own short transaction, so no lock is held for long and
+-- ingest never waits behind it.
 -- Foreign verdicts outlive their events by nothing: once the set-aside events are gone, so is
 -- the check (an event arriving later for the same id starts a new one).
 delete from sume.inbox_checks
 where job_id = any (array(
     select c.job_id from sume.inbox_checks c
     where c.verdict = 'foreign'
-      and c.checked_at < now() - make_interval(secs => $1)
+      and c.checked_at < coalesce($3, now()) - make_interval(secs => $1)
       and not exists (select 1 from sume.events e where e.job_id = c.job_id)
     order by c.checked_at
     limit $2));

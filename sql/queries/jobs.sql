@@ -39,40 +39,45 @@ where j.job_id = u.job_id
   and (j.state = 'open' or j.state = u.state);
 
 -- name: jobs_claim_due
--- Claims up to $2 open jobs that are due a poll for instance $1 until now() + $3 seconds. Due:
--- never polled and created at least $4 seconds ago, or rescheduled to now or earlier. Skips
--- rows another transaction holds and rows under another instance's live lease.
+-- Claims up to $2 open jobs that are due a poll for instance $1 until the clock + $3 seconds.
+-- Due: never polled and created at least $4 seconds ago, or rescheduled to the clock or
+-- earlier. Skips rows another transaction holds and rows under another instance's live lease.
+-- The clock is $5, or the database's own when $5 is null (always, outside tests); age_secs is
+-- the job's age by the same clock, for the give-up.
 with due as (
     select job_id
     from sume.jobs
     where state = 'open'
-      and ((next_poll_at is null and created_at <= now() - make_interval(secs => $4))
-           or next_poll_at <= now())
-      and (lease_until is null or lease_until < now())
+      and ((next_poll_at is null
+            and created_at <= coalesce($5, now()) - make_interval(secs => $4))
+           or next_poll_at <= coalesce($5, now()))
+      and (lease_until is null or lease_until < coalesce($5, now()))
     order by coalesce(next_poll_at, created_at)
     limit $2
     for update skip locked
 )
 update sume.jobs j
 set lease_owner = $1,
-    lease_until = now() + make_interval(secs => $3)
+    lease_until = coalesce($5, now()) + make_interval(secs => $3)
 from due
 where j.job_id = due.job_id
-returning j.job_id, j.api_key, j.created_at, j.poll_attempts, j.lease_until;
+returning j.job_id, j.api_key, j.created_at, j.poll_attempts, j.lease_until,
+          extract(epoch from coalesce($5, now()) - j.created_at)::float8 as age_secs;
 
 -- name: jobs_poll_done
 -- After a poll that did not close the job: the answer seen, the in-flight status ($6, if one
--- was read) and the next poll time; releases the lease. Only the lease holder may write, so a
--- takeover after expiry is not clobbered.
+-- was read) and the next poll time, $5 seconds after the clock ($7, or the database's when
+-- null); releases the lease. Only the lease holder may write, so a takeover after expiry is
+-- not clobbered.
 update sume.jobs
-set last_polled_at   = now(),
+set last_polled_at   = coalesce($7, now()),
     last_poll_answer = $3,
     poll_attempts    = poll_attempts + $4,
-    next_poll_at     = now() + make_interval(secs => $5),
+    next_poll_at     = coalesce($7, now()) + make_interval(secs => $5),
     sume_status      = coalesce($6, sume_status),
     lease_owner      = null,
     lease_until      = null,
-    updated_at       = now()
+    updated_at       = coalesce($7, now())
 where job_id = $1
   and lease_owner = $2
   and state = 'open';
@@ -87,24 +92,25 @@ where job_id = any($1)
 
 -- name: jobs_give_up
 -- Closes a job nobody could settle within POLL_GIVE_UP as expired, with the reason and the
--- last in-flight status read ($4, if any).
+-- last in-flight status read ($4, if any), at the clock ($5, or the database's when null).
 update sume.jobs
 set state        = 'expired',
     sume_status  = coalesce($4, sume_status),
     closed_by    = 'give_up',
     close_reason = $3,
-    closed_at    = now(),
+    closed_at    = coalesce($5, now()),
     lease_owner  = null,
     lease_until  = null,
-    updated_at   = now()
+    updated_at   = coalesce($5, now())
 where job_id = $1
   and lease_owner = $2
   and state = 'open';
 
 -- name: jobs_poll_closed
 -- Records the poll that closed a job (the close itself is jobs_apply) and releases the lease.
+-- The clock is $4, or the database's own when null.
 update sume.jobs
-set last_polled_at   = now(),
+set last_polled_at   = coalesce($4, now()),
     last_poll_answer = $3,
     poll_attempts    = poll_attempts + 1,
     lease_owner      = null,

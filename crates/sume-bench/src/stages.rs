@@ -5,7 +5,7 @@
 //!   daemon attaches them. Measured: the time from the first registration until every job is
 //!   closed, and the registration-to-closed latency of each job (`closed_at - created_at`, both
 //!   the database's clock), p50/p99.
-//! - **sweep**: one sweep pass over N open jobs that are due (each answered `completed` by the
+//! - **sweep**: one pass of the sweep's poll service (`Poll::run_once`) over N open jobs that are due (each answered `completed` by the
 //!   simulator), once in a database holding nothing else and once beside a million closed jobs
 //!   with their applied events. The ratio of the two pass times shows whether a pass costs what
 //!   is due or what is stored.
@@ -19,7 +19,7 @@ use serde_json::json;
 use sume_inbox::config::{ApiKey, Config, Rate, SweepConfig};
 use sume_inbox::db::Store;
 use sume_inbox::metrics::Metrics;
-use sume_inbox::sweep::Sweep;
+use sume_inbox::sweep::{Clock, Poll, StatusReader};
 use sume_inbox::{run, Listeners};
 use sume_sim::{RunningSim, SimConfig, TEST_WEBHOOK_SECRET};
 use sume_wire::{Secret, StatusClient};
@@ -220,18 +220,20 @@ async fn one_pass(url: &str, sim: &RunningSim, due: usize) -> anyhow::Result<(Du
         request_timeout: Duration::from_secs(10),
         ..SweepConfig::default()
     };
-    let sweep = Sweep::new(
+    let metrics = Arc::new(Metrics::new());
+    let reader = StatusReader::new(
         store.clone(),
-        Arc::new(Metrics::new()),
+        metrics.clone(),
         StatusClient::new(&sim.api_url(), Duration::from_secs(10))?,
         vec![ApiKey {
             name: "bench".into(),
             key: Secret::new("sk_bench"),
         }],
-        config,
+        config.read_rate,
     );
+    let poll = Poll::new(store.clone(), metrics, reader, config, Clock::Database);
     let started = Instant::now();
-    let stats = sweep.run_once(&CancellationToken::new()).await?;
+    let stats = poll.run_once(&CancellationToken::new()).await?;
     let took = started.elapsed();
     anyhow::ensure!(
         stats.closed_by_poll == due,

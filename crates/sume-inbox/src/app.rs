@@ -25,7 +25,7 @@ use crate::http::health::Readiness;
 use crate::http::{admin, webhook};
 use crate::ingest::Ingest;
 use crate::metrics::Metrics;
-use crate::sweep::Sweep;
+use crate::sweep::{Clock, InboxCheck, Poll, Retention, StatusReader};
 
 /// The sockets `run` serves on, bound by the caller.
 pub struct Listeners {
@@ -99,14 +99,38 @@ pub async fn run(
     let status_client =
         sume_wire::StatusClient::new(&config.sume_api_url, config.sweep.request_timeout)
             .map_err(|e| RunError::Config(e.to_string()))?;
-    let sweep = Sweep::new(
+    // The sweep: three services, each a task of its own. The two that ask Sume share one
+    // reader, so one budget and one lease owner; in production every clock is the database's.
+    let reader = StatusReader::new(
         store.clone(),
         metrics.clone(),
         status_client,
         config.api_keys.clone(),
-        config.sweep.clone(),
+        config.sweep.read_rate,
     );
-    tracker.spawn(sweep.run(background.clone(), health.clone()));
+    let inbox_check = InboxCheck::new(
+        store.clone(),
+        metrics.clone(),
+        reader.clone(),
+        config.sweep.clone(),
+        Clock::Database,
+    );
+    tracker.spawn(inbox_check.run(background.clone(), health.clone()));
+    let poll = Poll::new(
+        store.clone(),
+        metrics.clone(),
+        reader,
+        config.sweep.clone(),
+        Clock::Database,
+    );
+    tracker.spawn(poll.run(background.clone(), health.clone()));
+    let retention = Retention::new(
+        store.clone(),
+        metrics.clone(),
+        config.sweep.clone(),
+        Clock::Database,
+    );
+    tracker.spawn(retention.run(background.clone(), health.clone()));
 
     let (ingest, ingest_handle) = Ingest::new(
         store.clone(),

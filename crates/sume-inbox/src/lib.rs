@@ -5,7 +5,7 @@
 //! - [`ingest`]: writes verified deliveries in batches and answers only after the commit;
 //! - [`attach`]: applies waiting events to jobs whose rows exist (LISTEN/NOTIFY + catch-up);
 //! - [`sweep`]: checks stale inbox rows and polls open jobs at Sume, within the fleet-wide
-//!   [`budget`];
+//!   [`budget`], and removes what retention allows (three services, three tasks);
 //!
 //! talking over mpsc channels and sharing one [`db::Store`]. [`app::run`] wires them together;
 //! [`close`] is the one idempotent close every observation of a job goes through.
@@ -17,6 +17,7 @@ pub mod app;
 pub mod attach;
 pub mod budget;
 pub mod cli;
+pub mod clock;
 pub mod close;
 pub mod config;
 pub mod db;

@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::{jobs, sql, DbError, Store};
+use crate::clock::Clock;
 use crate::close::{Observation, Outcome, Source};
 
 /// What one attach transaction did.
@@ -128,6 +129,7 @@ impl Store {
         status: &str,
         result: Option<Value>,
         answer: &str,
+        clock: &Clock,
     ) -> Result<Outcome, DbError> {
         const WHAT: &str = "close_by_poll";
         let mut client = self.client().await?;
@@ -146,7 +148,7 @@ impl Store {
         });
         jobs::write(&tx, &folds).await?;
         sql::JOBS_POLL_CLOSED
-            .execute(&tx, &[&job_id, &owner, &answer])
+            .execute(&tx, &[&job_id, &owner, &answer, &clock.now()])
             .await?;
         super::commit(tx, WHAT).await?;
         for d in &folds[0].disagreements {

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{jobs, sql, DbError, Store};
+use crate::clock::Clock;
 
 /// An inbox check claimed for a look at Sume.
 #[derive(Debug, Clone)]
@@ -64,11 +65,18 @@ pub struct CheckRow {
 }
 
 impl Store {
-    /// Opens checks for job ids whose events waited longer than `grace_secs` with no row.
-    pub async fn inbox_checks_enqueue(&self, grace_secs: f64, limit: i64) -> Result<u64, DbError> {
+    /// Opens checks for job ids whose events waited longer than `grace_secs` (by `clock`)
+    /// with no row.
+    pub async fn inbox_checks_enqueue(
+        &self,
+        grace_secs: f64,
+        limit: i64,
+        clock: &Clock,
+    ) -> Result<u64, DbError> {
         let client = self.client().await?;
+        let now = clock.now();
         sql::INBOX_CHECKS_ENQUEUE
-            .execute(&client, &[&grace_secs, &limit])
+            .execute(&client, &[&grace_secs, &limit, &now])
             .await
     }
 
@@ -86,10 +94,12 @@ impl Store {
         owner: &str,
         limit: i64,
         lease_secs: f64,
+        clock: &Clock,
     ) -> Result<Vec<ClaimedCheck>, DbError> {
         let client = self.client().await?;
+        let now = clock.now();
         let rows = sql::INBOX_CHECKS_CLAIM
-            .query(&client, &[&owner, &limit, &lease_secs])
+            .query(&client, &[&owner, &limit, &lease_secs, &now])
             .await?;
         Ok(rows
             .iter()
@@ -107,10 +117,12 @@ impl Store {
         owner: &str,
         answers: &Value,
         next_in_secs: f64,
+        clock: &Clock,
     ) -> Result<(), DbError> {
         let client = self.client().await?;
+        let now = clock.now();
         sql::INBOX_CHECKS_RETRY
-            .execute(&client, &[&job_id, &owner, answers, &next_in_secs])
+            .execute(&client, &[&job_id, &owner, answers, &next_in_secs, &now])
             .await?;
         Ok(())
     }
@@ -123,7 +135,9 @@ impl Store {
         owner: &str,
         verdict: Verdict,
         answers: &Value,
+        clock: &Clock,
     ) -> Result<Concluded, DbError> {
+        let now = clock.now();
         const WHAT: &str = "conclude_inbox_check";
         let mut client = self.client().await?;
         let tx = super::begin(&mut client, WHAT).await?;
@@ -136,7 +150,7 @@ impl Store {
             Concluded::RowAppeared
         } else {
             let updated = sql::INBOX_CHECKS_VERDICT
-                .execute(&tx, &[&job_id, &owner, &verdict.as_str(), answers])
+                .execute(&tx, &[&job_id, &owner, &verdict.as_str(), answers, &now])
                 .await?;
             if updated == 0 {
                 Concluded::LeaseLost
@@ -145,7 +159,7 @@ impl Store {
             } else {
                 let reason = format!("foreign: every configured key answered 404 ({answers})");
                 let n = sql::EVENTS_SET_ASIDE
-                    .execute(&tx, &[&job_id, &reason])
+                    .execute(&tx, &[&job_id, &reason, &now])
                     .await?;
                 Concluded::SetAside(n)
             }

@@ -10,6 +10,7 @@ use sume_wire::JobState;
 use tokio::sync::mpsc;
 
 use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, Store};
+use crate::clock::Clock;
 use crate::close::JobFold;
 
 /// A registration through the API.
@@ -66,8 +67,23 @@ pub struct ClaimedJob {
     pub api_key: Option<String>,
     /// When the row was committed.
     pub created_at: DateTime<Utc>,
+    /// Seconds since the row was committed, by the clock the claim was made with.
+    pub age_secs: f64,
     /// Polls so far that counted towards the backoff.
     pub poll_attempts: i32,
+}
+
+/// A poll that left its job open, as `jobs_poll_done` records it.
+#[derive(Debug, Clone, Copy)]
+pub struct PollDone<'a> {
+    /// The answer seen, e.g. `"200 running"` or `"429"`.
+    pub answer: &'a str,
+    /// The in-flight status read, if any.
+    pub sume_status: Option<&'a str>,
+    /// Seconds from now to the next poll.
+    pub next_in_secs: f64,
+    /// Whether it counts towards the backoff (a 429 does not).
+    pub counts_as_attempt: bool,
 }
 
 /// Everything known about one job id.
@@ -150,17 +166,23 @@ impl Store {
         })
     }
 
-    /// Claims open jobs due a poll: never polled and older than `poll_after_secs`, or due again.
+    /// Claims open jobs due a poll by `clock`: never polled and older than `poll_after_secs`,
+    /// or due again.
     pub async fn jobs_claim_due(
         &self,
         owner: &str,
         limit: i64,
         lease_secs: f64,
         poll_after_secs: f64,
+        clock: &Clock,
     ) -> Result<Vec<ClaimedJob>, DbError> {
         let client = self.client().await?;
+        let now = clock.now();
         let rows = sql::JOBS_CLAIM_DUE
-            .query(&client, &[&owner, &limit, &lease_secs, &poll_after_secs])
+            .query(
+                &client,
+                &[&owner, &limit, &lease_secs, &poll_after_secs, &now],
+            )
             .await?;
         Ok(rows
             .iter()
@@ -168,6 +190,7 @@ impl Store {
                 job_id: r.get("job_id"),
                 api_key: r.get("api_key"),
                 created_at: r.get("created_at"),
+                age_secs: r.get("age_secs"),
                 poll_attempts: r.get("poll_attempts"),
             })
             .collect())
@@ -178,17 +201,24 @@ impl Store {
         &self,
         job_id: &str,
         owner: &str,
-        answer: &str,
-        counts_as_attempt: bool,
-        next_in_secs: f64,
-        sume_status: Option<&str>,
+        done: &PollDone<'_>,
+        clock: &Clock,
     ) -> Result<(), DbError> {
         let client = self.client().await?;
-        let inc: i32 = counts_as_attempt.into();
+        let inc: i32 = done.counts_as_attempt.into();
+        let now = clock.now();
         sql::JOBS_POLL_DONE
             .execute(
                 &client,
-                &[&job_id, &owner, &answer, &inc, &next_in_secs, &sume_status],
+                &[
+                    &job_id,
+                    &owner,
+                    &done.answer,
+                    &inc,
+                    &done.next_in_secs,
+                    &done.sume_status,
+                    &now,
+                ],
             )
             .await?;
         Ok(())
@@ -213,10 +243,12 @@ impl Store {
         owner: &str,
         reason: &str,
         sume_status: Option<&str>,
+        clock: &Clock,
     ) -> Result<bool, DbError> {
         let client = self.client().await?;
+        let now = clock.now();
         let n = sql::JOBS_GIVE_UP
-            .execute(&client, &[&job_id, &owner, &reason, &sume_status])
+            .execute(&client, &[&job_id, &owner, &reason, &sume_status, &now])
             .await?;
         Ok(n == 1)
     }

@@ -33,7 +33,7 @@ pub use dead_letters::{DeadLetterRow, NewDeadLetter};
 pub use disagreements::DisagreementRow;
 pub use events::{EventRow, NewEvent, StoredDelivery, WaitingEvent};
 pub use inbox_checks::{CheckRow, ClaimedCheck, Concluded, Verdict};
-pub use jobs::{ClaimedJob, JobDetail, JobRow, JobsListener, NewJob, Registered};
+pub use jobs::{ClaimedJob, JobDetail, JobRow, JobsListener, NewJob, PollDone, Registered};
 pub use rate_buckets::Take;
 pub use retention::Removed;
 pub use statement::{sql, Params, Statement};

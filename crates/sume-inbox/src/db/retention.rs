@@ -7,6 +7,7 @@
 //! its own short statement driven by a partial index, so a pass costs the rows it removes.
 
 use super::{sql, DbError, Statement, Store};
+use crate::clock::Clock;
 
 /// Rows removed by one retention pass.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,20 +37,22 @@ const STATEMENTS: [Statement; 4] = [
 ];
 
 impl Store {
-    /// Deletes what is older than `older_than_secs`, `batch` rows a statement, at most
-    /// `max_batches` statements per kind (the rest waits for the next pass).
+    /// Deletes what is older than `older_than_secs` by `clock`, `batch` rows a statement, at
+    /// most `max_batches` statements per kind (the rest waits for the next pass).
     pub async fn retention_pass(
         &self,
         older_than_secs: f64,
         batch: i64,
         max_batches: usize,
+        clock: &Clock,
     ) -> Result<Removed, DbError> {
         let client = self.client().await?;
+        let now = clock.now();
         let mut removed = [0u64; 4];
         for (i, statement) in STATEMENTS.iter().enumerate() {
             for _ in 0..max_batches {
                 let n = statement
-                    .execute(&client, &[&older_than_secs, &batch])
+                    .execute(&client, &[&older_than_secs, &batch, &now])
                     .await?;
                 removed[i] += n;
                 if n < batch as u64 {

@@ -3,6 +3,9 @@
 
 use crate::support::*;
 
+/// The `$now` parameter as production passes it: null, the database's own clock.
+const DATABASE_CLOCK: Option<chrono::DateTime<chrono::Utc>> = None;
+
 /// The statements a sweep pass and the catch-up scan run, with sample parameters.
 fn statements() -> Vec<(&'static str, String)> {
     use sume_inbox::db::sql;
@@ -55,11 +58,19 @@ async fn sweep_queries_use_indexes_beside_a_million_closed_jobs() {
                 Box::new(100i64),
                 Box::new(60.0f64),
                 Box::new(120.0f64),
+                Box::new(DATABASE_CLOCK),
             ],
-            "inbox_checks_enqueue" => vec![Box::new(300.0f64), Box::new(100i64)],
-            "inbox_checks_claim" => {
-                vec![Box::new("plan-test"), Box::new(100i64), Box::new(60.0f64)]
-            }
+            "inbox_checks_enqueue" => vec![
+                Box::new(300.0f64),
+                Box::new(100i64),
+                Box::new(DATABASE_CLOCK),
+            ],
+            "inbox_checks_claim" => vec![
+                Box::new("plan-test"),
+                Box::new(100i64),
+                Box::new(60.0f64),
+                Box::new(DATABASE_CLOCK),
+            ],
             "events_attachable_scan" => vec![Box::new(100i64)],
             _ => unreachable!(),
         };

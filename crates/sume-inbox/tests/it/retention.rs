@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use sume_inbox::config::SweepConfig;
-use sume_inbox::db::Store;
-use sume_inbox::sweep::Sweep;
+use sume_inbox::db::{Removed, Store};
+use sume_inbox::sweep::{Clock, Retention};
 
 use crate::support::*;
 
@@ -54,27 +54,27 @@ async fn retention_removes_only_what_is_old_and_settled() {
     let store = Store::new(&db.url, 2).unwrap();
     let fourteen_days = 14.0 * 86_400.0;
     // Bounded: 1,000 rows a statement, two statements a kind in this pass.
-    let first = store.retention_pass(fourteen_days, 1000, 2).await.unwrap();
+    let first = store
+        .retention_pass(fourteen_days, 1000, 2, &Clock::Database)
+        .await
+        .unwrap();
     assert_eq!(first.events_applied, 2000);
     assert_eq!(first.events_set_aside, 3);
     assert_eq!(first.dead_letters, 2);
     assert_eq!(first.inbox_checks, 3);
-    // The sweep's own pass takes the rest, with no API key configured at all.
-    let mut cfg = SweepConfig {
+    // The retention service takes the rest (it needs no API key), on a clock the test moves.
+    let cfg = SweepConfig {
         retention: Duration::from_secs(14 * 86_400),
+        retention_batch: 1000,
         ..SweepConfig::default()
     };
-    cfg.retention_batch = 1000;
-    let client =
-        sume_wire::StatusClient::new("http://127.0.0.1:9/v1", Duration::from_secs(1)).unwrap();
+    let now: chrono::DateTime<chrono::Utc> = c.query_one("select now()", &[]).await.unwrap().get(0);
+    let clock = Clock::fixed(now);
     let metrics = std::sync::Arc::new(sume_inbox::metrics::Metrics::new());
-    let sweep = Sweep::new(store.clone(), metrics, client, vec![], cfg);
-    let stats = sweep
-        .run_once(&tokio_util::sync::CancellationToken::new())
-        .await
-        .unwrap();
-    assert_eq!(stats.removed.events_applied, 500);
-    assert_eq!(stats.removed.total(), 500);
+    let retention = Retention::new(store.clone(), metrics, cfg, clock.clone());
+    let removed = retention.run_once().await.unwrap();
+    assert_eq!(removed.events_applied, 500);
+    assert_eq!(removed.total(), 500);
     let left: Vec<String> = c
         .query("select event_id from sume.events order by event_id", &[])
         .await
@@ -90,4 +90,26 @@ async fn retention_removes_only_what_is_old_and_settled() {
         2501,
         "jobs are never removed"
     );
+    assert_eq!(retention.run_once().await.unwrap(), Removed::default());
+    // Fifteen days on, the recent rows are old too: every settled one goes (the foreign check
+    // with its set-aside event), never the event still waiting, never a job.
+    clock.advance(Duration::from_secs(15 * 86_400));
+    assert_eq!(
+        retention.run_once().await.unwrap(),
+        Removed {
+            events_applied: 1,
+            events_set_aside: 1,
+            dead_letters: 1,
+            inbox_checks: 1,
+        }
+    );
+    let left: Vec<String> = c
+        .query("select event_id from sume.events", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(left, vec!["waiting"]);
+    assert_eq!(db.scalar("select count(*) from sume.jobs").await, 2501);
 }

@@ -1,12 +1,24 @@
-//! The status sweep against the simulator: dropped webhooks closed by poll, foreign events set
-//! aside, orphans kept, Retry-After honoured, leases shared and recovered, one close per job.
+//! The status sweep against the simulator: dropped webhooks closed by poll, backoff and give-up,
+//! foreign events set aside, orphans kept, Retry-After honoured, leases shared and recovered,
+//! one close per job.
+//!
+//! What depends on elapsed time (POLL_AFTER, the backoff, POLL_GIVE_UP, INBOX_GRACE) is driven
+//! through the services' `run_once` with a clock the test moves; daemons and waiting loops are
+//! kept for what concurrency itself decides (two instances, a crashed instance's leases,
+//! webhook and poll racing, Retry-After across requests).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sume_inbox::config::{ApiKey, Rate, SweepConfig};
+use sume_inbox::db::Store;
+use sume_inbox::metrics::Metrics;
+use sume_inbox::sweep::{Clock, InboxCheck, InboxCheckStats, Poll, PollStats, StatusReader};
 use sume_sim::{Faults, JobsAnswer, RequestsAnswer, RunningSim, SimConfig, SimStats};
 use sume_wire::Secret;
+use tokio_util::sync::CancellationToken;
 
 use crate::support::*;
 
@@ -38,17 +50,129 @@ fn sweep_config() -> SweepConfig {
     }
 }
 
+fn main_key() -> ApiKey {
+    ApiKey {
+        name: "main".into(),
+        key: Secret::new(MAIN_KEY),
+    }
+}
+
 /// A daemon pointed at the simulator, knowing only the `main` key.
 fn daemon_config(db: &TestDb, sim: &RunningSim, sweep: SweepConfig) -> sume_inbox::Config {
     let mut c = config(&db.url);
     c.webhook_secrets = vec![Secret::new(sume_sim::TEST_WEBHOOK_SECRET)];
     c.sume_api_url = sim.api_url();
-    c.api_keys = vec![ApiKey {
-        name: "main".into(),
-        key: Secret::new(MAIN_KEY),
-    }];
+    c.api_keys = vec![main_key()];
     c.sweep = sweep;
     c
+}
+
+/// A daemon that receives and attaches webhooks but asks Sume nothing (no API key): the
+/// test's own [`Sweep`] does that, on its clock.
+fn daemon_without_keys(db: &TestDb, sim: &RunningSim) -> sume_inbox::Config {
+    let mut c = daemon_config(db, sim, SweepConfig::default());
+    c.api_keys = vec![];
+    c
+}
+
+/// The settings of the clock-driven tests: production timings, a quick budget.
+fn clocked_config() -> SweepConfig {
+    SweepConfig {
+        batch: 50,
+        lease: Duration::from_secs(5),
+        concurrency: 4,
+        read_rate: Rate {
+            count: 1000,
+            per: Duration::from_secs(1),
+        },
+        request_timeout: Duration::from_secs(1),
+        ..SweepConfig::default()
+    }
+}
+
+async fn migrate(db: &TestDb) {
+    let mut c = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
+}
+
+async fn db_now(db: &TestDb) -> DateTime<Utc> {
+    db.client()
+        .await
+        .query_one("select now()", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// The sweep's services that ask Sume, outside any daemon, with the `main` key and a clock
+/// stopped at the database's time when they were made.
+struct Sweep {
+    inbox_check: InboxCheck,
+    poll: Poll,
+    clock: Clock,
+    config: SweepConfig,
+}
+
+impl Sweep {
+    async fn new(db: &TestDb, sim: &RunningSim, config: SweepConfig) -> Sweep {
+        migrate(db).await;
+        let store = Store::new(&db.url, 4).unwrap();
+        let metrics = Arc::new(Metrics::new());
+        let client = sume_wire::StatusClient::new(&sim.api_url(), config.request_timeout).unwrap();
+        let reader = StatusReader::new(
+            store.clone(),
+            metrics.clone(),
+            client,
+            vec![main_key()],
+            config.read_rate,
+        );
+        let clock = Clock::fixed(db_now(db).await);
+        Sweep {
+            inbox_check: InboxCheck::new(
+                store.clone(),
+                metrics.clone(),
+                reader.clone(),
+                config.clone(),
+                clock.clone(),
+            ),
+            poll: Poll::new(store, metrics, reader, config.clone(), clock.clone()),
+            clock,
+            config,
+        }
+    }
+
+    async fn poll_once(&self) -> PollStats {
+        self.poll.run_once(&CancellationToken::new()).await.unwrap()
+    }
+
+    async fn check_once(&self) -> InboxCheckStats {
+        self.inbox_check
+            .run_once(&CancellationToken::new())
+            .await
+            .unwrap()
+    }
+
+    fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.clock.now().unwrap()
+    }
+}
+
+/// Waits until the simulator reports every one of these jobs ended.
+async fn wait_ended(http: &reqwest::Client, sim: &RunningSim, jobs: &[String]) {
+    wait_for(
+        "the simulator ended the jobs",
+        Duration::from_secs(30),
+        || async {
+            let truth: JobsAnswer = sim_get(http, sim, "jobs").await;
+            jobs.iter()
+                .all(|id| truth.jobs.iter().any(|j| &j.id == id && j.terminal))
+        },
+    )
+    .await;
 }
 
 /// Creates a job at the simulator; answers its id.
@@ -129,9 +253,10 @@ async fn assert_matches_truth(
 async fn dropped_webhooks_are_closed_by_poll() {
     let db = TestDb::new().await;
     let sim = RunningSim::start(sim_config()).await.unwrap();
-    let daemon = Daemon::start(daemon_config(&db, &sim, sweep_config())).await;
+    migrate(&db).await;
     let http = reqwest::Client::new();
-    let hook = daemon.url("/webhooks/sume");
+    // Nothing listens there, and the simulator is told to drop every webhook anyway.
+    let hook = "http://127.0.0.1:9/webhooks/sume";
     let mut jobs = Vec::new();
     for (i, outcome) in ["completed", "failed", "canceled", "expired"]
         .iter()
@@ -143,19 +268,31 @@ async fn dropped_webhooks_are_closed_by_poll() {
             &http,
             &sim,
             MAIN_KEY,
-            Some(&hook),
+            Some(hook),
             json!({"drop": true, "outcome": outcome, "duration_ms": 50 + i * 10}),
         )
         .await;
         register(&db, &id).await;
         jobs.push(id);
     }
-    wait_for(
-        "every dropped job closed by poll",
-        Duration::from_secs(30),
-        || async { count(&db, "select count(*) from sume.jobs where state <> 'open'").await == 20 },
-    )
-    .await;
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    assert_eq!(
+        sweep.poll_once().await,
+        PollStats::default(),
+        "nothing is polled before POLL_AFTER"
+    );
+    wait_ended(&http, &sim, &jobs).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let stats = sweep.poll_once().await;
+    assert_eq!(
+        stats,
+        PollStats {
+            jobs_claimed: 20,
+            closed_by_poll: 20,
+            requests: 20,
+            ..PollStats::default()
+        }
+    );
     assert_eq!(
         count(
             &db,
@@ -169,17 +306,31 @@ async fn dropped_webhooks_are_closed_by_poll() {
         0,
         "no webhook ever came"
     );
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.jobs where lease_owner is not null"
+        )
+        .await,
+        0,
+        "every lease released"
+    );
     assert_matches_truth(&http, &sim, &db, &jobs).await;
     let deliveries: sume_sim::DeliveriesAnswer = sim_get(&http, &sim, "deliveries").await;
     assert_eq!(deliveries.count, 0);
-    daemon.stop().await;
+    sweep.advance(sweep.config.poll_max_interval * 2);
+    assert_eq!(
+        sweep.poll_once().await,
+        PollStats::default(),
+        "a closed job is never polled again"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn foreign_events_are_set_aside_after_the_grace_period() {
     let db = TestDb::new().await;
     let sim = RunningSim::start(sim_config()).await.unwrap();
-    let daemon = Daemon::start(daemon_config(&db, &sim, sweep_config())).await;
+    let daemon = Daemon::start(daemon_without_keys(&db, &sim)).await;
     let http = reqwest::Client::new();
     let hook = daemon.url("/webhooks/sume");
     // Another workspace's jobs whose webhooks come here (a shared endpoint, a copied URL).
@@ -189,24 +340,37 @@ async fn foreign_events_are_set_aside_after_the_grace_period() {
     }
     let ours = create(&http, &sim, MAIN_KEY, Some(&hook), json!({})).await;
     register(&db, &ours).await;
-    wait_for(
-        "foreign events set aside",
-        Duration::from_secs(30),
-        || async {
-            count(
-                &db,
-                "select count(*) from sume.events where set_aside_at is not null",
-            )
-            .await
-                == 5
-        },
-    )
+    wait_for("every webhook stored", Duration::from_secs(30), || async {
+        count(&db, "select count(distinct job_id) from sume.events").await == 6
+    })
     .await;
+    wait_for("our job completed", Duration::from_secs(10), || async {
+        job_state(&db, &ours).await.as_deref() == Some("completed")
+    })
+    .await;
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    assert_eq!(
+        sweep.check_once().await,
+        InboxCheckStats::default(),
+        "nothing is checked within INBOX_GRACE"
+    );
+    sweep.advance(sweep.config.inbox_grace + Duration::from_secs(1));
+    assert_eq!(
+        sweep.check_once().await,
+        InboxCheckStats {
+            checks_claimed: 5,
+            foreign: 5,
+            events_set_aside: 5,
+            requests: 5,
+            ..InboxCheckStats::default()
+        }
+    );
     let c = db.client().await;
     for id in &foreign {
         let row = c
             .query_one(
-                "select e.set_aside_reason, e.applied_at is null, c.verdict, c.answers
+                "select e.set_aside_reason, e.applied_at is null, c.verdict, c.answers,
+                        e.set_aside_at, c.checked_at
                  from sume.events e join sume.inbox_checks c using (job_id) where e.job_id = $1",
                 &[id],
             )
@@ -223,15 +387,29 @@ async fn foreign_events_are_set_aside_after_the_grace_period() {
             json!({"main": "404"}),
             "the answers seen"
         );
+        let set_aside_at: DateTime<Utc> = row.get(4);
+        let checked_at: DateTime<Utc> = row.get(5);
+        assert_eq!(set_aside_at, sweep.now(), "set aside at the sweep's clock");
+        assert_eq!(checked_at, sweep.now(), "checked at the sweep's clock");
     }
-    wait_for("our job completed", Duration::from_secs(10), || async {
-        job_state(&db, &ours).await.as_deref() == Some("completed")
-    })
-    .await;
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.events where set_aside_at is not null"
+        )
+        .await,
+        5
+    );
     assert_eq!(
         count(&db, "select count(*) from sume.inbox_checks").await,
         5,
         "ours was never checked"
+    );
+    sweep.advance(sweep.config.poll_max_interval * 2);
+    assert_eq!(
+        sweep.check_once().await,
+        InboxCheckStats::default(),
+        "a verdict is never checked again"
     );
     daemon.stop().await;
 }
@@ -240,7 +418,7 @@ async fn foreign_events_are_set_aside_after_the_grace_period() {
 async fn an_orphan_is_kept_reported_and_attached_when_its_row_returns() {
     let db = TestDb::new().await;
     let sim = RunningSim::start(sim_config()).await.unwrap();
-    let daemon = Daemon::start(daemon_config(&db, &sim, sweep_config())).await;
+    let daemon = Daemon::start(daemon_without_keys(&db, &sim)).await;
     let http = reqwest::Client::new();
     // Our own job, but the row was lost (a deploy, a rolled-back transaction).
     let orphan = create(
@@ -251,15 +429,22 @@ async fn an_orphan_is_kept_reported_and_attached_when_its_row_returns() {
         json!({}),
     )
     .await;
-    wait_for("orphan reported", Duration::from_secs(30), || async {
-        count(
-            &db,
-            "select count(*) from sume.inbox_checks where verdict = 'orphan'",
-        )
-        .await
-            == 1
+    wait_for("its webhook stored", Duration::from_secs(30), || async {
+        count(&db, "select count(*) from sume.events").await == 1
     })
     .await;
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    assert_eq!(sweep.check_once().await, InboxCheckStats::default());
+    sweep.advance(sweep.config.inbox_grace + Duration::from_secs(1));
+    assert_eq!(
+        sweep.check_once().await,
+        InboxCheckStats {
+            checks_claimed: 1,
+            orphans: 1,
+            requests: 1,
+            ..InboxCheckStats::default()
+        }
+    );
     let c = db.client().await;
     let row = c
         .query_one(
@@ -274,7 +459,7 @@ async fn an_orphan_is_kept_reported_and_attached_when_its_row_returns() {
     );
     let answers: Value = c
         .query_one(
-            "select answers from sume.inbox_checks where job_id = $1",
+            "select answers from sume.inbox_checks where job_id = $1 and verdict = 'orphan'",
             &[&orphan],
         )
         .await
@@ -287,12 +472,18 @@ async fn an_orphan_is_kept_reported_and_attached_when_its_row_returns() {
         job_state(&db, &orphan).await.as_deref() == Some("completed")
     })
     .await;
-    wait_for(
-        "the orphan verdict is dropped",
-        Duration::from_secs(10),
-        || async { count(&db, "select count(*) from sume.inbox_checks").await == 0 },
-    )
-    .await;
+    assert_eq!(
+        sweep.check_once().await,
+        InboxCheckStats {
+            orphans_resolved: 1,
+            ..InboxCheckStats::default()
+        }
+    );
+    assert_eq!(
+        count(&db, "select count(*) from sume.inbox_checks").await,
+        0,
+        "the orphan verdict is dropped"
+    );
     daemon.stop().await;
 }
 
@@ -595,25 +786,69 @@ async fn webhook_and_poll_racing_close_each_job_once() {
     daemon.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_job_that_never_ends_is_given_up_as_expired() {
-    let db = TestDb::new().await;
-    let sim = RunningSim::start(sim_config()).await.unwrap();
-    let mut sweep = sweep_config();
-    sweep.poll_give_up = Duration::from_secs(1);
-    let daemon = Daemon::start(daemon_config(&db, &sim, sweep)).await;
-    let http = reqwest::Client::new();
-    let id = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 600_000})).await;
-    register(&db, &id).await;
-    wait_for("given up", Duration::from_secs(30), || async {
-        job_state(&db, &id).await.as_deref() == Some("expired")
-    })
-    .await;
+/// Seconds from the sweep's clock to the job's next poll, and its attempts so far.
+async fn next_poll(db: &TestDb, sweep: &Sweep) -> (f64, i32) {
     let row = db
         .client()
         .await
         .query_one(
-            "select closed_by, close_reason, sume_status from sume.jobs",
+            "select extract(epoch from next_poll_at - $1)::float8, poll_attempts from sume.jobs",
+            &[&sweep.now()],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_job_is_polled_with_backoff_then_given_up_as_expired() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    migrate(&db).await;
+    let http = reqwest::Client::new();
+    let id = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 600_000})).await;
+    register(&db, &id).await;
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    let still_open = PollStats {
+        jobs_claimed: 1,
+        still_open: 1,
+        requests: 1,
+        ..PollStats::default()
+    };
+    // POLL_AFTER (2 min): the first poll; the next one a backoff step later (±20%).
+    sweep.advance(sweep.config.poll_after);
+    assert_eq!(sweep.poll_once().await, still_open);
+    let (next, attempts) = next_poll(&db, &sweep).await;
+    assert!((96.0..=144.0).contains(&next), "next poll in {next}s");
+    assert_eq!(attempts, 1);
+    assert_eq!(job_state(&db, &id).await.as_deref(), Some("open"));
+    assert_eq!(
+        sweep.poll_once().await,
+        PollStats::default(),
+        "not due again yet"
+    );
+    // The second step doubles.
+    sweep.advance(Duration::from_secs(145));
+    assert_eq!(sweep.poll_once().await, still_open);
+    let (next, attempts) = next_poll(&db, &sweep).await;
+    assert!((192.0..=288.0).contains(&next), "next poll in {next}s");
+    assert_eq!(attempts, 2);
+    // POLL_GIVE_UP (a day) after registration it is closed as expired.
+    sweep.advance(sweep.config.poll_give_up);
+    assert_eq!(
+        sweep.poll_once().await,
+        PollStats {
+            jobs_claimed: 1,
+            given_up: 1,
+            requests: 1,
+            ..PollStats::default()
+        }
+    );
+    let row = db
+        .client()
+        .await
+        .query_one(
+            "select closed_by, close_reason, sume_status, state, closed_at from sume.jobs",
             &[],
         )
         .await
@@ -625,5 +860,8 @@ async fn a_job_that_never_ends_is_given_up_as_expired() {
         Some("queued"),
         "the last status read"
     );
-    daemon.stop().await;
+    assert_eq!(row.get::<_, String>(3), "expired");
+    assert_eq!(row.get::<_, DateTime<Utc>>(4), sweep.now());
+    sweep.advance(sweep.config.poll_max_interval * 2);
+    assert_eq!(sweep.poll_once().await, PollStats::default());
 }

@@ -1,0 +1,259 @@
+//! The poll service: asks Sume about open jobs whose webhook has not closed them.
+//!
+//! Open jobs are polled `POLL_AFTER` after registration, then at growing, jittered intervals
+//! (capped at `POLL_MAX_INTERVAL`). A terminal status closes the job through the same fold as
+//! a webhook (`closed_by = poll`); whichever comes first wins. A job still open after
+//! `POLL_GIVE_UP` is closed as `expired` with the reason. A 429 puts the next poll after its
+//! `Retry-After` without counting as an attempt.
+//!
+//! What a poll does is decided by [`PollFold`] (`poll_decision.rs`), a pure fold over the
+//! answers read (no database, no clock of its own); [`Poll`] claims due jobs under a lease,
+//! asks Sume, and performs the [`PollDecision`] with its one write. It owns the poll columns of `sume.jobs` (`next_poll_at`,
+//! `poll_attempts`, `last_poll_answer`, the lease).
+
+use std::ops::AddAssign;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::poll_decision::{PollDecision, PollFold, PollRules};
+use super::{pause, send_deadline, serve, StatusReader};
+use crate::clock::Clock;
+use crate::close::Outcome;
+use crate::config::{ApiKey, SweepConfig};
+use crate::db::{ClaimedJob, DbError, PollDone, Store};
+use crate::health::Health;
+use crate::metrics::Metrics;
+
+/// What one poll pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PollStats {
+    /// Jobs claimed.
+    pub jobs_claimed: usize,
+    /// Jobs a terminal status closed.
+    pub closed_by_poll: usize,
+    /// Jobs still open, polled again later.
+    pub still_open: usize,
+    /// Jobs closed as `expired` after `POLL_GIVE_UP`.
+    pub given_up: usize,
+    /// Terminal statuses that contradicted the one a job was closed with.
+    pub disagreements: usize,
+    /// Claims given back because the budget could not serve them before their lease ended.
+    pub deferred: usize,
+    /// Status calls sent.
+    pub requests: usize,
+}
+
+impl AddAssign for PollStats {
+    fn add_assign(&mut self, o: PollStats) {
+        self.jobs_claimed += o.jobs_claimed;
+        self.closed_by_poll += o.closed_by_poll;
+        self.still_open += o.still_open;
+        self.given_up += o.given_up;
+        self.disagreements += o.disagreements;
+        self.deferred += o.deferred;
+        self.requests += o.requests;
+    }
+}
+
+/// The open-job poll service.
+pub struct Poll {
+    store: Store,
+    metrics: Arc<Metrics>,
+    reader: StatusReader,
+    config: SweepConfig,
+    clock: Clock,
+}
+
+impl Poll {
+    /// `clock` is [`Clock::Database`] outside tests.
+    pub fn new(
+        store: Store,
+        metrics: Arc<Metrics>,
+        reader: StatusReader,
+        config: SweepConfig,
+        clock: Clock,
+    ) -> Poll {
+        Poll {
+            store,
+            metrics,
+            reader,
+            config,
+            clock,
+        }
+    }
+
+    /// Runs a pass every `SWEEP_INTERVAL` (jittered) until shutdown.
+    pub async fn run(self, shutdown: CancellationToken, health: Health) {
+        let guard = health.task("sweep-poll");
+        if self.reader.keys().is_empty() {
+            tracing::warn!("no SUME_API_KEYS: open jobs are not polled");
+        }
+        while !shutdown.is_cancelled() {
+            match self.run_once(&shutdown).await {
+                Ok(stats) if stats != PollStats::default() => tracing::info!(?stats, "poll pass"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "poll pass failed; will retry"),
+            }
+            if !pause(self.config.interval, &shutdown).await {
+                break;
+            }
+        }
+        guard.finished();
+    }
+
+    /// One pass: claims due jobs a batch at a time until none is left (or the budget ran out
+    /// for this pass), polls each. Does nothing without API keys.
+    pub async fn run_once(&self, shutdown: &CancellationToken) -> Result<PollStats, DbError> {
+        let mut total = PollStats::default();
+        if self.reader.keys().is_empty() {
+            return Ok(total);
+        }
+        self.reader.ensure_budget().await?;
+        loop {
+            let stats = self.batch(shutdown).await?;
+            let more = stats.jobs_claimed == self.config.batch && stats.deferred == 0;
+            total += stats;
+            if !more || shutdown.is_cancelled() {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
+    async fn batch(&self, shutdown: &CancellationToken) -> Result<PollStats, DbError> {
+        let claimed_at = Instant::now();
+        let claims = self
+            .store
+            .jobs_claim_due(
+                self.reader.owner(),
+                self.config.batch as i64,
+                self.config.lease.as_secs_f64(),
+                self.config.poll_after.as_secs_f64(),
+                &self.clock,
+            )
+            .await?;
+        let mut stats = PollStats {
+            jobs_claimed: claims.len(),
+            ..PollStats::default()
+        };
+        let deadline = send_deadline(claimed_at, self.config.lease, self.config.request_timeout);
+        let (served, unserved) = serve(claims, self.config.concurrency, |c| {
+            self.poll(c, deadline, shutdown)
+        })
+        .await?;
+        stats += served;
+        self.store
+            .jobs_release(&unserved, self.reader.owner())
+            .await?;
+        Ok(stats)
+    }
+
+    /// The keys to ask about a job: its own, or every key when it names none we know.
+    fn keys_for(&self, job: &ClaimedJob) -> Vec<&ApiKey> {
+        let keys = self.reader.keys();
+        match job
+            .api_key
+            .as_deref()
+            .and_then(|name| keys.iter().find(|k| k.name == name))
+        {
+            Some(key) => vec![key],
+            None => keys.iter().collect(),
+        }
+    }
+
+    /// Polls one job: asks its keys, folds the answers, performs the decision. Answers the
+    /// stats, and the id when it must be released unserved.
+    async fn poll(
+        &self,
+        job: ClaimedJob,
+        deadline: Instant,
+        shutdown: &CancellationToken,
+    ) -> Result<(PollStats, Option<String>), DbError> {
+        let mut stats = PollStats::default();
+        let age = Duration::try_from_secs_f64(job.age_secs).unwrap_or_default();
+        let mut fold = PollFold::new(PollRules::of(&self.config), age, job.poll_attempts);
+        for key in self.keys_for(&job) {
+            if shutdown.is_cancelled() {
+                break;
+            }
+            let Some(answer) = self.reader.call(key, &job.job_id, deadline).await? else {
+                break;
+            };
+            stats.requests += 1;
+            if !fold.read(answer) {
+                break;
+            }
+        }
+        let decision = fold.decide(shutdown.is_cancelled());
+        let released = self.perform(&job.job_id, decision, &mut stats).await?;
+        Ok((stats, released.then_some(job.job_id)))
+    }
+
+    /// Writes what the decision says; true when the claim is to be released unserved.
+    async fn perform(
+        &self,
+        job_id: &str,
+        decision: PollDecision,
+        stats: &mut PollStats,
+    ) -> Result<bool, DbError> {
+        let owner = self.reader.owner();
+        match decision {
+            PollDecision::Close {
+                status,
+                result,
+                answer,
+            } => {
+                let outcome = self
+                    .store
+                    .close_by_poll(job_id, owner, &status, result, &answer, &self.clock)
+                    .await?;
+                match outcome {
+                    Outcome::Closed => {
+                        self.metrics.closed("poll", 1);
+                        stats.closed_by_poll += 1;
+                    }
+                    Outcome::Disagreement => {
+                        self.metrics.disagreements_seen.inc();
+                        stats.disagreements += 1;
+                    }
+                    _ => {}
+                }
+            }
+            PollDecision::StillOpen {
+                answer,
+                status,
+                next,
+            } => {
+                stats.still_open += 1;
+                let done = PollDone {
+                    answer: &answer,
+                    sume_status: status.as_deref(),
+                    next_in_secs: next.wait().as_secs_f64(),
+                    counts_as_attempt: next.counts_as_attempt(),
+                };
+                self.store
+                    .jobs_poll_done(job_id, owner, &done, &self.clock)
+                    .await?;
+            }
+            PollDecision::GiveUp { reason, status } => {
+                if self
+                    .store
+                    .jobs_give_up(job_id, owner, &reason, status.as_deref(), &self.clock)
+                    .await?
+                {
+                    stats.given_up += 1;
+                    self.metrics.closed("give_up", 1);
+                    tracing::warn!(job_id, %reason, "gave up on job: closed as expired");
+                }
+            }
+            PollDecision::Release => {
+                stats.deferred += 1;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
