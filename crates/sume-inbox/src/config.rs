@@ -10,6 +10,9 @@ use std::time::Duration;
 use sume_wire::Secret;
 use thiserror::Error;
 
+mod parse;
+pub use parse::*;
+
 /// A setting that is missing or malformed. The message names it.
 #[derive(Debug, Error, PartialEq, Eq)]
 #[error("{name}: {problem}")]
@@ -190,165 +193,6 @@ impl Default for AttachConfig {
     }
 }
 
-/// Reads `250ms`, `30s`, `5m`, `1h`, `14d` (and combinations such as `1m30s`).
-pub fn parse_duration(name: &'static str, raw: &str) -> Result<Duration, ConfigError> {
-    let d = humantime::parse_duration(raw.trim()).map_err(|e| {
-        ConfigError::new(
-            name,
-            format!("{raw:?} is not a duration like 250ms, 30s or 5m ({e})"),
-        )
-    })?;
-    Ok(d)
-}
-
-/// Reads a size in bytes: `1048576`, `512KiB`, `1MiB`, `1MB`.
-pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> {
-    let s = raw.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, unit) = s.split_at(split);
-    let n: usize = digits.parse().map_err(|_| {
-        ConfigError::new(name, format!("{raw:?} is not a size like 1048576 or 1MiB"))
-    })?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "kib" | "k" => 1 << 10,
-        "mb" => 1_000_000,
-        "mib" | "m" => 1 << 20,
-        _ => {
-            return Err(ConfigError::new(
-                name,
-                format!("{raw:?}: unknown unit {unit:?}"),
-            ))
-        }
-    };
-    n.checked_mul(mult)
-        .filter(|n| *n > 0)
-        .ok_or_else(|| ConfigError::new(name, format!("{raw:?} is out of range")))
-}
-
-pub fn parse_addr(name: &'static str, raw: &str) -> Result<SocketAddr, ConfigError> {
-    raw.trim()
-        .parse()
-        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not an address like 0.0.0.0:8080")))
-}
-
-/// A comma-separated list of secrets; empty items are refused (a stray comma is a typo, and a
-/// typo in a secret list must not pass silently).
-pub fn parse_secrets(name: &'static str, raw: &str) -> Result<Vec<Secret>, ConfigError> {
-    let items: Vec<&str> = raw.split(',').map(str::trim).collect();
-    if items.iter().any(|s| s.is_empty()) {
-        return Err(ConfigError::new(
-            name,
-            "has an empty item (check for stray commas)",
-        ));
-    }
-    Ok(items.into_iter().map(Secret::new).collect())
-}
-
-/// `name:key,name:key`. Names are unique, made of letters, digits, `-`, `_`, `.`.
-pub fn parse_api_keys(name: &'static str, raw: &str) -> Result<Vec<ApiKey>, ConfigError> {
-    let mut keys: Vec<ApiKey> = Vec::new();
-    for (i, item) in raw.split(',').map(str::trim).enumerate() {
-        let (key_name, key) = item
-            .split_once(':')
-            .ok_or_else(|| ConfigError::new(name, format!("item {} is not name:key", i + 1)))?;
-        let key_name = key_name.trim();
-        let valid_name = !key_name.is_empty()
-            && key_name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-        if !valid_name {
-            return Err(ConfigError::new(
-                name,
-                format!(
-                    "item {}: key name {key_name:?} must be letters, digits, - _ .",
-                    i + 1
-                ),
-            ));
-        }
-        if key.trim().is_empty() {
-            return Err(ConfigError::new(name, format!("key {key_name:?} is empty")));
-        }
-        if keys.iter().any(|k| k.name == key_name) {
-            return Err(ConfigError::new(
-                name,
-                format!("key name {key_name:?} appears twice"),
-            ));
-        }
-        keys.push(ApiKey {
-            name: key_name.to_owned(),
-            key: Secret::new(key.trim()),
-        });
-    }
-    Ok(keys)
-}
-
-/// `100` (a minute), or `100/1m`, `20/10s`.
-pub fn parse_rate(name: &'static str, raw: &str) -> Result<Rate, ConfigError> {
-    let (count, per) = match raw.trim().split_once('/') {
-        Some((c, w)) => (c, parse_duration(name, w)?),
-        None => (raw.trim(), Duration::from_secs(60)),
-    };
-    let count: u32 = count
-        .trim()
-        .parse()
-        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not a rate like 100 or 100/1m")))?;
-    if count == 0 || per.is_zero() {
-        return Err(ConfigError::new(name, "must be more than 0"));
-    }
-    Ok(Rate { count, per })
-}
-
-pub fn parse_count(name: &'static str, raw: &str, min: usize) -> Result<usize, ConfigError> {
-    let n: usize = raw
-        .trim()
-        .parse()
-        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not a whole number")))?;
-    if n < min {
-        return Err(ConfigError::new(name, format!("must be at least {min}")));
-    }
-    Ok(n)
-}
-
-/// The API base URL: http(s), no query, no trailing slash kept.
-pub fn parse_api_url(name: &'static str, raw: &str) -> Result<String, ConfigError> {
-    let trimmed = raw.trim().trim_end_matches('/');
-    let bad = |why: &str| ConfigError::new(name, format!("{raw:?} is not an http(s) URL: {why}"));
-    let url = url::Url::parse(trimmed).map_err(|e| bad(&e.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(bad("the scheme must be http or https"));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(bad("no host"));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(bad("no query or fragment allowed"));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(bad("credentials belong in SUME_API_KEYS, not in the URL"));
-    }
-    Ok(trimmed.to_owned())
-}
-
-/// Reads a switch: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off` (any case).
-pub fn parse_bool(name: &'static str, raw: &str) -> Result<bool, ConfigError> {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" | "" => Ok(false),
-        _ => Err(ConfigError::new(
-            name,
-            format!("{raw:?} is not 1/true/yes/on or 0/false/no/off"),
-        )),
-    }
-}
-
-pub fn check_database_url(raw: &str) -> Result<Secret, ConfigError> {
-    crate::db::target(raw)
-        .map_err(|e| ConfigError::new("DATABASE_URL", format!("cannot be read: {e}")))?;
-    Ok(Secret::new(raw))
-}
-
 /// An `http://` API URL is refused unless it points at this machine or plaintext is allowed
 /// explicitly: every status request carries an API key.
 fn check_plaintext(api_url: &str, allowed: bool) -> Result<(), ConfigError> {
@@ -503,79 +347,6 @@ mod tests {
     }
 
     #[test]
-    fn switches() {
-        assert_eq!(parse_bool("X", "1"), Ok(true));
-        assert_eq!(parse_bool("X", " TRUE "), Ok(true));
-        assert_eq!(parse_bool("X", "off"), Ok(false));
-        assert_eq!(parse_bool("X", ""), Ok(false));
-        assert!(parse_bool("X", "maybe").is_err());
-    }
-
-    #[test]
-    fn api_urls() {
-        let ok = |raw: &str| parse_api_url("SUME_API_URL", raw);
-        assert_eq!(
-            ok("https://www.sume.so/api/v1/").as_deref(),
-            Ok("https://www.sume.so/api/v1")
-        );
-        assert_eq!(
-            ok(" http://127.0.0.1:8090/v1 ").as_deref(),
-            Ok("http://127.0.0.1:8090/v1")
-        );
-        for bad in [
-            "",
-            "www.sume.so/api/v1",
-            "ftp://sume.so/v1",
-            "https://",
-            "https://sume.so/v1?x=1",
-            "https://sume.so/v1#x",
-            "https://user:pw@sume.so/v1",
-        ] {
-            let e = ok(bad).unwrap_err();
-            assert_eq!(e.name, "SUME_API_URL", "{bad}");
-        }
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("X", "250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("X", "30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("X", "5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(
-            parse_duration("X", "14d"),
-            Ok(Duration::from_secs(14 * 86400))
-        );
-        let err = parse_duration("WEBHOOK_TOLERANCE", "5 minutes please").unwrap_err();
-        assert_eq!(err.name, "WEBHOOK_TOLERANCE");
-        assert!(err.to_string().starts_with("WEBHOOK_TOLERANCE: "));
-        assert!(parse_duration("X", "").is_err());
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_bytes("M", "1048576"), Ok(1 << 20));
-        assert_eq!(parse_bytes("M", "1MiB"), Ok(1 << 20));
-        assert_eq!(parse_bytes("M", "64KiB"), Ok(64 << 10));
-        assert_eq!(parse_bytes("M", "2MB"), Ok(2_000_000));
-        assert!(parse_bytes("M", "0").is_err());
-        assert!(parse_bytes("M", "lots").is_err());
-        assert!(parse_bytes("M", "1GiB").is_err());
-    }
-
-    #[test]
-    fn api_keys() {
-        let keys = parse_api_keys("SUME_API_KEYS", "main:sk_1, other:sk_2").unwrap();
-        assert_eq!(keys.len(), 2);
-        assert_eq!(keys[1].name, "other");
-        assert_eq!(keys[1].key.expose(), "sk_2");
-        for bad in ["main", "main:", ":sk", "a:1,a:2", "bad name:sk"] {
-            let err = parse_api_keys("SUME_API_KEYS", bad).unwrap_err();
-            assert_eq!(err.name, "SUME_API_KEYS", "{bad}");
-            assert!(!err.to_string().contains("sk_"), "never echo a key: {err}");
-        }
-    }
-
-    #[test]
     fn a_lease_must_outlive_its_requests() {
         let mut config = Config::local("postgres://db/x", "s");
         config.sweep.request_timeout = Duration::from_secs(60);
@@ -583,40 +354,5 @@ mod tests {
         let mut ok = config.clone();
         ok.sweep.request_timeout = Duration::from_secs(10);
         assert!(ok.validate().is_ok());
-    }
-
-    #[test]
-    fn rates() {
-        let r = parse_rate("SUME_READ_RATE", "100").unwrap();
-        assert_eq!((r.count, r.per), (100, Duration::from_secs(60)));
-        let r = parse_rate("SUME_READ_RATE", "20/10s").unwrap();
-        assert_eq!((r.count, r.per), (20, Duration::from_secs(10)));
-        assert!((r.per_second() - 2.0).abs() < 1e-9);
-        for bad in ["0", "fast", "10/0s", "-1"] {
-            assert_eq!(
-                parse_rate("SUME_READ_RATE", bad).unwrap_err().name,
-                "SUME_READ_RATE"
-            );
-        }
-    }
-
-    #[test]
-    fn secrets() {
-        assert_eq!(parse_secrets("S", "a, b").unwrap().len(), 2);
-        assert!(parse_secrets("S", "a,,b").is_err());
-        assert!(parse_secrets("S", "").is_err());
-    }
-
-    #[test]
-    fn urls_and_addresses() {
-        assert_eq!(
-            parse_api_url("U", "https://www.sume.so/api/v1/").unwrap(),
-            "https://www.sume.so/api/v1"
-        );
-        assert!(parse_api_url("U", "www.sume.so").is_err());
-        assert!(parse_addr("A", "0.0.0.0:8080").is_ok());
-        assert!(parse_addr("A", "localhost").is_err());
-        assert!(check_database_url("postgres://u:p@127.0.0.1:5432/db").is_ok());
-        assert!(check_database_url("postgres://u:p@127.0.0.1:notaport/db").is_err());
     }
 }
