@@ -17,13 +17,13 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::attach::Attach;
+use crate::attach::{Attach, AttachHandle};
 use crate::config::Config;
 use crate::db::{self, migrate, DbError, Store};
 use crate::health::Health;
 use crate::http::health::Readiness;
 use crate::http::{admin, webhook};
-use crate::ingest::Ingest;
+use crate::ingest::{Ingest, IngestHandle};
 use crate::metrics::Metrics;
 use crate::sweep::{Clock, InboxCheck, Poll, Retention, StatusReader};
 
@@ -76,31 +76,19 @@ pub async fn migrate_with_retry(
     }
 }
 
-/// Runs the daemon until `shutdown` is cancelled.
-pub async fn run(
-    config: Config,
-    listeners: Listeners,
-    shutdown: CancellationToken,
+/// The sweep: three services, each a task of its own. The two that ask Sume share one reader,
+/// so one budget and one lease owner; in production every clock is the database's.
+fn spawn_sweep(
+    config: &Config,
+    store: &Store,
+    metrics: &Arc<Metrics>,
+    tracker: &TaskTracker,
+    background: &CancellationToken,
+    health: &Health,
 ) -> Result<(), RunError> {
-    let url = config.database_url.expose().to_owned();
-    let applied = migrate_with_retry(&url, &shutdown).await?;
-    tracing::info!(applied = ?applied, schema = migrate::latest(), "schema is current");
-    let store = Store::new(&url, config.db_pool_size)?;
-    let health = Health::default();
-    let metrics = Arc::new(Metrics::new());
-    let tracker = TaskTracker::new();
-    // Tasks that outlive the servers get their own token, cancelled after the servers stop.
-    let background = CancellationToken::new();
-
-    let (attach, attach_handle) =
-        Attach::new(store.clone(), metrics.clone(), config.attach.clone());
-    tracker.spawn(attach.run(background.clone(), health.clone()));
-
     let status_client =
         sume_wire::StatusClient::new(&config.sume_api_url, config.sweep.request_timeout)
             .map_err(|e| RunError::Config(e.to_string()))?;
-    // The sweep: three services, each a task of its own. The two that ask Sume share one
-    // reader, so one budget and one lease owner; in production every clock is the database's.
     let reader = StatusReader::new(
         store.clone(),
         metrics.clone(),
@@ -131,11 +119,23 @@ pub async fn run(
         Clock::Database,
     );
     tracker.spawn(retention.run(background.clone(), health.clone()));
+    Ok(())
+}
 
-    let (ingest, ingest_handle) = Ingest::new(
+/// The ingest writers, each a task; answers the handle the webhook handler sends on. The
+/// writers stop once every handle is dropped and the queue is empty.
+fn spawn_ingest(
+    config: &Config,
+    store: &Store,
+    metrics: &Arc<Metrics>,
+    attach: AttachHandle,
+    tracker: &TaskTracker,
+    health: &Health,
+) -> IngestHandle {
+    let (ingest, handle) = Ingest::new(
         store.clone(),
         metrics.clone(),
-        attach_handle.clone(),
+        attach,
         config.ingest.clone(),
     );
     for i in 0..ingest.writers() {
@@ -143,7 +143,38 @@ pub async fn run(
         let guard = health.task(format!("ingest-{i}"));
         tracker.spawn(writer.run(guard));
     }
-    drop(ingest);
+    handle
+}
+
+/// Runs the daemon until `shutdown` is cancelled.
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: CancellationToken,
+) -> Result<(), RunError> {
+    let url = config.database_url.expose().to_owned();
+    let applied = migrate_with_retry(&url, &shutdown).await?;
+    tracing::info!(applied = ?applied, schema = migrate::latest(), "schema is current");
+    let store = Store::new(&url, config.db_pool_size)?;
+    let health = Health::default();
+    let metrics = Arc::new(Metrics::new());
+    let tracker = TaskTracker::new();
+    // Tasks that outlive the servers get their own token, cancelled after the servers stop.
+    let background = CancellationToken::new();
+
+    let (attach, attach_handle) =
+        Attach::new(store.clone(), metrics.clone(), config.attach.clone());
+    tracker.spawn(attach.run(background.clone(), health.clone()));
+
+    spawn_sweep(&config, &store, &metrics, &tracker, &background, &health)?;
+    let ingest_handle = spawn_ingest(
+        &config,
+        &store,
+        &metrics,
+        attach_handle.clone(),
+        &tracker,
+        &health,
+    );
 
     let webhook_app = webhook::router(
         webhook::WebhookState {
