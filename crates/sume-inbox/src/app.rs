@@ -29,16 +29,22 @@ use crate::sweep::{Clock, InboxCheck, Poll, Retention, StatusReader};
 
 /// The sockets `run` serves on, bound by the caller.
 pub struct Listeners {
+    /// LISTEN_ADDR: the webhook and the health checks (faces the internet).
     pub webhook: TcpListener,
+    /// ADMIN_ADDR: the admin API and `/metrics`.
     pub admin: TcpListener,
 }
 
+/// Why the daemon stopped on an error.
 #[derive(Debug, Error)]
 pub enum RunError {
+    /// The database could not be reached at start, or the migrations failed.
     #[error("database: {0}")]
     Db(#[from] DbError),
+    /// A listener failed.
     #[error("serving HTTP: {0}")]
     Io(#[from] std::io::Error),
+    /// A setting turned out unusable at start (exit 78).
     #[error("configuration: {0}")]
     Config(String),
 }

@@ -21,6 +21,8 @@ use tokio::time::Instant;
 use crate::config::Rate;
 use crate::db::{DbError, Store};
 
+/// The fleet-wide request budget of every API key: a token bucket per key in
+/// `sume.rate_buckets`, plus the pauses Sume asked for (429). Cheap to clone.
 #[derive(Clone)]
 pub struct Budget {
     store: Store,
@@ -33,13 +35,16 @@ pub struct Budget {
 /// Why no token was taken.
 #[derive(Debug, thiserror::Error)]
 pub enum BudgetError {
+    /// No token could be had before the caller's deadline: give the work back for later.
     #[error("no request budget before the deadline")]
     Deadline,
+    /// The bucket could not be read or written.
     #[error(transparent)]
     Db(#[from] DbError),
 }
 
 impl Budget {
+    /// A budget of `rate` per key for the whole fleet, kept in `store`.
     pub fn new(store: Store, rate: Rate) -> Budget {
         Budget {
             store,
@@ -56,6 +61,8 @@ impl Budget {
             .filter(|until| *until > Instant::now())
     }
 
+    /// The bucket's size: a tenth of the rate's count (at least 1), so a burst after a quiet
+    /// while stays small.
     pub fn capacity(&self) -> f64 {
         (self.rate.count as f64 / 10.0).floor().max(1.0)
     }

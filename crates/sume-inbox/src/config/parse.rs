@@ -45,6 +45,7 @@ pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> 
         .ok_or_else(|| ConfigError::new(name, format!("{raw:?} is out of range")))
 }
 
+/// Reads a socket address, `IP:PORT` (`0.0.0.0:8080`, `[::1]:9090`).
 pub fn parse_addr(name: &'static str, raw: &str) -> Result<SocketAddr, ConfigError> {
     raw.trim()
         .parse()
@@ -118,6 +119,7 @@ pub fn parse_rate(name: &'static str, raw: &str) -> Result<Rate, ConfigError> {
     Ok(Rate { count, per })
 }
 
+/// Reads a whole number of at least `min`.
 pub fn parse_count(name: &'static str, raw: &str, min: usize) -> Result<usize, ConfigError> {
     let n: usize = raw
         .trim()
@@ -161,6 +163,7 @@ pub fn parse_bool(name: &'static str, raw: &str) -> Result<bool, ConfigError> {
     }
 }
 
+/// Checks that DATABASE_URL can be read (TLS settings included), without connecting.
 pub fn check_database_url(raw: &str) -> Result<Secret, ConfigError> {
     crate::db::target(raw)
         .map_err(|e| ConfigError::new("DATABASE_URL", format!("cannot be read: {e}")))?;

@@ -66,9 +66,19 @@ impl AddAssign for InboxCheckStats {
 #[derive(Debug, Clone, PartialEq)]
 pub enum CheckDecision {
     /// A verdict, with each key's answer (`{"main": "404"}`).
-    Conclude { verdict: Verdict, answers: Value },
+    Conclude {
+        /// Foreign (404 everywhere) or orphan (a key can read it).
+        verdict: Verdict,
+        /// Each key's answer.
+        answers: Value,
+    },
     /// Inconclusive: record the answers, look again after the backoff step (before jitter).
-    Retry { answers: Value, next_in: Duration },
+    Retry {
+        /// Each key's answer so far.
+        answers: Value,
+        /// When to look again, before jitter.
+        next_in: Duration,
+    },
     /// A key could not be asked (no budget, shutdown): give the claim back untouched.
     Release,
 }
@@ -83,6 +93,7 @@ pub struct CheckFold {
 }
 
 impl CheckFold {
+    /// No answer yet.
     pub fn new() -> CheckFold {
         CheckFold::default()
     }

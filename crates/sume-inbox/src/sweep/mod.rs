@@ -145,6 +145,7 @@ pub fn lease_owner() -> String {
 pub struct Answer {
     /// As recorded: `"200 running"`, `"404"`, `"429"`, `"timeout"`, `"error: ..."`.
     pub text: String,
+    /// What it says.
     pub reply: Reply,
 }
 
@@ -153,13 +154,18 @@ pub struct Answer {
 pub enum Reply {
     /// The key can read the job; its status as spelt by Sume, and its result.
     Found {
+        /// The status as spelt by Sume.
         status: String,
+        /// The job's result or error, when it has one.
         result: Option<Value>,
     },
     /// 404: this key cannot see the job.
     NotFound,
     /// 429: ask again after `retry_in` (`Retry-After`, else `RateLimit-Reset`, else a minute).
-    RateLimited { retry_in: Duration },
+    RateLimited {
+        /// How long to wait.
+        retry_in: Duration,
+    },
     /// Anything else: 401, 5xx, an unexpected answer, a timeout, a transport error.
     Failed,
 }

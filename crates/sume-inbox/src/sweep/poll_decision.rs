@@ -22,6 +22,7 @@ pub struct PollRules {
 }
 
 impl PollRules {
+    /// The rules of these settings.
     pub fn of(config: &SweepConfig) -> PollRules {
         PollRules {
             poll_after: config.poll_after,
@@ -60,20 +61,28 @@ impl NextPoll {
 pub enum PollDecision {
     /// A terminal status: close through the fold (`close_by_poll`).
     Close {
+        /// The terminal status as spelt by Sume.
         status: String,
+        /// The job's result or error.
         result: Option<Value>,
+        /// The answer, as recorded on the job.
         answer: String,
     },
     /// Still open: record the answer (and the in-flight status, if one was read) and poll
     /// again later.
     StillOpen {
+        /// The last answer, as recorded on the job.
         answer: String,
+        /// The in-flight status read, if a key could read the job.
         status: Option<String>,
+        /// When to poll again.
         next: NextPoll,
     },
     /// Open past `POLL_GIVE_UP`: close as `expired` with the reason and the last status read.
     GiveUp {
+        /// Why, with the last answer.
         reason: String,
+        /// The last status read, if any.
         status: Option<String>,
     },
     /// Nothing could be asked (no budget before the lease ends, or shutdown): give the claim
