@@ -36,11 +36,23 @@ where j.job_id = any($1)
 
 -- name: events_attachable_scan
 -- The catch-up scan: any waiting event whose job row exists (a lost notification, a crash).
-select distinct e.job_id
-from sume.events e
-where e.applied_at is null
-  and e.set_aside_at is null
-  and exists (select 1 from sume.jobs j where j.job_id = e.job_id)
+-- A set-aside event attaches too once its job is registered (the verdict was that no key of
+-- ours knew the job; a row says it is ours after all): those are found from the open jobs,
+-- since most set-aside events are another workspace's and never get a row.
+select job_id
+from (select distinct e.job_id
+      from sume.events e
+      where e.applied_at is null
+        and e.set_aside_at is null
+        and exists (select 1 from sume.jobs j where j.job_id = e.job_id)
+      union
+      select j.job_id
+      from sume.jobs j
+      where j.state = 'open'
+        and exists (select 1 from sume.events e
+                    where e.job_id = j.job_id
+                      and e.applied_at is null
+                      and e.set_aside_at is not null)) attachable
 limit $1;
 
 -- name: events_pending_for_jobs
@@ -66,6 +78,23 @@ select event_id, event_type, status, received_at, applied_at, outcome, set_aside
 from sume.events
 where job_id = $1
 order by received_at, event_id;
+
+-- name: events_set_aside_late_foreign
+-- Events that arrived after their job id was judged foreign (every key answered 404) and have
+-- now waited longer than the grace ($1 seconds): set aside with the same verdict, without
+-- asking Sume again. Answers how many. Should the job be registered after all, attach still
+-- applies them (see events_attachable_scan).
+update sume.events e
+set set_aside_at     = coalesce($2, now()),
+    set_aside_reason = 'foreign: judged before this event arrived, every configured key answered 404 ('
+                       || c.answers::text || ')'
+from sume.inbox_checks c
+where c.job_id = e.job_id
+  and c.verdict = 'foreign'
+  and e.applied_at is null
+  and e.set_aside_at is null
+  and e.received_at < coalesce($2, now()) - make_interval(secs => $1)
+  and not exists (select 1 from sume.jobs j where j.job_id = e.job_id);
 
 -- name: events_set_aside
 -- Sets aside the waiting events of a job every key reported unknown, unless its row exists, at

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 
 use super::dead_letters::{self, NewDeadLetter};
 use super::{sql, DbError, Store};
+use crate::clock::Clock;
 
 /// A verified event, ready to store.
 #[derive(Debug, Clone)]
@@ -173,6 +174,20 @@ impl Store {
                 Ok(new_ids)
             }
         }
+    }
+
+    /// Sets aside the events that arrived after their job id was judged foreign and waited
+    /// longer than `grace_secs`; answers how many.
+    pub async fn events_set_aside_late_foreign(
+        &self,
+        grace_secs: f64,
+        clock: &Clock,
+    ) -> Result<u64, DbError> {
+        let client = self.client().await?;
+        let now = clock.now();
+        sql::EVENTS_SET_ASIDE_LATE_FOREIGN
+            .execute(&client, &[&grace_secs, &now])
+            .await
     }
 
     /// The catch-up scan: up to `limit` jobs that have a row and waiting events.

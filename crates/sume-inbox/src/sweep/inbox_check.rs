@@ -220,8 +220,20 @@ impl InboxCheck {
                 "orphans resolved: their job rows exist again"
             );
         }
+        let grace = self.config.inbox_grace.as_secs_f64();
+        let late = self
+            .store
+            .events_set_aside_late_foreign(grace, &self.clock)
+            .await?;
+        if late > 0 {
+            self.metrics.events_set_aside.inc_by(late);
+            tracing::info!(
+                events = late,
+                "events of job ids judged foreign before they arrived: set aside"
+            );
+        }
         self.store
-            .inbox_checks_enqueue(self.config.inbox_grace.as_secs_f64(), batch, &self.clock)
+            .inbox_checks_enqueue(grace, batch, &self.clock)
             .await?;
         let claimed_at = Instant::now();
         let claims = self
@@ -235,6 +247,7 @@ impl InboxCheck {
             .await?;
         let mut stats = InboxCheckStats {
             orphans_resolved: resolved,
+            events_set_aside: late,
             checks_claimed: claims.len(),
             ..InboxCheckStats::default()
         };

@@ -384,3 +384,42 @@ async fn two_instances_on_one_database() {
     a.stop().await;
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_set_aside_event_attaches_when_its_job_is_registered_later_without_a_notification() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let d = Delivery::completed("job_judged_foreign");
+    assert_eq!(
+        d.send(&http, &daemon.url("/webhooks/sume")).await.status(),
+        204
+    );
+    // Judged foreign (as the inbox check does when no key of ours knows the job)...
+    let mut c = db.client().await;
+    c.execute(
+        "update sume.events set set_aside_at = now(), set_aside_reason = 'foreign: test'
+         where job_id = 'job_judged_foreign'",
+        &[],
+    )
+    .await
+    .unwrap();
+    // ...then the application registers the job after all, and its notification is lost
+    // (triggers off for this transaction: no NOTIFY).
+    let tx = c.transaction().await.unwrap();
+    tx.batch_execute(
+        "set local session_replication_role = replica;
+         insert into sume.jobs (job_id, order_id) values ('job_judged_foreign', 'o_late');",
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    // The catch-up scan finds it: the event is applied and closes the job.
+    wait_for(
+        "the set-aside event applied",
+        Duration::from_secs(10),
+        || async { job_state(&db, "job_judged_foreign").await.as_deref() == Some("completed") },
+    )
+    .await;
+    daemon.stop().await;
+}

@@ -411,6 +411,38 @@ async fn foreign_events_are_set_aside_after_the_grace_period() {
         InboxCheckStats::default(),
         "a verdict is never checked again"
     );
+
+    // A late event of a job already judged foreign is settled like the first, after the
+    // grace and without asking Sume again.
+    c.execute(
+        "insert into sume.events (event_id, job_id, status, body, signed_at, signature, received_at)
+         values ('evt_late_foreign', $1, 'running', '\\x7b7d', 0, 'v1=00', $2)",
+        &[&foreign[0], &sweep.now()],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        sweep.check_once().await,
+        InboxCheckStats::default(),
+        "not within INBOX_GRACE"
+    );
+    sweep.advance(sweep.config.inbox_grace + Duration::from_secs(1));
+    assert_eq!(
+        sweep.check_once().await,
+        InboxCheckStats {
+            events_set_aside: 1,
+            ..InboxCheckStats::default()
+        }
+    );
+    let reason: String = c
+        .query_one(
+            "select set_aside_reason from sume.events where event_id = 'evt_late_foreign'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(reason.starts_with("foreign: judged before"), "{reason}");
     daemon.stop().await;
 }
 
