@@ -9,34 +9,49 @@ on conflict (job_id) do nothing;
 
 -- name: jobs_get
 select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id, result,
-       created_at, updated_at, closed_at
+       created_at, updated_at, closed_at, close_reason, superseded_give_up
 from sume.jobs
 where job_id = $1;
 
 -- name: jobs_lock
 -- Serialises every writer of these jobs (attach on any instance, the poll) for one transaction.
 -- Sorted, so two batches that share jobs never lock them in opposite orders.
-select job_id, state, sume_status
+select job_id, state, sume_status, closed_by
 from sume.jobs
 where job_id = any($1)
 order by job_id
 for update;
 
 -- name: jobs_apply
--- The outcome of one attach or poll, computed under jobs_lock. Guarded all the same: a closed
--- job never changes state, and closed_at is set once.
+-- The outcome of one attach or poll, computed under jobs_lock. Guarded all the same: a job
+-- closed by Sume's word never changes state, and closed_at is set once. The one exception is
+-- a give-up ($7, supersedes): Sume's terminal status replaces the guess, which is kept in
+-- superseded_give_up.
 update sume.jobs j
-set state           = u.state,
-    sume_status     = u.sume_status,
-    closed_by       = coalesce(j.closed_by, u.closed_by),
-    closed_event_id = coalesce(j.closed_event_id, u.closed_event_id),
-    result          = coalesce(u.result, j.result),
-    closed_at       = case when u.state <> 'open' then coalesce(j.closed_at, now()) end,
-    updated_at      = now()
-from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[])
-     as u(job_id, state, sume_status, closed_by, closed_event_id, result)
+set state              = u.state,
+    sume_status        = u.sume_status,
+    closed_by          = case when u.supersedes then u.closed_by
+                              else coalesce(j.closed_by, u.closed_by) end,
+    closed_event_id    = case when u.supersedes then u.closed_event_id
+                              else coalesce(j.closed_event_id, u.closed_event_id) end,
+    result             = coalesce(u.result, j.result),
+    closed_at          = case when u.supersedes then now()
+                              when u.state <> 'open' then coalesce(j.closed_at, now()) end,
+    superseded_give_up = case when u.supersedes
+                              then jsonb_build_object('state', j.state,
+                                                      'sume_status', j.sume_status,
+                                                      'closed_at', j.closed_at,
+                                                      'reason', j.close_reason)
+                              else j.superseded_give_up end,
+    close_reason       = case when u.supersedes then null else j.close_reason end,
+    updated_at         = now()
+from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[],
+            $7::bool[])
+     as u(job_id, state, sume_status, closed_by, closed_event_id, result, supersedes)
 where j.job_id = u.job_id
-  and (j.state = 'open' or j.state = u.state);
+  and (j.state = 'open'
+       or j.state = u.state
+       or (u.supersedes and j.closed_by = 'give_up'));
 
 -- name: jobs_claim_due
 -- Claims up to $2 open jobs that are due a poll for instance $1 until the clock + $3 seconds.

@@ -99,6 +99,11 @@ pub struct JobFold {
     pub result: Option<Value>,
     /// Contradicting terminal observations met in this fold, to record.
     pub disagreements: Vec<Disagreement>,
+    /// The job is closed by a give-up: the daemon's guess, which Sume's own terminal status
+    /// replaces.
+    pub provisional: bool,
+    /// This fold's close replaced a give-up.
+    pub supersedes_give_up: bool,
     changed: bool,
 }
 
@@ -113,8 +118,17 @@ impl JobFold {
             closed_event_id: None,
             result: None,
             disagreements: Vec::new(),
+            provisional: false,
+            supersedes_give_up: false,
             changed: false,
         }
+    }
+
+    /// Marks the job as closed by a give-up (`closed_by = give_up`), so that Sume's terminal
+    /// status supersedes it.
+    pub fn given_up(mut self, given_up: bool) -> JobFold {
+        self.provisional = given_up && self.state.is_terminal();
+        self
     }
 
     /// Applies one observation and says what it did.
@@ -129,6 +143,19 @@ impl JobFold {
                 self.closed_by = Some(obs.source);
                 self.closed_event_id = obs.event_id.clone();
                 self.result = obs.result.clone();
+                self.changed = true;
+                Outcome::Closed
+            }
+            (Status::Terminal(seen), _) if self.provisional => {
+                // Sume's word replaces the give-up's guess; among Sume's statuses, the first
+                // terminal one still wins.
+                self.state = seen;
+                self.sume_status = Some(raw.to_owned());
+                self.closed_by = Some(obs.source);
+                self.closed_event_id = obs.event_id.clone();
+                self.result = obs.result.clone();
+                self.provisional = false;
+                self.supersedes_give_up = true;
                 self.changed = true;
                 Outcome::Closed
             }
@@ -234,5 +261,32 @@ mod tests {
         let mut job = JobFold::new("j".into(), JobState::Open, Some("running".into()));
         assert_eq!(job.apply(&poll("running")), Outcome::Status);
         assert!(!job.changed());
+    }
+
+    #[test]
+    fn sumes_terminal_status_supersedes_a_give_up_once() {
+        let mut f = JobFold::new("j".into(), JobState::Expired, None).given_up(true);
+        assert_eq!(f.apply(&webhook("e1", "completed")), Outcome::Closed);
+        assert_eq!(f.state, JobState::Completed);
+        assert!(f.supersedes_give_up && f.changed());
+        assert_eq!(f.closed_by, Some(Source::Webhook));
+        assert_eq!(f.closed_event_id.as_deref(), Some("e1"));
+        // Among Sume's statuses the first terminal one still wins.
+        assert_eq!(f.apply(&webhook("e2", "failed")), Outcome::Disagreement);
+        assert_eq!(f.state, JobState::Completed);
+        // Sume saying `expired` replaces the guess too: it is Sume's word now.
+        let mut f = JobFold::new("j".into(), JobState::Expired, None).given_up(true);
+        assert_eq!(f.apply(&poll("expired")), Outcome::Closed);
+        assert!(f.supersedes_give_up);
+        // An in-flight status does not reopen a given-up job.
+        let mut f = JobFold::new("j".into(), JobState::Expired, None).given_up(true);
+        assert_eq!(f.apply(&poll("running")), Outcome::Ignored);
+        assert!(!f.changed());
+        // Only a closed job can be given up.
+        assert!(
+            !JobFold::new("j".into(), JobState::Open, None)
+                .given_up(true)
+                .provisional
+        );
     }
 }

@@ -68,6 +68,12 @@ fn job_text(d: &JobDetail) -> String {
             let _ = writeln!(s, "  open");
         }
     }
+    if let Some(reason) = &j.close_reason {
+        let _ = writeln!(s, "  reason {reason}");
+    }
+    if let Some(g) = &j.superseded_give_up {
+        let _ = writeln!(s, "  superseded a give-up: {g}");
+    }
     if let Some(r) = &j.result {
         let _ = writeln!(s, "  result {r}");
     }

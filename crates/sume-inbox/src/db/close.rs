@@ -108,6 +108,9 @@ impl Store {
             .await?;
         super::commit(tx, WHAT).await?;
         for fold in &folds {
+            if fold.supersedes_give_up {
+                tracing::info!(job_id = %fold.job_id, state = %fold.state.as_str(), "Sume's terminal status superseded a give-up");
+            }
             for d in &fold.disagreements {
                 tracing::warn!(
                     job_id = %fold.job_id, kept = %d.kept, seen = %d.seen,

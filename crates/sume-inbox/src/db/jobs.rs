@@ -45,6 +45,11 @@ pub struct JobRow {
     pub closed_at: Option<DateTime<Utc>>,
     /// The job's result, from the closing observation.
     pub result: Option<Value>,
+    /// Why a give-up closed the job (`closed_by = give_up`).
+    pub close_reason: Option<String>,
+    /// A give-up that Sume's own terminal status superseded: its state, Sume's last status,
+    /// when and why.
+    pub superseded_give_up: Option<Value>,
 }
 
 /// What a registration found.
@@ -122,6 +127,8 @@ fn job_row(r: &tokio_postgres::Row) -> JobRow {
         created_at: r.get("created_at"),
         closed_at: r.get("closed_at"),
         result: r.get("result"),
+        close_reason: r.get("close_reason"),
+        superseded_give_up: r.get("superseded_give_up"),
     }
 }
 
@@ -300,7 +307,9 @@ pub(super) async fn lock(
                     r.get::<_, String>("job_id")
                 ))
             })?;
-            Ok(JobFold::new(r.get("job_id"), state, r.get("sume_status")))
+            let closed_by: Option<String> = r.get("closed_by");
+            Ok(JobFold::new(r.get("job_id"), state, r.get("sume_status"))
+                .given_up(closed_by.as_deref() == Some("give_up")))
         })
         .collect()
 }
@@ -331,6 +340,7 @@ pub(super) async fn write(tx: &Transaction<'_>, folds: &[JobFold]) -> Result<(),
             .map(|f| f.closed_event_id.as_deref())
             .collect();
         let results: Vec<Option<&Value>> = changed.iter().map(|f| f.result.as_ref()).collect();
+        let supersedes: Vec<bool> = changed.iter().map(|f| f.supersedes_give_up).collect();
         sql::JOBS_APPLY
             .execute(
                 tx,
@@ -341,6 +351,7 @@ pub(super) async fn write(tx: &Transaction<'_>, folds: &[JobFold]) -> Result<(),
                     &closed_by,
                     &closed_event,
                     &results,
+                    &supersedes,
                 ],
             )
             .await?;

@@ -20,6 +20,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "signed_keys",
         include_str!("../../../../sql/0004_signed_keys.sql"),
     ),
+    (
+        5,
+        "give_up_superseded",
+        include_str!("../../../../sql/0005_give_up_superseded.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.

@@ -423,3 +423,77 @@ async fn a_set_aside_event_attaches_when_its_job_is_registered_later_without_a_n
     .await;
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sumes_late_word_supersedes_a_give_up_and_keeps_it_in_the_history() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    // A job the sweep gave up on (POLL_GIVE_UP passed with no terminal status).
+    db.client()
+        .await
+        .batch_execute(
+            "insert into sume.jobs (job_id, order_id, state, sume_status, closed_by, close_reason,
+                                    closed_at)
+             values ('job_late', 'o_late', 'expired', 'running', 'give_up',
+                     'no terminal status within POLL_GIVE_UP', now() - interval '1 hour')",
+        )
+        .await
+        .unwrap();
+    // Sume's completion arrives after all.
+    assert_eq!(
+        Delivery::completed("job_late")
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
+    wait_for(
+        "the give-up superseded",
+        Duration::from_secs(10),
+        || async { job_state(&db, "job_late").await.as_deref() == Some("completed") },
+    )
+    .await;
+    let c = db.client().await;
+    let row = c
+        .query_one(
+            "select closed_by, closed_event_id, superseded_give_up, close_reason,
+                    closed_at > now() - interval '1 minute'
+             from sume.jobs where job_id = 'job_late'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "webhook");
+    assert_eq!(row.get::<_, String>(1), "job_late/job.completed");
+    let given_up: serde_json::Value = row.get(2);
+    assert_eq!(given_up["state"], "expired");
+    assert_eq!(given_up["sume_status"], "running");
+    assert_eq!(given_up["reason"], "no terminal status within POLL_GIVE_UP");
+    assert_eq!(row.get::<_, Option<String>>(3), None);
+    assert!(row.get::<_, bool>(4), "closed again, now");
+    assert_eq!(
+        db.scalar("select count(*) from sume.disagreements").await,
+        0
+    );
+    // A later, different terminal status from Sume is a disagreement: Sume's first word wins.
+    assert_eq!(
+        Delivery::status("job_late", "failed")
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
+    wait_for(
+        "the disagreement recorded",
+        Duration::from_secs(10),
+        || async { db.scalar("select count(*) from sume.disagreements").await == 1 },
+    )
+    .await;
+    assert_eq!(
+        job_state(&db, "job_late").await.as_deref(),
+        Some("completed")
+    );
+    daemon.stop().await;
+}
