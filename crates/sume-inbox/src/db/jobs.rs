@@ -60,7 +60,7 @@ pub enum Registered {
     /// The same job was already registered with the same fields: a repeat, nothing changed.
     Existing,
     /// A job with this id exists with a different order or key: refused, nothing changed.
-    Conflict(JobRow),
+    Conflict(Box<JobRow>),
 }
 
 /// An open job claimed for a poll.
@@ -151,7 +151,7 @@ impl Store {
         Ok(if same {
             Registered::Existing
         } else {
-            Registered::Conflict(existing)
+            Registered::Conflict(Box::new(existing))
         })
     }
 
