@@ -80,19 +80,19 @@ returning j.job_id, j.api_key, j.created_at, j.poll_attempts, j.lease_until,
           extract(epoch from coalesce($5, now()) - j.created_at)::float8 as age_secs;
 
 -- name: jobs_poll_done
--- After a poll that did not close the job: the answer seen, the in-flight status ($6, if one
--- was read) and the next poll time, $5 seconds after the clock ($7, or the database's when
--- null); releases the lease. Only the lease holder may write, so a takeover after expiry is
--- not clobbered.
+-- After a poll that did not close the job: the answer seen and the next poll time, $5 seconds
+-- after the clock ($6, or the database's when null); releases the lease. Only the lease holder
+-- may write, so a takeover after expiry is not clobbered. An in-flight status read by the poll
+-- is not written here: it goes through the fold under the job's row lock (jobs_apply), like
+-- every other observation, so it cannot overwrite what a webhook wrote meanwhile.
 update sume.jobs
-set last_polled_at   = coalesce($7, now()),
+set last_polled_at   = coalesce($6, now()),
     last_poll_answer = $3,
     poll_attempts    = poll_attempts + $4,
-    next_poll_at     = coalesce($7, now()) + make_interval(secs => $5),
-    sume_status      = coalesce($6, sume_status),
+    next_poll_at     = coalesce($6, now()) + make_interval(secs => $5),
     lease_owner      = null,
     lease_until      = null,
-    updated_at       = coalesce($7, now())
+    updated_at       = coalesce($6, now())
 where job_id = $1
   and lease_owner = $2
   and state = 'open';

@@ -171,6 +171,12 @@ impl JobFold {
                 Outcome::Disagreement
             }
             (Status::InFlight, JobState::Open) => {
+                // A status read before a newer one was written (a slow poll, a late delivery)
+                // must not move the job back: `queued` never replaces a started status.
+                let started = |s: &str| !s.trim().eq_ignore_ascii_case("queued");
+                if self.sume_status.as_deref().is_some_and(started) && !started(raw) {
+                    return Outcome::Ignored;
+                }
                 if self.sume_status.as_deref() != Some(raw) {
                     self.sume_status = Some(raw.to_owned());
                     self.changed = true;
@@ -288,5 +294,15 @@ mod tests {
                 .given_up(true)
                 .provisional
         );
+    }
+
+    #[test]
+    fn an_in_flight_status_never_moves_a_job_back_to_queued() {
+        let mut f = open();
+        assert_eq!(f.apply(&poll("running")), Outcome::Status);
+        assert_eq!(f.apply(&poll("queued")), Outcome::Ignored);
+        assert_eq!(f.sume_status.as_deref(), Some("running"));
+        assert_eq!(f.apply(&poll("processing")), Outcome::Status);
+        assert_eq!(f.sume_status.as_deref(), Some("processing"));
     }
 }

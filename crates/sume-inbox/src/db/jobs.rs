@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, Store};
 use crate::clock::Clock;
-use crate::close::JobFold;
+use crate::close::{JobFold, Observation, Source};
 
 /// A registration through the API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,32 +203,47 @@ impl Store {
             .collect())
     }
 
-    /// A poll that did not close the job: record it, schedule the next one, release the lease.
-    pub async fn jobs_poll_done(
+    /// A poll that did not close the job: records the answer, schedules the next poll and
+    /// releases the lease; an in-flight status read goes through the fold under the job's row
+    /// lock, in the same transaction.
+    pub async fn poll_still_open(
         &self,
         job_id: &str,
         owner: &str,
         done: &PollDone<'_>,
         clock: &Clock,
     ) -> Result<(), DbError> {
-        let client = self.client().await?;
+        const WHAT: &str = "poll_still_open";
+        let mut client = self.client().await?;
+        let tx = super::begin(&mut client, WHAT).await?;
+        if let Some(status) = done.sume_status {
+            let mut folds = lock(&tx, &[job_id.to_owned()]).await?;
+            for fold in &mut folds {
+                fold.apply(&Observation {
+                    source: Source::Poll,
+                    event_id: None,
+                    status: Some(status.to_owned()),
+                    result: None,
+                });
+            }
+            write(&tx, &folds).await?;
+        }
         let inc: i32 = done.counts_as_attempt.into();
         let now = clock.now();
         sql::JOBS_POLL_DONE
             .execute(
-                &client,
+                &tx,
                 &[
                     &job_id,
                     &owner,
                     &done.answer,
                     &inc,
                     &done.next_in_secs,
-                    &done.sume_status,
                     &now,
                 ],
             )
             .await?;
-        Ok(())
+        super::commit(tx, WHAT).await
     }
 
     /// Gives claimed jobs back untouched: due again at once.

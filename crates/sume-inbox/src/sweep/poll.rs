@@ -235,7 +235,7 @@ impl Poll {
                     counts_as_attempt: next.counts_as_attempt(),
                 };
                 self.store
-                    .jobs_poll_done(job_id, owner, &done, &self.clock)
+                    .poll_still_open(job_id, owner, &done, &self.clock)
                     .await?;
             }
             PollDecision::GiveUp { reason, status } => {
