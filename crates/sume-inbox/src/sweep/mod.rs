@@ -130,13 +130,20 @@ impl StatusReader {
     }
 }
 
-/// This instance's name on its leases: host, process and a random suffix.
+/// This process's name on its leases: the host's name (the kernel's, since `HOSTNAME` is unset
+/// under systemd), the process id and 64 random bits, so two processes never share a name,
+/// even on hosts with one name (containers, clones).
 pub fn lease_owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
     format!(
-        "{}-{}-{:04x}",
-        std::env::var("HOSTNAME").unwrap_or_else(|_| "host".to_owned()),
+        "{host}-{}-{:016x}",
         std::process::id(),
-        rand::thread_rng().gen::<u16>()
+        rand::thread_rng().gen::<u64>()
     )
 }
 
@@ -293,5 +300,15 @@ mod tests {
         let timeout = Answer::read(Err(ClientError::Timeout));
         assert_eq!(timeout.text, "timeout");
         assert_eq!(timeout.reply, Reply::Failed);
+    }
+
+    #[test]
+    fn lease_owners_are_unique_per_process_and_named_for_the_host() {
+        let (a, b) = (lease_owner(), lease_owner());
+        assert_ne!(a, b);
+        assert!(
+            !a.starts_with('-') && a.contains(&format!("-{}-", std::process::id())),
+            "{a}"
+        );
     }
 }
