@@ -101,7 +101,13 @@ pub struct StatusReply {
     /// The rate-limit headers of this answer; present on successes too, so a caller can slow
     /// down before it is refused.
     pub rate: RateLimit,
+    /// Sume's `request_id` from an error answer's envelope, for a support request.
+    pub request_id: Option<String>,
 }
+
+/// The most of an answer's body read: a job object or an error envelope is a few KiB, so
+/// anything past this (a misconfigured URL answering a web page, a hostile proxy) is cut.
+pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 
 /// Why a status call got no HTTP answer at all. An answer with an error status is not a
 /// `ClientError` but a [`StatusReply`].
@@ -162,14 +168,16 @@ impl StatusClient {
             .map_err(classify)?;
         let status = response.status();
         let rate = RateLimit::from_headers(response.headers());
+        let body = read_capped(response, MAX_ANSWER_BYTES).await?;
+        let request_id = (!status.is_success())
+            .then(|| serde_json::from_slice::<crate::ErrorEnvelope>(&body).ok())
+            .flatten()
+            .and_then(|e| e.request_id);
         let outcome = match status {
-            StatusCode::OK => {
-                let bytes = response.bytes().await.map_err(classify)?;
-                match serde_json::from_slice::<JobObject>(&bytes) {
-                    Ok(job) => StatusOutcome::Found(job),
-                    Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
-                }
-            }
+            StatusCode::OK => match serde_json::from_slice::<JobObject>(&body) {
+                Ok(job) => StatusOutcome::Found(job),
+                Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
+            },
             StatusCode::NOT_FOUND => StatusOutcome::NotFound,
             StatusCode::UNAUTHORIZED => StatusOutcome::Unauthorized,
             StatusCode::TOO_MANY_REQUESTS => StatusOutcome::RateLimited,
@@ -180,8 +188,25 @@ impl StatusClient {
             http_status: status.as_u16(),
             outcome,
             rate,
+            request_id,
         })
     }
+}
+
+/// Reads at most `limit` bytes of a body; the rest is dropped unread (the connection closes).
+async fn read_capped(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, ClientError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(classify)? {
+        let room = limit - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() == limit {
+            break;
+        }
+    }
+    Ok(body)
 }
 
 fn classify(e: reqwest::Error) -> ClientError {

@@ -122,8 +122,15 @@ impl StatusReader {
             self.budget
                 .observe(&key.name, r.http_status, &r.rate)
                 .await?;
-            if r.outcome == StatusOutcome::Unauthorized {
-                tracing::error!(key = %key.name, "Sume refused API key (401): check SUME_API_KEYS");
+            let request_id = r.request_id.as_deref().unwrap_or("-");
+            match r.http_status {
+                401 => {
+                    tracing::error!(key = %key.name, request_id, "Sume refused API key (401): check SUME_API_KEYS")
+                }
+                200 | 404 => {}
+                status => {
+                    tracing::warn!(key = %key.name, job_id, status, request_id, "Sume answered a status call with an error")
+                }
             }
         }
         Ok(Some(Answer::read(reply)))

@@ -253,3 +253,31 @@ async fn list_pages_through_the_members_jobs() {
     let bad = sim.get(ALICE, "/jobs?limit=0").await;
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn the_status_client_reads_the_job_and_the_request_id_of_an_error() {
+    let receiver = Receiver::start().await;
+    let sim = Sim::start(config(&receiver.url)).await;
+    let id = sim.create(ALICE, json!({"prompt": "x"})).await;
+    let client =
+        sume_wire::StatusClient::new(&sim.running.api_url(), std::time::Duration::from_secs(5))
+            .unwrap();
+    let alice = sume_wire::Secret::new(ALICE);
+    let found = client.job_status(&alice, &id).await.unwrap();
+    assert_eq!(found.http_status, 200);
+    assert!(matches!(found.outcome, sume_wire::StatusOutcome::Found(_)));
+    assert_eq!(found.request_id, None);
+    // Another workspace's key: 404, with Sume's request id from the error envelope.
+    let missing = client
+        .job_status(&sume_wire::Secret::new(BOB), &id)
+        .await
+        .unwrap();
+    assert_eq!(missing.outcome, sume_wire::StatusOutcome::NotFound);
+    assert!(
+        missing
+            .request_id
+            .as_deref()
+            .is_some_and(|r| r.starts_with("req_")),
+        "{missing:?}"
+    );
+}
