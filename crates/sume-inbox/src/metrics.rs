@@ -55,6 +55,13 @@ pub struct ClosedLabels {
     pub by: String,
 }
 
+/// The label of `sume_inbox_sume_api_key_usable`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KeyLabels {
+    /// The API key's name (never the key).
+    pub key: String,
+}
+
 /// The labels of `sume_inbox_sume_requests`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ApiLabels {
@@ -99,6 +106,10 @@ pub struct Metrics {
     pub rate_budget_wait_seconds: Counter<f64, AtomicU64>,
     /// Rows removed by retention.
     pub retention_removed: Counter,
+    /// 1 while 404s from Sume are not taken as verdicts (a key failed its check, or the
+    /// breaker is open).
+    pub sume_api_verdicts_held: Gauge,
+    sume_api_key_usable: Family<KeyLabels, Gauge>,
     db_up: Gauge,
     inbox_waiting: Gauge,
     inbox_oldest_age_seconds: Gauge<f64, AtomicU64>,
@@ -137,6 +148,8 @@ impl Metrics {
             sume_rate_limited: Counter::default(),
             rate_budget_wait_seconds: Counter::default(),
             retention_removed: Counter::default(),
+            sume_api_verdicts_held: Gauge::default(),
+            sume_api_key_usable: Family::default(),
             db_up: Gauge::default(),
             inbox_waiting: Gauge::default(),
             inbox_oldest_age_seconds: Gauge::default(),
@@ -290,6 +303,16 @@ impl Metrics {
             self.pool_waiting.clone(),
         );
         r.register("tasks_dead", dead, self.tasks_dead.clone());
+        r.register(
+            "sume_api_key_usable",
+            "1 when the key's last check (a one-item job list) answered 200",
+            self.sume_api_key_usable.clone(),
+        );
+        r.register(
+            "sume_api_verdicts_held",
+            "1 while Sume's 404s are not taken as verdicts (a key failed its check, or the breaker is open)",
+            self.sume_api_verdicts_held.clone(),
+        );
     }
 
     /// Counts a delivery by how it was answered.
@@ -325,6 +348,15 @@ impl Metrics {
                 code: code.to_owned(),
             })
             .inc();
+    }
+
+    /// Records a key's last check.
+    pub fn sume_api_key_usable(&self, key: &str, usable: bool) {
+        self.sume_api_key_usable
+            .get_or_create(&KeyLabels {
+                key: key.to_owned(),
+            })
+            .set(usable.into());
     }
 
     /// Adds time spent waiting for the request budget.

@@ -193,6 +193,60 @@ impl StatusClient {
     }
 }
 
+impl StatusClient {
+    /// The base URL calls go to (SUME_API_URL).
+    pub fn base_url(&self) -> &str {
+        self.base.as_str()
+    }
+
+    /// One cheap authenticated read that must answer 200 when the base URL and `key` are
+    /// right: `GET {base}/jobs?limit=1` (the workspace's newest job). A 404 here means the URL
+    /// is wrong (no such route), a 401 or 403 that the key is: while this fails, a 404 about a
+    /// job proves nothing.
+    pub async fn check_key(&self, key: &Secret) -> Result<KeyCheck, ClientError> {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .map_err(|_| ClientError::BadUrl(self.base.to_string()))?
+            .push("jobs");
+        url.query_pairs_mut().append_pair("limit", "1");
+        let response = self
+            .http
+            .get(url)
+            .bearer_auth(key.expose())
+            .send()
+            .await
+            .map_err(classify)?;
+        let status = response.status();
+        let rate = RateLimit::from_headers(response.headers());
+        let body = read_capped(response, MAX_ANSWER_BYTES).await?;
+        let json = serde_json::from_slice::<serde_json::Value>(&body).ok();
+        let request_id = json
+            .as_ref()
+            .and_then(|v| v.get("request_id"))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        Ok(KeyCheck {
+            http_status: status.as_u16(),
+            usable: status == StatusCode::OK && json.is_some_and(|v| v.is_object()),
+            rate,
+            request_id,
+        })
+    }
+}
+
+/// What [`StatusClient::check_key`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyCheck {
+    /// The status code as answered.
+    pub http_status: u16,
+    /// 200 with a JSON object: the URL and the key work.
+    pub usable: bool,
+    /// The rate-limit headers of the answer (the check is a read like any other).
+    pub rate: RateLimit,
+    /// Sume's `request_id`, when the answer carries one.
+    pub request_id: Option<String>,
+}
+
 /// Reads at most `limit` bytes of a body; the rest is dropped unread (the connection closes).
 async fn read_capped(
     mut response: reqwest::Response,

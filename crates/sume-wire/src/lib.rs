@@ -15,7 +15,7 @@ pub mod secret;
 pub mod signature;
 pub mod status;
 
-pub use client::{ClientError, RateLimit, StatusClient, StatusOutcome, StatusReply};
+pub use client::{ClientError, KeyCheck, RateLimit, StatusClient, StatusOutcome, StatusReply};
 pub use event::{body_key, dedupe_key, parse_event, usable_header_id, ParseError, ParsedEvent};
 pub use job::{ErrorBody, ErrorEnvelope, JobObject};
 pub use secret::Secret;

@@ -200,6 +200,12 @@ impl InboxCheck {
             return Ok(total);
         }
         self.reader.ensure_budget().await?;
+        self.reader
+            .verify_keys(Instant::now() + self.config.request_timeout)
+            .await?;
+        if !self.reader.verdicts_allowed() {
+            return Ok(total);
+        }
         loop {
             let stats = self.batch(shutdown).await?;
             let more = stats.checks_claimed == self.config.batch && stats.deferred == 0;

@@ -18,11 +18,13 @@
 //! leader and a crashed instance's claims return when the lease expires; no request is sent
 //! unless it can finish before its claim expires.
 
+mod api_check;
 mod inbox_check;
 mod poll;
 mod poll_decision;
 mod retention;
 
+pub use api_check::{ApiCheck, Hold};
 pub use inbox_check::{CheckDecision, CheckFold, InboxCheck, InboxCheckStats};
 pub use poll::{Poll, PollStats};
 pub use poll_decision::{NextPoll, PollDecision, PollFold, PollRules};
@@ -47,6 +49,10 @@ use crate::config::{ApiKey, Rate};
 use crate::db::{DbError, Store};
 use crate::metrics::Metrics;
 
+/// Verdict holds are logged at most this often.
+static HOLDS_LOG: crate::ratelog::LogBudget =
+    crate::ratelog::LogBudget::new(1, Duration::from_secs(60));
+
 /// How long a 429 without `Retry-After` or `RateLimit-Reset` keeps a job from its next poll.
 const DEFAULT_RETRY_IN: Duration = Duration::from_secs(60);
 
@@ -60,6 +66,7 @@ pub struct StatusReader {
     keys: Arc<Vec<ApiKey>>,
     budget: Budget,
     owner: Arc<str>,
+    api: ApiCheck,
 }
 
 impl StatusReader {
@@ -77,6 +84,82 @@ impl StatusReader {
             keys: Arc::new(keys),
             budget: Budget::new(store, rate),
             owner: lease_owner().into(),
+            api: ApiCheck::default(),
+        }
+    }
+
+    /// Checks the keys that are due a positive check (see [`ApiCheck`]), each under the
+    /// budget; a key whose check cannot get a token before `deadline` waits for the next pass.
+    pub async fn verify_keys(&self, deadline: Instant) -> Result<(), DbError> {
+        for key in self.keys.iter() {
+            if !self.api.due(&key.name, Instant::now()) {
+                continue;
+            }
+            match self.budget.acquire(&key.name, deadline).await {
+                Ok(waited) => self.metrics.budget_waited(waited),
+                Err(BudgetError::Deadline) => continue,
+                Err(BudgetError::Db(e)) => return Err(e),
+            }
+            let check = self.client.check_key(&key.key).await;
+            let (code, usable) = match &check {
+                Ok(c) => (c.http_status.to_string(), c.usable),
+                Err(ClientError::Timeout) => ("timeout".to_owned(), false),
+                Err(_) => ("error".to_owned(), false),
+            };
+            self.metrics.sume_request(&key.name, &code);
+            if let Ok(c) = &check {
+                self.budget
+                    .observe(&key.name, c.http_status, &c.rate)
+                    .await?;
+            }
+            self.api.checked(&key.name, usable, Instant::now());
+            self.metrics.sume_api_key_usable(&key.name, usable);
+            if !usable {
+                self.report_unusable(key, &code, check.ok().and_then(|c| c.request_id));
+            }
+        }
+        Ok(())
+    }
+
+    fn report_unusable(&self, key: &ApiKey, code: &str, request_id: Option<String>) {
+        let request_id = request_id.as_deref().unwrap_or("-");
+        let url = self.client.base_url();
+        match code {
+            "404" => {
+                tracing::error!(%url, key = %key.name, request_id, "SUME_API_URL looks wrong: listing jobs answered 404; no job is set aside or given up until it answers 200")
+            }
+            "401" | "403" => {
+                tracing::error!(key = %key.name, code, request_id, "Sume refused API key {}: check SUME_API_KEYS; no job is set aside or given up until it works", key.name)
+            }
+            _ => {
+                tracing::warn!(%url, key = %key.name, code, request_id, "the check of an API key failed; no job is set aside or given up until it answers 200")
+            }
+        }
+    }
+
+    /// Whether 404s may be taken as verdicts now (every key checked and usable, the breaker
+    /// closed). Holds are logged and shown by `sume_inbox_sume_api_verdicts_held`.
+    pub fn verdicts_allowed(&self) -> bool {
+        let names: Vec<String> = self.keys.iter().map(|k| k.name.clone()).collect();
+        let hold = self.api.verdicts(&names, Instant::now());
+        self.metrics
+            .sume_api_verdicts_held
+            .set(hold.is_err().into());
+        if let Err(hold) = &hold {
+            if let Some(left_out) = HOLDS_LOG.allow() {
+                tracing::warn!(?hold, left_out, "verdicts on Sume's 404s are held");
+            }
+        }
+        hold.is_ok()
+    }
+
+    /// Feeds the breaker with one poll of a job under its own key.
+    pub fn polled_own_key(&self, not_found: bool) {
+        if self.api.polled(not_found, Instant::now()) {
+            tracing::error!(
+                url = %self.client.base_url(),
+                "nearly every poll of our own jobs answered 404 under their own key: SUME_API_URL or the keys look wrong; no job is set aside or given up for a while"
+            );
         }
     }
 

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::poll_decision::{PollDecision, PollFold, PollRules};
-use super::{pause, send_deadline, serve, StatusReader};
+use super::{pause, send_deadline, serve, Reply, StatusReader};
 use crate::clock::Clock;
 use crate::close::Outcome;
 use crate::config::{ApiKey, SweepConfig};
@@ -112,8 +112,12 @@ impl Poll {
             return Ok(total);
         }
         self.reader.ensure_budget().await?;
+        self.reader
+            .verify_keys(Instant::now() + self.config.request_timeout)
+            .await?;
+        let hold_verdicts = !self.reader.verdicts_allowed();
         loop {
-            let stats = self.batch(shutdown).await?;
+            let stats = self.batch(shutdown, hold_verdicts).await?;
             let more = stats.jobs_claimed == self.config.batch && stats.deferred == 0;
             total += stats;
             if !more || shutdown.is_cancelled() {
@@ -123,7 +127,11 @@ impl Poll {
         Ok(total)
     }
 
-    async fn batch(&self, shutdown: &CancellationToken) -> Result<PollStats, DbError> {
+    async fn batch(
+        &self,
+        shutdown: &CancellationToken,
+        hold_verdicts: bool,
+    ) -> Result<PollStats, DbError> {
         let claimed_at = Instant::now();
         let claims = self
             .store
@@ -141,7 +149,7 @@ impl Poll {
         };
         let deadline = send_deadline(claimed_at, self.config.lease, self.config.request_timeout);
         let (served, unserved) = serve(claims, self.config.concurrency, |c| {
-            self.poll(c, deadline, shutdown)
+            self.poll(c, deadline, shutdown, hold_verdicts)
         })
         .await?;
         stats += served;
@@ -171,11 +179,19 @@ impl Poll {
         job: ClaimedJob,
         deadline: Instant,
         shutdown: &CancellationToken,
+        hold_verdicts: bool,
     ) -> Result<(PollStats, Option<String>), DbError> {
         let mut stats = PollStats::default();
         let age = Duration::try_from_secs_f64(job.age_secs).unwrap_or_default();
-        let mut fold = PollFold::new(PollRules::of(&self.config), age, job.poll_attempts);
-        for key in self.keys_for(&job) {
+        let rules = PollRules {
+            hold_verdicts,
+            ..PollRules::of(&self.config)
+        };
+        let mut fold = PollFold::new(rules, age, job.poll_attempts);
+        let keys = self.keys_for(&job);
+        // The job's own key: a 404 under it is never an answer about someone else's job.
+        let own_key = keys.len() == 1 && job.api_key.is_some();
+        for key in keys {
             if shutdown.is_cancelled() {
                 break;
             }
@@ -183,6 +199,13 @@ impl Poll {
                 break;
             };
             stats.requests += 1;
+            if own_key {
+                match answer.reply {
+                    Reply::NotFound => self.reader.polled_own_key(true),
+                    Reply::Found { .. } => self.reader.polled_own_key(false),
+                    _ => {}
+                }
+            }
             if !fold.read(answer) {
                 break;
             }

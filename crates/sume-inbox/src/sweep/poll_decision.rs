@@ -19,6 +19,9 @@ pub struct PollRules {
     pub max_interval: Duration,
     /// `POLL_GIVE_UP`: the age at which an open job is closed as `expired`.
     pub give_up: Duration,
+    /// Verdicts are held (Sume's answers cannot be trusted to mean what they say): no job is
+    /// given up, however old.
+    pub hold_verdicts: bool,
 }
 
 impl PollRules {
@@ -28,6 +31,7 @@ impl PollRules {
             poll_after: config.poll_after,
             max_interval: config.poll_max_interval,
             give_up: config.poll_give_up,
+            hold_verdicts: false,
         }
     }
 }
@@ -108,7 +112,7 @@ impl PollFold {
         PollFold {
             rules,
             attempts,
-            past_give_up: age >= rules.give_up,
+            past_give_up: age >= rules.give_up && !rules.hold_verdicts,
             last_answer: None,
             last_status: None,
             retry_in: None,
@@ -203,6 +207,7 @@ mod tests {
         poll_after: Duration::from_secs(120),
         max_interval: Duration::from_secs(1800),
         give_up: Duration::from_secs(86_400),
+        hold_verdicts: false,
     };
     const YOUNG: Duration = Duration::from_secs(600);
     const OLD: Duration = Duration::from_secs(86_400);
@@ -379,5 +384,20 @@ mod tests {
             PollDecision::Release,
             "never given up on the way out"
         );
+    }
+
+    #[test]
+    fn while_verdicts_are_held_nothing_is_given_up() {
+        let held = PollRules {
+            hold_verdicts: true,
+            ..RULES
+        };
+        let mut fold = PollFold::new(held, OLD, 5);
+        assert!(fold.read(not_found()));
+        assert!(matches!(fold.decide(false), PollDecision::StillOpen { .. }));
+        // A terminal status is Sume's word: it still closes.
+        let mut fold = PollFold::new(held, OLD, 5);
+        fold.read(found("completed"));
+        assert!(matches!(fold.decide(false), PollDecision::Close { .. }));
     }
 }

@@ -115,10 +115,15 @@ struct Sweep {
 
 impl Sweep {
     async fn new(db: &TestDb, sim: &RunningSim, config: SweepConfig) -> Sweep {
+        Sweep::at(db, &sim.api_url(), config).await
+    }
+
+    /// The same against `api_url`, a SUME_API_URL that may be wrong.
+    async fn at(db: &TestDb, api_url: &str, config: SweepConfig) -> Sweep {
         migrate(db).await;
         let store = Store::new(&db.url, 4).unwrap();
         let metrics = Arc::new(Metrics::new());
-        let client = sume_wire::StatusClient::new(&sim.api_url(), config.request_timeout).unwrap();
+        let client = sume_wire::StatusClient::new(api_url, config.request_timeout).unwrap();
         let reader = StatusReader::new(
             store.clone(),
             metrics.clone(),
@@ -717,7 +722,12 @@ async fn a_crashed_instances_leases_are_recovered() {
     )
     .await;
     let log: RequestsAnswer = sim_get(&http, &sim, "requests?key=main").await;
-    for r in log.requests.iter().filter(|r| r.method == "GET") {
+    // Every status read of a job (the key checks, `GET /jobs?limit=1`, name none).
+    for r in log
+        .requests
+        .iter()
+        .filter(|r| r.method == "GET" && r.job_id.is_some())
+    {
         let at = chrono::DateTime::parse_from_rfc3339(&r.at).unwrap();
         assert!(
             at >= lease_until - chrono::Duration::milliseconds(20),
@@ -896,4 +906,53 @@ async fn an_open_job_is_polled_with_backoff_then_given_up_as_expired() {
     assert_eq!(row.get::<_, DateTime<Utc>>(4), sweep.now());
     sweep.advance(sweep.config.poll_max_interval * 2);
     assert_eq!(sweep.poll_once().await, PollStats::default());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_api_url_sets_nothing_aside_and_gives_nothing_up() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    // SUME_API_URL without its `/v1`: every path answers 404, as from a wrong deployment.
+    let wrong = sim.api_url().trim_end_matches("/v1").to_owned();
+    let sweep = Sweep::at(&db, &wrong, clocked_config()).await;
+    let c = db.client().await;
+    c.execute(
+        "insert into sume.events (event_id, job_id, status, body, signed_at, signature, received_at)
+         values ('evt_waiting', 'job_unregistered', 'completed', '\\x7b7d', 0, 'v1=00', $1)",
+        &[&sweep.now()],
+    )
+    .await
+    .unwrap();
+    c.execute(
+        "insert into sume.jobs (job_id, order_id, api_key, created_at) values ('job_old', 'o', 'main', $1)",
+        &[&sweep.now()],
+    )
+    .await
+    .unwrap();
+    sweep.advance(sweep.config.poll_give_up + Duration::from_secs(1));
+    assert_eq!(
+        sweep.check_once().await,
+        InboxCheckStats::default(),
+        "no check while the key's own check fails"
+    );
+    let polled = sweep.poll_once().await;
+    assert_eq!(polled.given_up, 0, "{polled:?}");
+    assert_eq!(job_state(&db, "job_old").await.as_deref(), Some("open"));
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.events where set_aside_at is not null"
+        )
+        .await,
+        0
+    );
+
+    // With the right URL the same answers are verdicts again.
+    let right = Sweep::at(&db, &sim.api_url(), clocked_config()).await;
+    right.clock.set(sweep.now());
+    let checked = right.check_once().await;
+    assert_eq!(checked.foreign, 1, "{checked:?}");
+    right.advance(sweep.config.poll_max_interval * 2);
+    assert_eq!(right.poll_once().await.given_up, 1);
+    assert_eq!(job_state(&db, "job_old").await.as_deref(), Some("expired"));
 }

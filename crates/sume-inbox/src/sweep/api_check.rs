@@ -1,0 +1,167 @@
+//! Whether Sume's answers may be taken as verdicts: a 404 means "not this key's job" only while
+//! the URL and the key are known to work.
+//!
+//! A wrong `SUME_API_URL` (a missing `/api`, say) answers 404 for every path, which would read
+//! as "not our job" under every key: every waiting event set aside as foreign, every open job
+//! given up. So each key is checked positively (one cheap authenticated read that must answer
+//! 200, [`sume_wire::StatusClient::check_key`]) before the first verdict and every
+//! [`RECHECK_EVERY`] after (sooner after a failure), and a breaker watches the polls: jobs we
+//! registered are ours, so when nearly every poll in a window answers 404 under the job's own
+//! key, something is wrong on our side of the URL and verdicts stop for [`BREAKER_OPEN_FOR`].
+//! While verdicts stop, nothing is set aside and nothing is given up; terminal statuses Sume
+//! reports still close jobs. Nothing here touches `/readyz`: a problem on Sume's side must not
+//! take ingest out of rotation.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// How often a key that worked is checked again.
+pub const RECHECK_EVERY: Duration = Duration::from_secs(300);
+/// How soon a key that failed its check is checked again.
+pub const RECHECK_FAILED_EVERY: Duration = Duration::from_secs(30);
+/// The polls the breaker looks at.
+pub const BREAKER_WINDOW: usize = 50;
+/// The share of those answered 404 that opens the breaker.
+pub const BREAKER_404_SHARE: f64 = 0.95;
+/// How long verdicts stop once the breaker opens.
+pub const BREAKER_OPEN_FOR: Duration = Duration::from_secs(600);
+
+/// The keys' last checks and the breaker; shared by the services that ask Sume.
+#[derive(Clone, Default)]
+pub struct ApiCheck {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Per key name: whether its last check answered 200, and when it was made.
+    keys: HashMap<String, (bool, Instant)>,
+    /// The last polls under a job's own key: true for a 404.
+    window: VecDeque<bool>,
+    open_until: Option<Instant>,
+}
+
+/// Why verdicts are not allowed now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hold {
+    /// These keys failed their check, or were never checked.
+    Keys(Vec<String>),
+    /// Nearly every recent poll of our own jobs answered 404.
+    Breaker,
+}
+
+impl ApiCheck {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `key` is due a check at `now`.
+    pub fn due(&self, key: &str, now: Instant) -> bool {
+        match self.state().keys.get(key) {
+            None => true,
+            Some((true, at)) => now.duration_since(*at) >= RECHECK_EVERY,
+            Some((false, at)) => now.duration_since(*at) >= RECHECK_FAILED_EVERY,
+        }
+    }
+
+    /// Records a key's check.
+    pub fn checked(&self, key: &str, usable: bool, now: Instant) {
+        self.state().keys.insert(key.to_owned(), (usable, now));
+    }
+
+    /// Records one poll of a job under its own key: `not_found` for a 404. Answers true when
+    /// this poll opened the breaker.
+    pub fn polled(&self, not_found: bool, now: Instant) -> bool {
+        let mut s = self.state();
+        s.window.push_back(not_found);
+        while s.window.len() > BREAKER_WINDOW {
+            s.window.pop_front();
+        }
+        let misses = s.window.iter().filter(|m| **m).count();
+        let full = s.window.len() == BREAKER_WINDOW;
+        if full && misses as f64 >= BREAKER_404_SHARE * BREAKER_WINDOW as f64 {
+            s.window.clear();
+            s.open_until = Some(now + BREAKER_OPEN_FOR);
+            // Check every key again before the next verdict.
+            s.keys.clear();
+            return true;
+        }
+        false
+    }
+
+    /// `Ok` when verdicts may be made at `now` with `keys`, else why not.
+    pub fn verdicts(&self, keys: &[String], now: Instant) -> Result<(), Hold> {
+        let s = self.state();
+        if s.open_until.is_some_and(|until| now < until) {
+            return Err(Hold::Breaker);
+        }
+        let failing: Vec<String> = keys
+            .iter()
+            .filter(|k| !s.keys.get(*k).is_some_and(|(ok, _)| *ok))
+            .cloned()
+            .collect();
+        if failing.is_empty() {
+            Ok(())
+        } else {
+            Err(Hold::Keys(failing))
+        }
+    }
+
+    /// Whether the breaker is open at `now`.
+    pub fn breaker_open(&self, now: Instant) -> bool {
+        self.state().open_until.is_some_and(|until| now < until)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> Vec<String> {
+        vec!["main".into(), "other".into()]
+    }
+
+    #[test]
+    fn no_verdict_before_every_key_answered_200() {
+        let c = ApiCheck::default();
+        let now = Instant::now();
+        assert_eq!(c.verdicts(&keys(), now), Err(Hold::Keys(keys())));
+        c.checked("main", true, now);
+        c.checked("other", false, now);
+        assert_eq!(
+            c.verdicts(&keys(), now),
+            Err(Hold::Keys(vec!["other".into()]))
+        );
+        assert!(!c.due("main", now + Duration::from_secs(60)));
+        assert!(c.due("other", now + RECHECK_FAILED_EVERY));
+        c.checked("other", true, now);
+        assert_eq!(c.verdicts(&keys(), now), Ok(()));
+        assert!(c.due("main", now + RECHECK_EVERY));
+    }
+
+    #[test]
+    fn nearly_every_poll_answered_404_opens_the_breaker() {
+        let c = ApiCheck::default();
+        let now = Instant::now();
+        for k in keys() {
+            c.checked(&k, true, now);
+        }
+        // A few 404s among found jobs: nothing.
+        for i in 0..BREAKER_WINDOW * 2 {
+            assert!(!c.polled(i % 10 == 0, now));
+        }
+        assert_eq!(c.verdicts(&keys(), now), Ok(()));
+        // Then 404 after 404.
+        let opened = (0..BREAKER_WINDOW).any(|_| c.polled(true, now));
+        assert!(opened);
+        assert_eq!(c.verdicts(&keys(), now), Err(Hold::Breaker));
+        assert!(c.breaker_open(now));
+        // After the pause, the keys must prove themselves again.
+        let later = now + BREAKER_OPEN_FOR;
+        assert_eq!(c.verdicts(&keys(), later), Err(Hold::Keys(keys())));
+        assert!(c.due("main", later));
+    }
+}
