@@ -6,27 +6,39 @@ values ($1, $2::float8)
 on conflict (key_name) do nothing;
 
 -- name: rate_buckets_take
--- Refills key $1 at $2 tokens a second up to $3, then takes one token if there is one and the
--- key is not paused. Answers whether it took one, the tokens there were, and the seconds the
--- key stays paused.
+-- Refills key $1 at $2 tokens a second up to $3, then takes one token if there is one, the key
+-- is not paused and fewer than $4 reads were taken this UTC day. Answers whether it took one,
+-- the tokens there were, the seconds the key stays paused (until the next UTC day when the
+-- day's allowance is spent) and the reads left today.
 with cur as (
     select key_name,
            least($3::float8,
                  tokens + $2::float8 * extract(epoch from now() - refilled_at)::float8) as available,
-           paused_until
+           paused_until,
+           (now() at time zone 'UTC')::date as today,
+           case when day = (now() at time zone 'UTC')::date then day_used else 0 end as used
     from sume.rate_buckets
     where key_name = $1
     for update
+), decided as (
+    select cur.*,
+           cur.paused_until <= now() and cur.available >= 1 and cur.used < $4::int as taken
+    from cur
 )
 update sume.rate_buckets b
-set tokens      = case when cur.paused_until <= now() and cur.available >= 1
-                       then cur.available - 1 else cur.available end,
-    refilled_at = now()
-from cur
-where b.key_name = cur.key_name
-returning cur.paused_until <= now() and cur.available >= 1 as taken,
-          cur.available,
-          greatest(extract(epoch from cur.paused_until - now())::float8, 0) as paused_for;
+set tokens      = case when d.taken then d.available - 1 else d.available end,
+    refilled_at = now(),
+    day         = d.today,
+    day_used    = d.used + d.taken::int
+from decided d
+where b.key_name = d.key_name
+returning d.taken,
+          d.available,
+          case when d.used >= $4::int
+               then extract(epoch from ((d.today + 1)::timestamp at time zone 'UTC') - now())::float8
+               else greatest(extract(epoch from d.paused_until - now())::float8, 0) end
+            as paused_for,
+          greatest($4::int - d.used - d.taken::int, 0)::int8 as left_today;
 
 -- name: rate_buckets_pause
 -- Nobody uses key $1 for $2 seconds (a Retry-After, or RateLimit-Remaining 0 until the reset).

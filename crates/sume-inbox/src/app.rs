@@ -101,7 +101,8 @@ fn spawn_sweep(
         status_client,
         config.api_keys.clone(),
         config.sweep.read_rate,
-    );
+    )
+    .with_daily_reads(config.sweep.daily_reads);
     let inbox_check = InboxCheck::new(
         store.clone(),
         metrics.clone(),

@@ -27,9 +27,12 @@ use crate::db::{DbError, Store};
 pub struct Budget {
     store: Store,
     rate: Rate,
+    daily: u32,
     /// Pauses this instance has seen, applied at once to its own tasks; the database carries
     /// them to the other instances a round trip later.
     paused: Arc<Mutex<HashMap<String, Instant>>>,
+    /// The reads each key had left today, as of its last take.
+    left_today: Arc<Mutex<HashMap<String, i64>>>,
 }
 
 /// Why no token was taken.
@@ -49,8 +52,15 @@ impl Budget {
         Budget {
             store,
             rate,
+            daily: crate::config::DEFAULT_DAILY_READS,
             paused: Arc::default(),
+            left_today: Arc::default(),
         }
+    }
+
+    /// The same with `daily` reads per key and UTC day.
+    pub fn with_daily_reads(self, daily: u32) -> Budget {
+        Budget { daily, ..self }
     }
 
     fn local_pause(&self, key_name: &str) -> Option<Instant> {
@@ -94,8 +104,17 @@ impl Budget {
             }
             let take = self
                 .store
-                .rate_buckets_take(key_name, self.rate.per_second(), self.capacity())
+                .rate_buckets_take(
+                    key_name,
+                    self.rate.per_second(),
+                    self.capacity(),
+                    self.daily.min(i32::MAX as u32) as i32,
+                )
                 .await?;
+            self.left_today
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key_name.to_owned(), take.left_today);
             if take.taken {
                 // A pause seen while the token was being taken still applies to this request.
                 if let Some(until) = self.local_pause(key_name) {
@@ -113,6 +132,15 @@ impl Budget {
             }
             tokio::time::sleep(wait).await;
         }
+    }
+
+    /// The reads `key_name` had left today as of its last take, if it took any.
+    pub fn left_today(&self, key_name: &str) -> Option<i64> {
+        self.left_today
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key_name)
+            .copied()
     }
 
     /// Applies what an answer said about the key's limit: a `Retry-After` on a 429, or a

@@ -143,6 +143,9 @@ pub struct SweepConfig {
     pub concurrency: usize,
     /// The fleet's budget per API key.
     pub read_rate: Rate,
+    /// The fleet's reads per API key and UTC day (Sume allows 10,000; leave some to the
+    /// application that shares the key).
+    pub daily_reads: u32,
     /// Timeout of one status call.
     pub request_timeout: Duration,
     /// How long applied and set-aside events and dead letters are kept.
@@ -150,6 +153,10 @@ pub struct SweepConfig {
     /// Rows one retention statement removes.
     pub retention_batch: usize,
 }
+
+/// SUME_READ_DAILY's default: under Sume's 10,000 reads a key and day, so the application that
+/// shares the key keeps a tenth of them.
+pub const DEFAULT_DAILY_READS: u32 = 9_000;
 
 impl Default for SweepConfig {
     fn default() -> Self {
@@ -166,6 +173,7 @@ impl Default for SweepConfig {
                 count: 100,
                 per: Duration::from_secs(60),
             },
+            daily_reads: DEFAULT_DAILY_READS,
             request_timeout: Duration::from_secs(10),
             retention: Duration::from_secs(14 * 86_400),
             retention_batch: 1000,

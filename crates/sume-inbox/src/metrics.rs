@@ -110,6 +110,7 @@ pub struct Metrics {
     /// breaker is open).
     pub sume_api_verdicts_held: Gauge,
     sume_api_key_usable: Family<KeyLabels, Gauge>,
+    reads_left_today: Family<KeyLabels, Gauge>,
     db_up: Gauge,
     inbox_waiting: Gauge,
     inbox_oldest_age_seconds: Gauge<f64, AtomicU64>,
@@ -150,6 +151,7 @@ impl Metrics {
             retention_removed: Counter::default(),
             sume_api_verdicts_held: Gauge::default(),
             sume_api_key_usable: Family::default(),
+            reads_left_today: Family::default(),
             db_up: Gauge::default(),
             inbox_waiting: Gauge::default(),
             inbox_oldest_age_seconds: Gauge::default(),
@@ -309,6 +311,11 @@ impl Metrics {
             self.sume_api_key_usable.clone(),
         );
         r.register(
+            "sume_api_reads_left_today",
+            "Reads the key may still take this UTC day (SUME_READ_DAILY), as of its last read",
+            self.reads_left_today.clone(),
+        );
+        r.register(
             "sume_api_verdicts_held",
             "1 while Sume's 404s are not taken as verdicts (a key failed its check, or the breaker is open)",
             self.sume_api_verdicts_held.clone(),
@@ -357,6 +364,15 @@ impl Metrics {
                 key: key.to_owned(),
             })
             .set(usable.into());
+    }
+
+    /// Records the reads a key has left today.
+    pub fn reads_left_today(&self, key: &str, left: i64) {
+        self.reads_left_today
+            .get_or_create(&KeyLabels {
+                key: key.to_owned(),
+            })
+            .set(left);
     }
 
     /// Adds time spent waiting for the request budget.

@@ -132,6 +132,10 @@ pub struct ServeArgs {
     /// Requests per API key for the whole fleet: `100` (a minute) or `100/1m`.
     #[arg(long, env = "SUME_READ_RATE", default_value = "100")]
     pub sume_read_rate: String,
+    /// Reads per API key and UTC day for the whole fleet (Sume allows 10,000 a day; the rest
+    /// is left to the application sharing the key). Spent on the most overdue work first.
+    #[arg(long, env = "SUME_READ_DAILY", default_value = "9000")]
+    pub sume_read_daily: String,
     /// Timeout of one call to Sume's API.
     #[arg(long, env = "SUME_TIMEOUT", default_value = "10s")]
     pub sume_timeout: String,
@@ -225,6 +229,8 @@ impl ServeArgs {
                 lease: parse_duration("SWEEP_LEASE", &self.sweep_lease)?,
                 concurrency: parse_count("SWEEP_CONCURRENCY", &self.sweep_concurrency, 1)?,
                 read_rate: parse_rate("SUME_READ_RATE", &self.sume_read_rate)?,
+                daily_reads: parse_count("SUME_READ_DAILY", &self.sume_read_daily, 1)?
+                    .min(i32::MAX as usize) as u32,
                 request_timeout: parse_duration("SUME_TIMEOUT", &self.sume_timeout)?,
                 retention: parse_duration("RETENTION", &self.retention)?,
                 retention_batch: parse_count("RETENTION_BATCH", &self.retention_batch, 1)?,

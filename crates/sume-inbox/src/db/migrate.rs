@@ -25,6 +25,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "give_up_superseded",
         include_str!("../../../../sql/0005_give_up_superseded.sql"),
     ),
+    (
+        6,
+        "daily_reads",
+        include_str!("../../../../sql/0006_daily_reads.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.

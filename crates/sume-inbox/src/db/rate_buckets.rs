@@ -10,8 +10,11 @@ pub struct Take {
     pub taken: bool,
     /// Tokens left (fractional: the bucket refills continuously).
     pub available: f64,
-    /// Seconds the key is still paused for after a 429, 0 when not paused.
+    /// Seconds the key is still paused for after a 429 (or until the next UTC day once the
+    /// day's allowance is spent), 0 when not paused.
     pub paused_for: f64,
+    /// Reads the key may still take this UTC day.
+    pub left_today: i64,
 }
 
 impl Store {
@@ -24,22 +27,25 @@ impl Store {
         Ok(())
     }
 
-    /// Refills the key's bucket for the time passed and takes a token if there is one.
+    /// Refills the key's bucket for the time passed and takes a token if there is one and the
+    /// day's `daily` reads are not spent.
     pub async fn rate_buckets_take(
         &self,
         key_name: &str,
         per_sec: f64,
         capacity: f64,
+        daily: i32,
     ) -> Result<Take, DbError> {
         let client = self.client().await?;
         let row = sql::RATE_BUCKETS_TAKE
-            .query_opt(&client, &[&key_name, &per_sec, &capacity])
+            .query_opt(&client, &[&key_name, &per_sec, &capacity, &daily])
             .await?
             .ok_or_else(|| DbError::Invariant(format!("no rate bucket for key {key_name}")))?;
         Ok(Take {
             taken: row.get("taken"),
             available: row.get("available"),
             paused_for: row.get("paused_for"),
+            left_today: row.get("left_today"),
         })
     }
 

@@ -95,10 +95,8 @@ impl StatusReader {
             if !self.api.due(&key.name, Instant::now()) {
                 continue;
             }
-            match self.budget.acquire(&key.name, deadline).await {
-                Ok(waited) => self.metrics.budget_waited(waited),
-                Err(BudgetError::Deadline) => continue,
-                Err(BudgetError::Db(e)) => return Err(e),
+            if !self.take(key, deadline).await? {
+                continue;
             }
             let check = self.client.check_key(&key.key).await;
             let (code, usable) = match &check {
@@ -163,6 +161,14 @@ impl StatusReader {
         }
     }
 
+    /// The same with `daily` reads per key and UTC day for the fleet (SUME_READ_DAILY).
+    pub fn with_daily_reads(self, daily: u32) -> StatusReader {
+        StatusReader {
+            budget: self.budget.with_daily_reads(daily),
+            ..self
+        }
+    }
+
     /// This instance's name on its leases.
     pub fn owner(&self) -> &str {
         &self.owner
@@ -179,6 +185,23 @@ impl StatusReader {
         self.budget.ensure(&names).await
     }
 
+    /// Takes a read from `key`'s budget, waiting up to `deadline`; false when there is none
+    /// by then (the minute's or the day's).
+    async fn take(&self, key: &ApiKey, deadline: Instant) -> Result<bool, DbError> {
+        let taken = match self.budget.acquire(&key.name, deadline).await {
+            Ok(waited) => {
+                self.metrics.budget_waited(waited);
+                true
+            }
+            Err(BudgetError::Deadline) => false,
+            Err(BudgetError::Db(e)) => return Err(e),
+        };
+        if let Some(left) = self.budget.left_today(&key.name) {
+            self.metrics.reads_left_today(&key.name, left);
+        }
+        Ok(taken)
+    }
+
     /// One status call under the budget. `None`: no budget before `deadline`, nothing sent.
     async fn call(
         &self,
@@ -186,10 +209,8 @@ impl StatusReader {
         job_id: &str,
         deadline: Instant,
     ) -> Result<Option<Answer>, DbError> {
-        match self.budget.acquire(&key.name, deadline).await {
-            Ok(waited) => self.metrics.budget_waited(waited),
-            Err(BudgetError::Deadline) => return Ok(None),
-            Err(BudgetError::Db(e)) => return Err(e),
+        if !self.take(key, deadline).await? {
+            return Ok(None);
         }
         let reply = self.client.job_status(&key.key, job_id).await;
         let code = match &reply {

@@ -85,37 +85,24 @@ fn bad_settings_fail_at_start_naming_the_setting() {
 
 #[test]
 fn the_config_never_prints_its_secrets() {
-    let cfg = sume_inbox::cli::ServeArgs {
-        database_url: "postgres://u:db-password-xyz@127.0.0.1/db".into(),
-        db_pool_size: "4".into(),
-        webhook_secret: Some("whsec_super_secret_value".into()),
-        sume_api_url: "https://www.sume.so/api/v1".into(),
-        sume_api_allow_plaintext: "0".into(),
-        sume_api_keys: Some("main:sk_live_secret_key".into()),
-        sume_api_key: None,
-        listen_addr: "127.0.0.1:0".into(),
-        admin_addr: "127.0.0.1:0".into(),
-        admin_token: Some("admin-token-0123456789".into()),
-        webhook_tolerance: "5m".into(),
-        max_body_bytes: "1MiB".into(),
-        ingest_writers: "2".into(),
-        ingest_batch_max: "512".into(),
-        ingest_timeout: "10s".into(),
-        attach_scan_interval: "5s".into(),
-        sweep_interval: "30s".into(),
-        inbox_grace: "5m".into(),
-        poll_after: "2m".into(),
-        poll_max_interval: "30m".into(),
-        poll_give_up: "24h".into(),
-        sume_read_rate: "100".into(),
-        sume_timeout: "10s".into(),
-        sweep_batch: "100".into(),
-        sweep_lease: "2m".into(),
-        sweep_concurrency: "4".into(),
-        retention: "14d".into(),
-        retention_batch: "1000".into(),
-        shutdown_timeout: "20s".into(),
+    /// `serve`'s flags alone, as the binary parses them (every value given as a flag, so no
+    /// variable of the test's environment takes part).
+    #[derive(clap::Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: sume_inbox::cli::ServeArgs,
     }
+    let cfg = <Serve as clap::Parser>::try_parse_from([
+        "serve",
+        "--database-url=postgres://u:db-password-xyz@127.0.0.1/db",
+        "--webhook-secret=whsec_super_secret_value",
+        "--sume-api-keys=main:sk_live_secret_key",
+        "--listen-addr=127.0.0.1:0",
+        "--admin-addr=127.0.0.1:0",
+        "--admin-token=admin-token-0123456789",
+    ])
+    .unwrap()
+    .args
     .into_config()
     .unwrap();
     let printed = format!("{cfg:?}");

@@ -130,7 +130,8 @@ impl Sweep {
             client,
             vec![main_key()],
             config.read_rate,
-        );
+        )
+        .with_daily_reads(config.daily_reads);
         let clock = Clock::fixed(db_now(db).await);
         Sweep {
             inbox_check: InboxCheck::new(
@@ -955,4 +956,43 @@ async fn a_wrong_api_url_sets_nothing_aside_and_gives_nothing_up() {
     right.advance(sweep.config.poll_max_interval * 2);
     assert_eq!(right.poll_once().await.given_up, 1);
     assert_eq!(job_state(&db, "job_old").await.as_deref(), Some("expired"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_day_s_read_allowance_is_never_exceeded() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let http = reqwest::Client::new();
+    let mut jobs = Vec::new();
+    for _ in 0..6 {
+        jobs.push(create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 20})).await);
+    }
+    wait_ended(&http, &sim, &jobs).await;
+    // Four reads a day: the key's check, then three polls; the other jobs wait for tomorrow.
+    let config = SweepConfig {
+        daily_reads: 4,
+        ..clocked_config()
+    };
+    let sweep = Sweep::new(&db, &sim, config).await;
+    for id in &jobs {
+        register(&db, id).await;
+    }
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let stats = sweep.poll_once().await;
+    assert_eq!(stats.closed_by_poll, 3, "{stats:?}");
+    assert_eq!(stats.deferred, 3, "{stats:?}");
+    let reads: RequestsAnswer = sim_get(&http, &sim, "requests?key=main").await;
+    let gets = reads.requests.iter().filter(|r| r.method == "GET").count();
+    assert_eq!(gets, 4, "the key's check and three polls");
+    let used: i32 = db
+        .client()
+        .await
+        .query_one(
+            "select day_used from sume.rate_buckets where key_name = 'main'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(used, 4);
 }
