@@ -16,13 +16,20 @@ use crate::webhook::Generator;
 /// What the ceiling run stored.
 #[derive(Debug, Clone, Copy)]
 pub struct Ceiling {
+    /// Rows committed, over every connection.
     pub rows: u64,
+    /// From the start to the last commit (a little past the measured time: the transaction
+    /// running at the deadline finishes).
     pub elapsed: Duration,
+    /// Rows per transaction.
     pub batch: usize,
+    /// Connections inserting at once.
     pub connections: usize,
 }
 
 impl Ceiling {
+    /// Committed rows per second: what the other rows of the table are compared with; 0 when
+    /// no time passed.
     pub fn rows_per_sec(&self) -> f64 {
         let secs = self.elapsed.as_secs_f64();
         if secs == 0.0 {

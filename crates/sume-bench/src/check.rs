@@ -6,24 +6,35 @@ use thiserror::Error;
 /// The inbox does not hold what the server acknowledged.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum CheckError {
+    /// Fewer rows than 2xx answers: the server acknowledged events it did not store.
     #[error(
         "{step}: {lost} acknowledged event(s) are missing: {acked} answered 2xx, {stored} stored. \
          A 2xx without a durable row is data loss; this run has no result"
     )]
     Lost {
+        /// The step, as its progress line names it.
         step: String,
+        /// 2xx answers, warm-up included.
         acked: u64,
+        /// Rows in `sume.events` after the step.
         stored: u64,
+        /// `acked - stored`.
         lost: u64,
     },
+    /// More rows than 2xx answers: requests that failed or timed out after their commit, so
+    /// the step's counts cannot be trusted either.
     #[error(
         "{step}: {extra} event(s) stored without a 2xx ({acked} answered 2xx, {stored} stored): \
          requests timed out or failed after their commit; the counts do not add up"
     )]
     Unacknowledged {
+        /// The step, as its progress line names it.
         step: String,
+        /// 2xx answers, warm-up included.
         acked: u64,
+        /// Rows in `sume.events` after the step.
         stored: u64,
+        /// `stored - acked`.
         extra: u64,
     },
 }

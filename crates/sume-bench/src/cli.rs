@@ -7,16 +7,19 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+/// The parsed command line of `sume-bench`.
 #[derive(Debug, Parser)]
 #[command(
     name = "sume-bench",
     about = "Benchmarks sume-inbox against a per-request baseline and the PostgreSQL ceiling, in one run"
 )]
 pub struct Cli {
+    /// What to run.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The subcommands: the benchmark itself and the baseline server it starts.
 #[derive(Debug, Subcommand)]
 #[allow(clippy::large_enum_variant)] // parsed once
 pub enum Command {
@@ -30,6 +33,7 @@ fn duration(raw: &str) -> Result<Duration, String> {
     humantime::parse_duration(raw.trim()).map_err(|e| format!("{raw:?}: {e}"))
 }
 
+/// The flags of `sume-bench run`; the steps, the stages and the output all read them.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// The measured window of each step.
@@ -114,8 +118,11 @@ pub struct RunArgs {
 /// A daemon measured for comparison: another binary, other settings, or both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Variant {
+    /// Names the variant in the table (`sume-inbox [LABEL]`) and in the section's heading lines.
     pub label: String,
+    /// Its binary; `None` runs the main daemon's binary with other settings.
     pub bin: Option<PathBuf>,
+    /// Settings put in its environment over the run's own, as `(NAME, value)`.
     pub env: Vec<(String, String)>,
 }
 
@@ -155,14 +162,19 @@ pub fn parse_variant(raw: &str) -> Result<Variant, String> {
     Ok(variant)
 }
 
+/// The flags of `sume-bench baseline-server`, which `run` passes when it starts the baseline.
 #[derive(Debug, Args)]
 pub struct BaselineArgs {
+    /// The database to store events in, already migrated.
     #[arg(long)]
     pub database_url: String,
+    /// The signing secret deliveries are verified with (a single secret, not a list).
     #[arg(long, env = "SUME_WEBHOOK_SECRET", hide_env_values = true)]
     pub secret: String,
+    /// Connections of the database pool.
     #[arg(long, default_value_t = 16)]
     pub pool_size: usize,
+    /// The address to listen on; port 0 takes a free port, printed as `listening on ADDR`.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
 }

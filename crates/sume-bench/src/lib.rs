@@ -14,6 +14,8 @@
 //! Modules: [`webhook`] makes signed deliveries, [`load`] sends them, [`stats`] counts,
 //! [`stack`] runs PostgreSQL and the servers, [`report`] writes the table, [`run`] runs it all.
 
+#![warn(missing_docs)]
+
 pub mod baseline;
 pub mod ceiling;
 pub mod check;

@@ -46,26 +46,38 @@ pub enum Mode {
 /// One step of load.
 #[derive(Debug, Clone)]
 pub struct Step {
+    /// The server's webhook listener; deliveries are posted to [`PATH`].
     pub addr: SocketAddr,
+    /// Persistent connections, each with one request in flight at a time.
     pub connections: usize,
+    /// How the deliveries are paced.
     pub mode: Mode,
+    /// Load before the measured window; its 2xx count for the data check only.
     pub warmup: Duration,
+    /// The measured window.
     pub duration: Duration,
 }
 
 /// Why a step could not run at all (a failure during the step is counted, not raised).
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// A TCP connection could not be opened (or set to `TCP_NODELAY`).
     #[error("cannot open connection {index} to {addr}: {source}")]
     Connect {
+        /// Which of the step's connections, from 0.
         index: usize,
+        /// The server's address.
         addr: SocketAddr,
+        /// What the operating system reported.
         #[source]
         source: std::io::Error,
     },
+    /// The HTTP/1.1 handshake on a new connection failed.
     #[error("HTTP handshake with {addr} failed: {source}")]
     Handshake {
+        /// The server's address.
         addr: SocketAddr,
+        /// What hyper reported.
         #[source]
         source: hyper::Error,
     },

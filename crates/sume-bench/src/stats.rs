@@ -33,21 +33,25 @@ impl std::fmt::Debug for Latencies {
 }
 
 impl Latencies {
+    /// Records one latency; below a microsecond counts as one, above a minute as a minute.
     pub fn record(&mut self, d: Duration) {
         let us = (d.as_micros() as u64).clamp(1, MAX_MICROS);
         self.hist.saturating_record(us);
     }
 
+    /// [`Latencies::record`], for a latency already in microseconds.
     pub fn record_micros(&mut self, us: u64) {
         self.hist.saturating_record(us.clamp(1, MAX_MICROS));
     }
 
+    /// Adds every latency of `other`.
     pub fn merge(&mut self, other: &Latencies) {
         self.hist
             .add(&other.hist)
             .expect("histograms with the same bounds merge");
     }
 
+    /// How many latencies were recorded.
     pub fn count(&self) -> u64 {
         self.hist.len()
     }
@@ -60,6 +64,7 @@ impl Latencies {
         Duration::from_micros(self.hist.value_at_quantile(q))
     }
 
+    /// The longest latency recorded (to the histogram's precision).
     pub fn max(&self) -> Duration {
         Duration::from_micros(self.hist.max())
     }
@@ -87,6 +92,7 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Adds another sender's tally: counts and latencies summed, the later last answer kept.
     pub fn merge(&mut self, other: &Tally) {
         self.acked_total += other.acked_total;
         self.sent_total += other.sent_total;

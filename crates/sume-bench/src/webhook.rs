@@ -17,11 +17,13 @@ use sume_wire::{signature_header, Secret};
 pub struct Delivery {
     /// `X-Sume-Event-Id`, also the body's `id`.
     pub event_id: String,
+    /// The job the event is about; new for every delivery.
     pub job_id: String,
     /// `X-Sume-Timestamp`, Unix seconds.
     pub timestamp: i64,
     /// `X-Sume-Signature`, `v1=<hex>`.
     pub signature: String,
+    /// The JSON envelope exactly as signed.
     pub body: Bytes,
 }
 

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+/// The parsed command line; `main` sets up logging from it and runs [`Cli::command`].
 #[derive(Debug, Parser)]
 #[command(
     name = "sume-dev",
@@ -12,10 +13,12 @@ pub struct Cli {
     /// `json` (one object a line, for log shippers) or `pretty`. Filter with RUST_LOG.
     #[arg(long, env = "LOG_FORMAT", default_value = "pretty", global = true)]
     pub log_format: String,
+    /// The tool to run.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// One tool of `sume-dev`, with its own flags.
 #[derive(Debug, Subcommand)]
 #[allow(clippy::large_enum_variant)] // parsed once at start
 pub enum Command {

@@ -9,6 +9,8 @@
 //! - [`sql`]: the demo's own statements (`sql/*.sql` of this crate); the submit path keeps its
 //!   SQL inline, as the application's own code.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod demo;
 pub mod sign;

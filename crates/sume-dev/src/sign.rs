@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use clap::Args;
 use sume_wire::{headers, signature_header, Secret};
 
+/// The flags of `sume-dev sign`: the secret, the event to sign and how to print it.
 #[derive(Debug, Args)]
 pub struct SignArgs {
     /// The signing secret (the first of SUME_WEBHOOK_SECRET when not given).

@@ -3,6 +3,8 @@
 //! and waiting for a condition with a deadline. Each crate's `tests/it/support.rs` re-exports
 //! this and adds what only its own tests need.
 
+#![warn(missing_docs)]
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -34,15 +36,23 @@ pub fn with_dbname(url: &str, name: &str) -> String {
 }
 
 /// A database of its own for one test.
+///
+/// It starts empty: the daemon's [`run`] (see [`Daemon::start`]) applies the migrations. The
+/// database is not dropped when the test ends; the server `make test` started is thrown away
+/// whole.
 pub struct TestDb {
+    /// Connection URL of the test's database, for [`config`] or a client of the test's own.
     pub url: String,
 }
 
 impl TestDb {
+    /// Creates a database with a random name on the server of [`admin_url`].
     pub async fn new() -> TestDb {
         Self::on_server(&admin_url()).await
     }
 
+    /// Creates a database with a random name on another server, such as a PostgreSQL cluster
+    /// a test started for itself; `server_url` must allow `create database`.
     pub async fn on_server(server_url: &str) -> TestDb {
         let name = format!("t_{}", rand::thread_rng().gen::<u64>());
         let admin = connect(server_url).await;
@@ -55,6 +65,7 @@ impl TestDb {
         }
     }
 
+    /// A new connection to the test's database (no pool: each call connects again).
     pub async fn client(&self) -> tokio_postgres::Client {
         connect(&self.url).await
     }
@@ -82,6 +93,8 @@ impl TestDb {
     }
 }
 
+/// Connects without TLS and drives the connection on a spawned task; panics, naming the URL,
+/// when the server cannot be reached.
 pub async fn connect(url: &str) -> tokio_postgres::Client {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
@@ -90,6 +103,10 @@ pub async fn connect(url: &str) -> tokio_postgres::Client {
     client
 }
 
+/// A daemon configuration for tests against the database at `url`: port-0 listeners on
+/// loopback, [`SECRET`] as the webhook secret, a small pool and body limit, short timeouts and
+/// a fast attach scan. The Sume API URL points at a closed port; a test that needs Sume sets
+/// `sume_api_url` to a simulator's.
 pub fn config(url: &str) -> Config {
     let mut c = Config::local(url, SECRET);
     c.db_pool_size = 8;
@@ -104,9 +121,13 @@ pub fn config(url: &str) -> Config {
 
 /// A daemon running in this process.
 pub struct Daemon {
+    /// Where the webhook listener was bound (the port the OS chose); see [`Daemon::url`].
     pub webhook: SocketAddr,
+    /// Where the admin listener was bound; see [`Daemon::admin_url`].
     pub admin: SocketAddr,
+    /// Cancel it to start a graceful shutdown; [`Daemon::stop`] does so and waits.
     pub shutdown: CancellationToken,
+    /// The task running [`run`]; it ends with the daemon's result.
     pub task: JoinHandle<Result<(), sume_inbox::app::RunError>>,
 }
 
@@ -121,6 +142,9 @@ fn init_logging() {
 }
 
 impl Daemon {
+    /// Binds both listeners of `config`, runs the daemon on a spawned task and returns once
+    /// `/readyz` answers 200 (panics after 30 seconds). Logs go to the test's output when
+    /// RUST_LOG is set.
     pub async fn start(config: Config) -> Daemon {
         init_logging();
         let webhook_listener = TcpListener::bind(config.listen_addr).await.unwrap();
@@ -154,20 +178,25 @@ impl Daemon {
         .await;
     }
 
+    /// The URL of `path` (starting with `/`) on the webhook listener.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.webhook)
     }
 
+    /// The URL of `path` (starting with `/`) on the admin listener.
     pub fn admin_url(&self, path: &str) -> String {
         format!("http://{}{path}", self.admin)
     }
 
+    /// Cancels the daemon and waits for it to end; panics if the task panicked or `run`
+    /// returned an error.
     pub async fn stop(self) {
         self.shutdown.cancel();
         self.task.await.expect("daemon task").expect("daemon run");
     }
 }
 
+/// The current time in whole Unix seconds, the unit of Sume's signed timestamps.
 pub fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -28,10 +28,13 @@ pub enum Server {
     Daemon,
     /// Another build or other settings of the daemon, measured beside it for comparison.
     Variant,
+    /// The per-request baseline (`sume-bench baseline-server`), the yardstick of the 3x target.
     Baseline,
 }
 
 impl Server {
+    /// The server's name in the table: `sume-inbox` for the daemon and its variants (a
+    /// variant's [`Row::label`] adds its own label).
     pub fn label(self) -> &'static str {
         match self {
             Server::Daemon | Server::Variant => "sume-inbox",
@@ -43,17 +46,27 @@ impl Server {
 /// One measured step.
 #[derive(Debug, Clone)]
 pub struct Row {
+    /// Which server; only [`Server::Daemon`] rows are judged against the targets.
     pub server: Server,
     /// What the table calls the server (a variant's label is shown beside the name).
     pub label: String,
+    /// How the step paced its deliveries.
     pub mode: Mode,
+    /// Connections the step loaded the server on.
     pub connections: usize,
+    /// The measured window (`--duration`), the divisor of events/s unless the last answer came
+    /// later.
     pub window: Duration,
+    /// What the step counted.
     pub tally: Tally,
+    /// The server's memory read after the step (its peak since the process started); `None`
+    /// when `/proc` could not be read.
     pub memory: Option<Memory>,
-    /// CPU time per stored event, warm-up included.
+    /// CPU time per stored event, warm-up included; `None` when a CPU time could not be read
+    /// (PostgreSQL's needs a cluster on this machine) or nothing was stored.
     pub cpu: Option<CpuCost>,
-    /// Deliveries per commit, warm-up included (the daemon's own count; 1 for the baseline).
+    /// Deliveries per commit, warm-up included (the daemon's own count; 1 for the baseline);
+    /// `None` when the daemon's metrics could not be read.
     pub per_commit: Option<f64>,
 }
 
@@ -78,13 +91,17 @@ pub fn batch_totals(metrics: &str) -> Option<(f64, f64)> {
 /// event costs, so these compare well across steps and runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CpuCost {
+    /// The server's CPU time per event, in microseconds.
     pub server_us: f64,
+    /// The CPU time of every PostgreSQL process per event, in microseconds.
     pub postgres_us: f64,
     /// The load generator's own share (it runs on the same cores).
     pub load_us: f64,
 }
 
 impl CpuCost {
+    /// Divides the CPU times spent during a step by the events it acknowledged (the data check
+    /// holds them equal to those stored); `None` when there were none.
     pub fn per_event(
         server: Duration,
         postgres: Duration,
@@ -101,6 +118,8 @@ impl CpuCost {
 }
 
 impl Row {
+    /// 2xx answers per second in the measured window: the table's events/s, and what the
+    /// median round is chosen by.
     pub fn per_sec(&self) -> f64 {
         self.tally.ok_per_sec(self.window)
     }
@@ -116,31 +135,48 @@ impl Row {
 /// Where and how the run happened.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
+    /// The command as the reader would type it (`make bench ...` when make ran it).
     pub command: String,
+    /// When the run started measuring, `YYYY-MM-DD HH:MM UTC`: the section's heading.
     pub date: String,
+    /// CPUs this process may use; 0 when unknown.
     pub cpus: usize,
+    /// The CPU's model name from `/proc/cpuinfo`.
     pub cpu_model: String,
+    /// The machine's memory, e.g. `16 GiB RAM`.
     pub memory: String,
+    /// The kernel, e.g. `Linux 6.8.0`.
     pub kernel: String,
+    /// PostgreSQL's version, as the server measured reports it.
     pub postgres: String,
+    /// The short git commit, marked when the work tree has uncommitted changes.
     pub revision: String,
+    /// The main daemon's tunables for this run, as `(NAME, value)`.
     pub settings: Vec<(String, String)>,
     /// `label: what differs` of each variant measured beside the daemon.
     pub variants: Vec<String>,
+    /// The warm-up of each step (`--warmup`).
     pub warmup: Duration,
+    /// The measured window of each step (`--duration`).
     pub duration: Duration,
     /// Rounds of every step; each row is its median round.
     pub rounds: u32,
+    /// `--note` (BENCH_NOTE), printed under the heading; `None` prints nothing.
     pub note: Option<String>,
 }
 
 /// Everything one run measured.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// Where and how the run happened.
     pub context: Context,
+    /// The ingest steps, one row per server and load (the median round), in the order run.
     pub rows: Vec<Row>,
+    /// The PostgreSQL ceiling; `None` when skipped (`--ceiling-duration 0s`) or not reached.
     pub ceiling: Option<Ceiling>,
+    /// The attach stage; `None` when skipped (`--attach-jobs 0`) or not reached.
     pub attach: Option<crate::stages::AttachResult>,
+    /// The sweep stage; `None` when skipped (`--sweep-due 0`) or not reached.
     pub sweep: Option<crate::stages::SweepResult>,
 }
 

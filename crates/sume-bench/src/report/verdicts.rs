@@ -11,8 +11,11 @@ use crate::load::Mode;
 /// One of the issue's targets, measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
+    /// The target as the issue states it, with the step it is judged on.
     pub target: String,
+    /// What this run measured, as printed beside the target.
     pub measured: String,
+    /// Whether the measurement meets the target; a miss is printed as MISSED.
     pub met: bool,
 }
 

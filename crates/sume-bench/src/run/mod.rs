@@ -38,6 +38,9 @@ struct Bench {
     postmaster: Option<u32>,
 }
 
+/// `sume-bench run`: the whole benchmark, from starting PostgreSQL to the appended section.
+/// Fails, with no result, when a server stores other than what it acknowledged or anything
+/// else goes wrong; after a failed step the steps measured before it are printed on stderr.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let began = Instant::now();
     let work_dir = setup::prepare(&args)?;

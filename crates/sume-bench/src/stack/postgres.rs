@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 pub struct Postgres {
     script: PathBuf,
     dir: PathBuf,
+    /// The cluster's `postgres://` URL, as `scripts/devpg start` printed it.
     pub url: String,
     keep: bool,
 }

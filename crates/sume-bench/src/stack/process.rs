@@ -13,11 +13,13 @@ use anyhow::{bail, Context};
 
 /// A child process, stopped on drop.
 pub struct Proc {
+    /// Names the process in errors (`sume-inbox`, `baseline`).
     pub name: &'static str,
     child: Child,
 }
 
 impl Proc {
+    /// The process id, for reading its memory and CPU time under `/proc`.
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

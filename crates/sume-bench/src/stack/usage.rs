@@ -12,6 +12,7 @@ pub struct Memory {
     pub now_kib: u64,
 }
 
+/// The memory of process `pid`; fails when it has exited or `/proc` cannot be read.
 pub fn memory(pid: u32) -> anyhow::Result<Memory> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     Ok(parse_memory(&status))

@@ -37,8 +37,10 @@ pub use report::Report;
 use app::App;
 use config::{daemon_config, sim_config};
 
+/// The flags of `sume-dev demo`: the database, how much load, how many daemons.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
+    /// PostgreSQL shared by the daemons and the application; the daemons migrate it.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
     /// Jobs the application submits.

@@ -18,29 +18,53 @@ use crate::sql;
 
 /// What a demo run did, as a newcomer reads it.
 #[derive(Debug, Clone, Default)]
+///
+/// `duplicates_absorbed` and `foreign_set_aside` count over all of `sume.events`, so they are
+/// exact only on a database that holds this run's events alone.
 pub struct Report {
+    /// Daemon instances that shared the database.
     pub instances: usize,
+    /// Jobs the application submitted (and registered with their orders).
     pub submitted: usize,
+    /// Of the submitted jobs, those closed by a webhook.
     pub closed_by_webhook: i64,
+    /// Of the submitted jobs, those closed by the sweep's status read, because their webhook
+    /// was dropped or late.
     pub closed_by_poll: i64,
+    /// Of the submitted jobs, those the sweep gave up on (`POLL_GIVE_UP`); zero in a healthy run.
     pub given_up: i64,
+    /// Each state the submitted jobs are in, with how many, most frequent first.
     pub states: Vec<(String, i64)>,
+    /// Closing events that arrived before their order's transaction committed and were
+    /// attached when it did.
     pub early_attached: i64,
+    /// Accepted deliveries the simulator sent before its create call answered `202`.
     pub early_before_202: usize,
+    /// Deliveries answered 2xx minus events stored: repeats the inbox absorbed.
     pub duplicates_absorbed: i64,
+    /// Jobs created under another workspace's key, with webhooks sent to this daemon.
     pub foreign_jobs: usize,
+    /// Events the daemon set aside because every key it holds reported their job unknown.
     pub foreign_set_aside: i64,
+    /// Every webhook attempt the simulator made, retries included.
     pub webhook_attempts: usize,
+    /// Of those, the attempts not answered 2xx (and so retried by the simulator).
     pub webhook_attempts_refused: usize,
+    /// Status reads made at the simulator with the application's key (the daemon's polls).
     pub status_reads: u64,
+    /// Of those, the reads answered 429, by the rate limit or an injected fault.
     pub status_429: u64,
+    /// From the first submission to this measurement.
     pub converge_time: Duration,
     /// Jobs whose state matches the simulator's truth.
     pub matched: usize,
+    /// One line per job that does not match: its id, its state here and Sume's.
     pub mismatches: Vec<String>,
 }
 
 impl Report {
+    /// Every submitted job is in the terminal state Sume gave it; `sume-dev demo` fails
+    /// otherwise.
     pub fn all_match(&self) -> bool {
         self.matched == self.submitted && self.mismatches.is_empty()
     }

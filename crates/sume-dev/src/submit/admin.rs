@@ -19,6 +19,7 @@ pub struct AdminApi {
 }
 
 impl AdminApi {
+    /// The admin API at `url`, without a token.
     pub fn new(url: impl Into<String>) -> AdminApi {
         AdminApi {
             url: url.into(),

@@ -50,11 +50,13 @@ impl SubmitConfig {
         }
     }
 
+    /// Names the webhook URL of every job this client creates (the daemon's `/webhooks/sume`).
     pub fn with_webhook_url(mut self, url: impl Into<String>) -> Self {
         self.webhook_url = Some(url.into());
         self
     }
 
+    /// Sets the range the slow work of each submission is drawn from.
     pub fn with_slow_work(mut self, range: RangeInclusive<Duration>) -> Self {
         self.slow_work = range;
         self
@@ -76,6 +78,7 @@ pub struct Submission {
 }
 
 impl Submission {
+    /// An order whose generation request is `{"prompt": prompt}`, with no simulator overrides.
     pub fn new(order_id: impl Into<String>, prompt: &str) -> Submission {
         Submission {
             order_id: order_id.into(),
@@ -84,6 +87,7 @@ impl Submission {
         }
     }
 
+    /// Asks the simulator for a particular fate for this job (see [`Submission::sim`]).
     pub fn with_sim(mut self, sim: Value) -> Submission {
         self.sim = Some(sim);
         self

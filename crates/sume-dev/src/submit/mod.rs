@@ -68,31 +68,52 @@ pub enum SubmitError {
     /// The request could not be sent or its answer not read (connection, timeout, body).
     #[error("{step}: {source}")]
     Http {
+        /// The step that failed, e.g. "the create call" or "the admin registration".
         step: &'static str,
+        /// What reqwest reported.
         #[source]
         source: reqwest::Error,
     },
-    /// The server answered, but not with what the step needs.
+    /// The server answered, but not with what the step needs. For the create call this comes
+    /// after the retries for a 429 or 5xx, and at once for any other status (a 401 for a wrong
+    /// key, a 400 for a bad request).
     #[error("{step} answered {status}: {body}")]
     Refused {
+        /// The step that was refused, e.g. "the create call".
         step: &'static str,
+        /// The HTTP status of the answer.
         status: u16,
+        /// The answer's body as text, for the log (Sume's error envelope, as a rule).
         body: String,
     },
     /// The create call answered 2xx without a job id.
     #[error("the create answer names no job id: {0}")]
     NoJobId(String),
-    /// The admin API already holds this job id with another order or key.
+    /// The admin API already holds this job id with another order or key (it answered `409`).
+    /// Repeating the call cannot succeed: compare `existing` with what was sent.
     #[error("job {job_id} is registered with another order or key: {existing}")]
-    Conflict { job_id: String, existing: Value },
+    Conflict {
+        /// The job this submission tried to register.
+        job_id: String,
+        /// The registration the daemon holds, as it answered it (`null` when it sent none).
+        existing: Value,
+    },
+    /// No connection could be taken from the application's pool.
     #[error("no database connection: {0}")]
     Pool(#[from] PoolError),
+    /// A statement of the order's transaction failed, after the job was created at Sume: the
+    /// transaction rolls back, so neither the order nor the job row is stored. Submitting the
+    /// same order again answers the same job (the order id is the `Idempotency-Key`).
     #[error("{statement}: {source}")]
     Db {
+        /// Which statement: `orders_create`, `orders_begin`, `orders_insert`, `orders_charge`,
+        /// `jobs_insert` or `orders_commit`.
         statement: &'static str,
+        /// What PostgreSQL reported.
         #[source]
         source: tokio_postgres::Error,
     },
+    /// The [`SubmitConfig`] or [`Submission`] cannot be used; nothing was sent.
     #[error("bad submit configuration: {0}")]
     Config(String),
 }
@@ -105,19 +126,30 @@ fn db(statement: &'static str) -> impl FnOnce(tokio_postgres::Error) -> SubmitEr
 #[derive(Debug, Clone, PartialEq)]
 pub enum Registration {
     /// In the order's transaction; `inserted` is false when the row was already there.
-    InTransaction { inserted: bool },
+    InTransaction {
+        /// Whether this call inserted the job row.
+        inserted: bool,
+    },
     /// Through `POST /v1/jobs`: `created` (201) or a repeat (200), with the job as the daemon
     /// answered it, waiting events already applied.
-    Admin { created: bool, job: Value },
+    Admin {
+        /// Whether the daemon answered `201` (new) rather than `200` (already registered).
+        created: bool,
+        /// The job as the daemon answered it (`null` when the body was not JSON).
+        job: Value,
+    },
 }
 
 /// A job created at Sume and registered with its order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Submitted {
+    /// Sume's id of the job, from the `202`.
     pub job_id: String,
+    /// The order it was submitted for ([`Submission::order_id`]).
     pub order_id: String,
     /// How long the slow work held the order's transaction open.
     pub slow_work: Duration,
+    /// Which path registered the job with sume-inbox, and what it found.
     pub registration: Registration,
 }
 
@@ -160,6 +192,7 @@ impl SubmitClient {
         })
     }
 
+    /// The configuration the client was made with; clone it to make a variant.
     pub fn config(&self) -> &SubmitConfig {
         &self.config
     }
