@@ -29,6 +29,12 @@ where replayed_at is null
 order by received_at
 limit $1;
 
+-- name: dead_letters_drop
+-- An operator's decision: these dead letters are not wanted. Answers the ids removed.
+delete from sume.dead_letters
+where dead_letter_id = any($1)
+returning dead_letter_id;
+
 -- name: dead_letters_mark_replayed
 update sume.dead_letters
 set replayed_at = now()

@@ -148,8 +148,11 @@ pub struct SweepConfig {
     pub daily_reads: u32,
     /// Timeout of one status call.
     pub request_timeout: Duration,
-    /// How long applied and set-aside events and dead letters are kept.
+    /// How long applied and set-aside events are kept.
     pub retention: Duration,
+    /// How long dead letters are kept (`None`: never removed). Long: each is a verified
+    /// delivery answered 2xx that nobody replayed yet.
+    pub dead_letter_retention: Option<Duration>,
     /// Rows one retention statement removes.
     pub retention_batch: usize,
 }
@@ -176,6 +179,7 @@ impl Default for SweepConfig {
             daily_reads: DEFAULT_DAILY_READS,
             request_timeout: Duration::from_secs(10),
             retention: Duration::from_secs(14 * 86_400),
+            dead_letter_retention: Some(Duration::from_secs(90 * 86_400)),
             retention_batch: 1000,
         }
     }
@@ -281,6 +285,12 @@ impl Config {
             return Err(ConfigError::new(
                 "RETENTION",
                 "must be at least 1h: applied events are the memory that makes a redelivery a duplicate",
+            ));
+        }
+        if s.dead_letter_retention.is_some_and(|d| d < s.retention) {
+            return Err(ConfigError::new(
+                "DEAD_LETTER_RETENTION",
+                "must be at least RETENTION (or `never`): a dead letter is a delivery answered 2xx that nobody replayed yet",
             ));
         }
         if s.poll_give_up <= s.poll_after {

@@ -350,6 +350,21 @@ pub async fn replay_dead_letters(
     Ok(out)
 }
 
+/// What `dead-letters drop` did, for a terminal or as JSON.
+pub fn render_dropped(dropped: &[String], missing: &[&String], json: bool) -> String {
+    let value = serde_json::json!({ "dropped": dropped, "not_found": missing });
+    render(&value, json, |_| {
+        let mut s = String::new();
+        for id in dropped {
+            let _ = writeln!(s, "{id}: dropped");
+        }
+        for id in missing {
+            let _ = writeln!(s, "{id}: no such dead letter");
+        }
+        s
+    })
+}
+
 /// What replay did, for a terminal or as JSON.
 pub fn render_replayed(items: &[Replayed], json: bool) -> String {
     render(&items, json, |items| {

@@ -53,6 +53,15 @@ pub enum InboxCommand {
 /// `dead-letters ...`
 #[derive(Debug, Subcommand)]
 pub enum DeadLettersCommand {
+    /// Removes dead letters nobody wants replayed (by id, as `ls` shows them).
+    Drop {
+        /// The dead letters' ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// The database and the output format.
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
     /// Newest first.
     Ls {
         /// The most dead letters to list.
@@ -125,6 +134,22 @@ pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result
 pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
     let store = open_store(&admin.database_url).await?;
     print!("{}", ops::dead_letters_ls(&store, limit, admin.json).await?);
+    Ok(())
+}
+
+/// `dead-letters drop ID...`: fails when an id names no dead letter (the others are dropped).
+pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), CliError> {
+    let store = open_store(&admin.database_url).await?;
+    let dropped = store.dead_letters_drop(ids).await?;
+    let missing: Vec<&String> = ids.iter().filter(|id| !dropped.contains(id)).collect();
+    print!("{}", ops::render_dropped(&dropped, &missing, admin.json));
+    if !missing.is_empty() {
+        return Err(CliError::Failed(format!(
+            "{} of {} ids name no dead letter",
+            missing.len(),
+            ids.len()
+        )));
+    }
     Ok(())
 }
 

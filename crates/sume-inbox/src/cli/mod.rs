@@ -58,7 +58,8 @@ pub enum Command {
         #[command(subcommand)]
         command: InboxCommand,
     },
-    /// Dead letters: `dead-letters ls` lists verified deliveries that named no job.
+    /// Dead letters (verified deliveries that named no job): `ls` lists them, `drop ID...`
+    /// removes those nobody wants replayed.
     #[command(name = "dead-letters")]
     DeadLetters {
         /// What to do with dead letters.
@@ -135,6 +136,9 @@ pub async fn dispatch(command: Command) -> Result<(), CliError> {
         Command::DeadLetters {
             command: DeadLettersCommand::Ls { limit, admin },
         } => admin::dead_letters_ls(limit, &admin).await,
+        Command::DeadLetters {
+            command: DeadLettersCommand::Drop { ids, admin },
+        } => admin::dead_letters_drop(&ids, &admin).await,
         Command::Replay(args) => admin::replay(args).await,
         Command::Stats(admin) => admin::stats(&admin).await,
         Command::Healthcheck(args) => healthcheck::healthcheck(args).await,

@@ -148,10 +148,13 @@ pub struct ServeArgs {
     /// Status calls in flight at once, per instance.
     #[arg(long, env = "SWEEP_CONCURRENCY", default_value = "4")]
     pub sweep_concurrency: String,
-    /// How long applied and set-aside events and dead letters are kept (longer than Sume's
+    /// How long applied and set-aside events are kept (longer than Sume's
     /// whole retry horizon, so a redelivery is still recognised as a duplicate).
     #[arg(long, env = "RETENTION", default_value = "14d")]
     pub retention: String,
+    /// How long dead letters are kept: a duration of at least RETENTION, or `never`.
+    #[arg(long, env = "DEAD_LETTER_RETENTION", default_value = "90d")]
+    pub dead_letter_retention: String,
     /// Rows one retention statement removes.
     #[arg(long, env = "RETENTION_BATCH", default_value = "1000")]
     pub retention_batch: String,
@@ -233,6 +236,10 @@ impl ServeArgs {
                     .min(i32::MAX as usize) as u32,
                 request_timeout: parse_duration("SUME_TIMEOUT", &self.sume_timeout)?,
                 retention: parse_duration("RETENTION", &self.retention)?,
+                dead_letter_retention: match self.dead_letter_retention.trim() {
+                    "never" => None,
+                    raw => Some(parse_duration("DEAD_LETTER_RETENTION", raw)?),
+                },
                 retention_batch: parse_count("RETENTION_BATCH", &self.retention_batch, 1)?,
             },
             shutdown_timeout: parse_duration("SHUTDOWN_TIMEOUT", &self.shutdown_timeout)?,

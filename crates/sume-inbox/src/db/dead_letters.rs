@@ -100,6 +100,13 @@ impl Store {
             .collect())
     }
 
+    /// Removes these dead letters; answers the ids that were there.
+    pub async fn dead_letters_drop(&self, ids: &[String]) -> Result<Vec<String>, DbError> {
+        let client = self.client().await?;
+        let rows = sql::DEAD_LETTERS_DROP.query(&client, &[&ids]).await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
     /// Marks a dead letter replayed (once).
     pub async fn dead_letters_mark_replayed(&self, id: &str) -> Result<(), DbError> {
         let client = self.client().await?;

@@ -37,11 +37,13 @@ const STATEMENTS: [Statement; 4] = [
 ];
 
 impl Store {
-    /// Deletes what is older than `older_than_secs` by `clock`, `batch` rows a statement, at
-    /// most `max_batches` statements per kind (the rest waits for the next pass).
+    /// Deletes what is older than `older_than_secs` by `clock` (dead letters: older than
+    /// `dead_letters_older_than_secs`, never when `None`), `batch` rows a statement, at most
+    /// `max_batches` statements per kind (the rest waits for the next pass).
     pub async fn retention_pass(
         &self,
         older_than_secs: f64,
+        dead_letters_older_than_secs: Option<f64>,
         batch: i64,
         max_batches: usize,
         clock: &Clock,
@@ -50,10 +52,16 @@ impl Store {
         let now = clock.now();
         let mut removed = [0u64; 4];
         for (i, statement) in STATEMENTS.iter().enumerate() {
+            let age = if *statement == sql::DEAD_LETTERS_DELETE_EXPIRED {
+                match dead_letters_older_than_secs {
+                    Some(age) => age,
+                    None => continue,
+                }
+            } else {
+                older_than_secs
+            };
             for _ in 0..max_batches {
-                let n = statement
-                    .execute(&client, &[&older_than_secs, &batch, &now])
-                    .await?;
+                let n = statement.execute(&client, &[&age, &batch, &now]).await?;
                 removed[i] += n;
                 if n < batch as u64 {
                     break;

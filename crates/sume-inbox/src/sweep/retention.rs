@@ -68,6 +68,7 @@ impl Retention {
             .store
             .retention_pass(
                 self.config.retention.as_secs_f64(),
+                self.config.dead_letter_retention.map(|d| d.as_secs_f64()),
                 self.config.retention_batch as i64,
                 BATCHES_PER_PASS,
                 &self.clock,

@@ -161,3 +161,39 @@ async fn admin_commands_show_and_replay_what_is_stored() {
     let (ok, _, err) = admin(&db, &["replay"]);
     assert!(!ok && err.contains("required"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_drops_dead_letters_nobody_wants() {
+    let db = TestDb::new().await;
+    let mut c = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
+    c.batch_execute(
+        "insert into sume.dead_letters (dead_letter_id, reason, body, signed_at, signature)
+         values ('dl_unwanted', 'no job id', '\\x7b7d', 0, 'v1=00'),
+                ('dl_kept', 'no job id', '\\x7b7d', 0, 'v1=00')",
+    )
+    .await
+    .unwrap();
+    let (ok, out, _) = admin(&db, &["dead-letters", "drop", "dl_unwanted", "--json"]);
+    assert!(ok, "{out}");
+    assert_eq!(json(&out)["dropped"], serde_json::json!(["dl_unwanted"]));
+    // An id that names nothing is an error, and drops nothing else.
+    let (ok, out, err) = admin(&db, &["dead-letters", "drop", "dl_unwanted"]);
+    assert!(
+        !ok && out.contains("dl_unwanted: no such dead letter"),
+        "{out}{err}"
+    );
+    assert!(err.contains("1 of 1 ids name no dead letter"), "{err}");
+    let left: Vec<String> = c
+        .query("select dead_letter_id from sume.dead_letters", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(left, vec!["dl_kept"]);
+    // Without an id: a usage error, nothing dropped.
+    let (ok, _, _) = admin(&db, &["dead-letters", "drop"]);
+    assert!(!ok);
+    assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);
+}

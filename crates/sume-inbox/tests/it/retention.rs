@@ -55,7 +55,13 @@ async fn retention_removes_only_what_is_old_and_settled() {
     let fourteen_days = 14.0 * 86_400.0;
     // Bounded: 1,000 rows a statement, two statements a kind in this pass.
     let first = store
-        .retention_pass(fourteen_days, 1000, 2, &Clock::Database)
+        .retention_pass(
+            fourteen_days,
+            Some(20.0 * 86_400.0),
+            1000,
+            2,
+            &Clock::Database,
+        )
         .await
         .unwrap();
     assert_eq!(first.events_applied, 2000);
@@ -93,16 +99,32 @@ async fn retention_removes_only_what_is_old_and_settled() {
     assert_eq!(retention.run_once().await.unwrap(), Removed::default());
     // Fifteen days on, the recent rows are old too: every settled one goes (the foreign check
     // with its set-aside event), never the event still waiting, never a job.
+    // Dead letters have their own, longer retention (DEAD_LETTER_RETENTION, 90 days).
     clock.advance(Duration::from_secs(15 * 86_400));
     assert_eq!(
         retention.run_once().await.unwrap(),
         Removed {
             events_applied: 1,
             events_set_aside: 1,
-            dead_letters: 1,
+            dead_letters: 0,
             inbox_checks: 1,
         }
     );
+    assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);
+    // Kept for good with `never`...
+    let keep = Retention::new(
+        store.clone(),
+        std::sync::Arc::new(sume_inbox::metrics::Metrics::new()),
+        SweepConfig {
+            dead_letter_retention: None,
+            ..SweepConfig::default()
+        },
+        clock.clone(),
+    );
+    clock.advance(Duration::from_secs(1000 * 86_400));
+    assert_eq!(keep.run_once().await.unwrap(), Removed::default());
+    // ...removed after their own retention otherwise.
+    assert_eq!(retention.run_once().await.unwrap().dead_letters, 1);
     let left: Vec<String> = c
         .query("select event_id from sume.events", &[])
         .await
