@@ -40,8 +40,13 @@ pub fn latest() -> i32 {
 /// An arbitrary constant naming "sume-inbox migrations" among advisory locks.
 const LOCK_KEY: i64 = 0x5355_4d45_494e_4258;
 
-/// Applies what is missing; answers the versions it applied.
+/// Applies what is missing; answers the versions it applied. A schema already at this
+/// binary's version (or newer, during a rolling upgrade) is only read: a runtime role with no
+/// right to change the schema starts as well as the role that migrated it.
 pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, DbError> {
+    if current(client).await.is_some_and(|v| v >= latest()) {
+        return Ok(Vec::new());
+    }
     let q = |statement: &'static str| move |e| DbError::query(statement, e);
     client
         .execute("select pg_advisory_lock($1)", &[&LOCK_KEY])
@@ -53,6 +58,18 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, DbError> {
         .execute("select pg_advisory_unlock($1)", &[&LOCK_KEY])
         .await;
     result
+}
+
+/// The applied version, or `None` before the first migration (or when it cannot be read).
+async fn current(client: &Client) -> Option<i32> {
+    client
+        .query_one(
+            "select coalesce(max(version), 0) from sume.schema_migrations",
+            &[],
+        )
+        .await
+        .ok()
+        .map(|r| r.get(0))
 }
 
 async fn apply_missing(client: &mut Client) -> Result<Vec<i32>, DbError> {

@@ -11,6 +11,7 @@ mod ops;
 mod outage;
 mod plans;
 mod retention;
+mod roles;
 mod shutdown;
 mod support;
 mod sweep;

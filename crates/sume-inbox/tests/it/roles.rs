@@ -1,0 +1,98 @@
+//! Least privilege: one role changes the schema (`sume-inbox migrate`), another runs the
+//! daemon with no right to change it, and the application's own role may only register jobs.
+//! The grants here are the ones README lists.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use crate::support::*;
+
+/// `url` with `role` as its user (the throwaway cluster trusts local connections).
+fn as_role(url: &str, role: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://{role}@{host}")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runtime_role_that_cannot_change_the_schema_runs_the_daemon() {
+    let db = TestDb::new().await;
+    let n: u32 = rand::thread_rng().gen();
+    let (migrator, runtime, app) = (
+        format!("sume_migrator_{n}"),
+        format!("sume_runtime_{n}"),
+        format!("sume_app_{n}"),
+    );
+    let dbname = db.url.rsplit('/').next().unwrap().to_owned();
+    let admin = db.client().await;
+    admin
+        .batch_execute(&format!(
+            "create role {migrator} login;
+             create role {runtime} login;
+             create role {app} login;
+             grant create on database {dbname} to {migrator};"
+        ))
+        .await
+        .unwrap();
+
+    // The migration role creates and owns the schema, then grants what the others need.
+    let mut m = connect(&as_role(&db.url, &migrator)).await;
+    sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
+    m.batch_execute(&format!(
+        "grant usage on schema sume to {runtime};
+         grant select, insert, update, delete on all tables in schema sume to {runtime};
+         grant usage on schema sume to {app};
+         grant select, insert on sume.jobs to {app};"
+    ))
+    .await
+    .unwrap();
+
+    // The daemon runs as the runtime role: the schema is current, so it only reads it.
+    let daemon = Daemon::start(config(&as_role(&db.url, &runtime))).await;
+    let http = reqwest::Client::new();
+    assert_eq!(
+        http.get(daemon.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let d = Delivery::completed("job_least_privilege");
+    assert_eq!(
+        d.send(&http, &daemon.url("/webhooks/sume")).await.status(),
+        204
+    );
+    // The application registers its job in its own transaction, with its own role.
+    let mut a = connect(&as_role(&db.url, &app)).await;
+    let tx = a.transaction().await.unwrap();
+    tx.execute(
+        "insert into sume.jobs (job_id, order_id) values ('job_least_privilege', 'o_1')",
+        &[],
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    wait_for("the job closed", Duration::from_secs(10), || async {
+        job_state(&db, "job_least_privilege").await.as_deref() == Some("completed")
+    })
+    .await;
+    daemon.stop().await;
+
+    // Neither may change the schema, and the application may not touch the inbox.
+    let r = connect(&as_role(&db.url, &runtime)).await;
+    let denied = r
+        .batch_execute("create table sume.x (id int)")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        denied.code(),
+        Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE)
+    );
+    let denied = a.query("select * from sume.events", &[]).await.unwrap_err();
+    assert_eq!(
+        denied.code(),
+        Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE)
+    );
+}
