@@ -9,13 +9,17 @@
 #![warn(missing_docs)]
 
 pub mod client;
+#[cfg(feature = "client")]
+pub mod status_client;
 pub mod event;
 pub mod job;
 pub mod secret;
 pub mod signature;
 pub mod status;
 
-pub use client::{ClientError, KeyCheck, RateLimit, StatusClient, StatusOutcome, StatusReply};
+pub use client::{RateLimit, StatusOutcome, StatusReply};
+#[cfg(feature = "client")]
+pub use status_client::{ClientError, KeyCheck, StatusClient, MAX_ANSWER_BYTES};
 pub use event::{body_key, dedupe_key, parse_event, usable_header_id, ParseError, ParsedEvent};
 pub use job::{ErrorBody, ErrorEnvelope, JobObject};
 pub use secret::Secret;

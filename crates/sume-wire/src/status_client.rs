@@ -1,0 +1,191 @@
+//! The client for Sume's status endpoint, `GET {base}/jobs/{id}/status`, and the check of a
+//! key (`GET {base}/jobs?limit=1`). Behind the `client` feature, so that what only parses and
+//! verifies (and is fuzzed) builds without an HTTP client.
+//!
+//! It makes exactly one request per call and reports what came back, rate-limit headers
+//! included; deciding when to call again (budgets, `Retry-After`, backoff) is the caller's job.
+
+use std::time::Duration;
+
+use http::StatusCode;
+use thiserror::Error;
+
+use crate::{JobObject, RateLimit, Secret, StatusOutcome, StatusReply};
+
+/// The most of an answer's body read: a job object or an error envelope is a few KiB, so
+/// anything past this (a misconfigured URL answering a web page, a hostile proxy) is cut.
+pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// Why a status call got no HTTP answer at all. An answer with an error status is not a
+/// `ClientError` but a [`StatusReply`].
+#[derive(Debug, Error)]
+pub enum ClientError {
+    /// No answer within the client's timeout (connecting or the whole call).
+    #[error("status call timed out")]
+    Timeout,
+    /// The call failed below HTTP (refused connection, TLS, reset, a body cut short), or the
+    /// HTTP client could not be built; the text is the underlying error's.
+    #[error("status call failed: {0}")]
+    Transport(String),
+    /// The base URL, as given, is not an absolute `http` or `https` URL that can take a path.
+    #[error("bad base URL {0:?}")]
+    BadUrl(String),
+}
+
+/// A cheap-to-clone client bound to one base URL (e.g. `https://www.sume.so/api/v1`).
+#[derive(Debug, Clone)]
+pub struct StatusClient {
+    http: reqwest::Client,
+    base: reqwest::Url,
+}
+
+impl StatusClient {
+    /// A client for `base_url` (a trailing `/` is ignored). `timeout` bounds both connecting and
+    /// each whole call. Fails with [`ClientError::BadUrl`] for anything but an `http`/`https`
+    /// base, so a misconfigured daemon stops at start rather than at its first poll.
+    pub fn new(base_url: &str, timeout: Duration) -> Result<StatusClient, ClientError> {
+        let base = reqwest::Url::parse(base_url.trim_end_matches('/'))
+            .map_err(|_| ClientError::BadUrl(base_url.to_owned()))?;
+        if base.cannot_be_a_base() || !matches!(base.scheme(), "http" | "https") {
+            return Err(ClientError::BadUrl(base_url.to_owned()));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .user_agent(concat!("sume-inbox/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
+        Ok(StatusClient { http, base })
+    }
+
+    /// `GET {base}/jobs/{job_id}/status` with `key` as a bearer token; `job_id` is
+    /// percent-encoded as one path segment. Every HTTP answer, error statuses included, is
+    /// `Ok`; `Err` means none came back.
+    pub async fn job_status(&self, key: &Secret, job_id: &str) -> Result<StatusReply, ClientError> {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .map_err(|_| ClientError::BadUrl(self.base.to_string()))?
+            .extend(["jobs", job_id, "status"]);
+        let response = self
+            .http
+            .get(url)
+            .bearer_auth(key.expose())
+            .send()
+            .await
+            .map_err(classify)?;
+        let status = response.status();
+        let rate = RateLimit::from_headers(response.headers());
+        let body = read_capped(response, MAX_ANSWER_BYTES).await?;
+        let request_id = (!status.is_success())
+            .then(|| serde_json::from_slice::<crate::ErrorEnvelope>(&body).ok())
+            .flatten()
+            .and_then(|e| e.request_id);
+        let outcome = match status {
+            StatusCode::OK => match serde_json::from_slice::<JobObject>(&body) {
+                Ok(job) => StatusOutcome::Found(job),
+                Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
+            },
+            StatusCode::NOT_FOUND => StatusOutcome::NotFound,
+            StatusCode::UNAUTHORIZED => StatusOutcome::Unauthorized,
+            StatusCode::TOO_MANY_REQUESTS => StatusOutcome::RateLimited,
+            s if s.is_server_error() => StatusOutcome::ServerError,
+            s => StatusOutcome::Unexpected(s.as_u16().to_string()),
+        };
+        Ok(StatusReply {
+            http_status: status.as_u16(),
+            outcome,
+            rate,
+            request_id,
+        })
+    }
+}
+
+impl StatusClient {
+    /// The base URL calls go to (SUME_API_URL).
+    pub fn base_url(&self) -> &str {
+        self.base.as_str()
+    }
+
+    /// One cheap authenticated read that must answer 200 when the base URL and `key` are
+    /// right: `GET {base}/jobs?limit=1` (the workspace's newest job). A 404 here means the URL
+    /// is wrong (no such route), a 401 or 403 that the key is: while this fails, a 404 about a
+    /// job proves nothing.
+    pub async fn check_key(&self, key: &Secret) -> Result<KeyCheck, ClientError> {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .map_err(|_| ClientError::BadUrl(self.base.to_string()))?
+            .push("jobs");
+        url.query_pairs_mut().append_pair("limit", "1");
+        let response = self
+            .http
+            .get(url)
+            .bearer_auth(key.expose())
+            .send()
+            .await
+            .map_err(classify)?;
+        let status = response.status();
+        let rate = RateLimit::from_headers(response.headers());
+        let body = read_capped(response, MAX_ANSWER_BYTES).await?;
+        let json = serde_json::from_slice::<serde_json::Value>(&body).ok();
+        let request_id = json
+            .as_ref()
+            .and_then(|v| v.get("request_id"))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        Ok(KeyCheck {
+            http_status: status.as_u16(),
+            usable: status == StatusCode::OK && json.is_some_and(|v| v.is_object()),
+            rate,
+            request_id,
+        })
+    }
+}
+
+/// What [`StatusClient::check_key`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyCheck {
+    /// The status code as answered.
+    pub http_status: u16,
+    /// 200 with a JSON object: the URL and the key work.
+    pub usable: bool,
+    /// The rate-limit headers of the answer (the check is a read like any other).
+    pub rate: RateLimit,
+    /// Sume's `request_id`, when the answer carries one.
+    pub request_id: Option<String>,
+}
+
+/// Reads at most `limit` bytes of a body; the rest is dropped unread (the connection closes).
+async fn read_capped(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, ClientError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(classify)? {
+        let room = limit - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() == limit {
+            break;
+        }
+    }
+    Ok(body)
+}
+
+fn classify(e: reqwest::Error) -> ClientError {
+    if e.is_timeout() {
+        ClientError::Timeout
+    } else {
+        ClientError::Transport(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_a_bad_base() {
+        assert!(StatusClient::new("not a url", Duration::from_secs(1)).is_err());
+        assert!(StatusClient::new("ftp://x/api", Duration::from_secs(1)).is_err());
+        assert!(StatusClient::new("http://127.0.0.1:1/api/v1/", Duration::from_secs(1)).is_ok());
+    }
+}
