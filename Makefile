@@ -50,3 +50,18 @@ clean-db:
 bench:
 	$(CARGO) build --release -p sume-inbox -p sume-bench
 	$${CARGO_TARGET_DIR:-target}/release/sume-bench run $(BENCH_ARGS)
+
+## fuzz: each cargo-fuzz target of sume-wire (crates/sume-wire/fuzz) for FUZZ_SECONDS on the
+## nightly toolchain, from the seed corpus in the repository; new inputs go to target/fuzz-corpus.
+## Not part of `make test`. Findings land in crates/sume-wire/fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= verify parse_event
+.PHONY: fuzz
+fuzz:
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	@cd crates/sume-wire && for t in $(FUZZ_TARGETS); do \
+		mkdir -p ../../target/fuzz-corpus/$$t && \
+		$(CARGO) +nightly fuzz run $$t ../../target/fuzz-corpus/$$t fuzz/corpus/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 || exit 1; \
+	done
