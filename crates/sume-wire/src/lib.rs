@@ -9,22 +9,22 @@
 #![warn(missing_docs)]
 
 pub mod client;
-#[cfg(feature = "client")]
-pub mod status_client;
 pub mod event;
 pub mod job;
 pub mod secret;
 pub mod signature;
 pub mod status;
+#[cfg(feature = "client")]
+pub mod status_client;
 
 pub use client::{RateLimit, StatusOutcome, StatusReply};
-#[cfg(feature = "client")]
-pub use status_client::{ClientError, KeyCheck, StatusClient, MAX_ANSWER_BYTES};
 pub use event::{body_key, dedupe_key, parse_event, usable_header_id, ParseError, ParsedEvent};
 pub use job::{ErrorBody, ErrorEnvelope, JobObject};
 pub use secret::Secret;
 pub use signature::{sign, signature_header, verify, SignedHeaders, VerifyError};
 pub use status::{JobState, Status};
+#[cfg(feature = "client")]
+pub use status_client::{ClientError, KeyCheck, StatusClient, MAX_ANSWER_BYTES};
 
 /// Header names of a Sume webhook delivery.
 pub mod headers {
