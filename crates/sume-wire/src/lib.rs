@@ -19,7 +19,10 @@ pub use client::{ClientError, RateLimit, StatusClient, StatusOutcome, StatusRepl
 pub use event::{body_key, dedupe_key, parse_event, usable_header_id, ParseError, ParsedEvent};
 pub use job::{ErrorBody, ErrorEnvelope, JobObject};
 pub use secret::Secret;
-pub use signature::{sign, signature_header, verify, SignedHeaders, VerifyError};
+pub use signature::{
+    check_headers, parse_signature, parse_timestamp, sign, signature_header, verify, SignedHeaders,
+    VerifyError, MAX_SIGNATURE_VALUES,
+};
 pub use status::{JobState, Status};
 
 /// Header names of a Sume webhook delivery.
