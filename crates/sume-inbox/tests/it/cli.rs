@@ -57,6 +57,11 @@ fn bad_settings_fail_at_start_naming_the_setting() {
         ),
         (vec![("ADMIN_ADDR", "0.0.0.0:9090")], "ADMIN_TOKEN"),
         (vec![("LOG_FORMAT", "xml")], "LOG_FORMAT"),
+        (vec![("HEADER_TIMEOUT", "0s")], "HEADER_TIMEOUT"),
+        (vec![("BODY_TIMEOUT", "slow")], "BODY_TIMEOUT"),
+        (vec![("IDLE_TIMEOUT", "2s")], "IDLE_TIMEOUT"),
+        (vec![("MAX_CONNECTIONS", "0")], "MAX_CONNECTIONS"),
+        (vec![("MAX_IN_FLIGHT", "many")], "MAX_IN_FLIGHT"),
     ] {
         let (ok, text) = serve(&with(&extra));
         assert!(!ok, "{extra:?} should fail");
@@ -98,6 +103,11 @@ fn the_config_never_prints_its_secrets() {
         admin_token: Some("admin-token-0123456789".into()),
         webhook_tolerance: "5m".into(),
         max_body_bytes: "1MiB".into(),
+        header_timeout: "5s".into(),
+        body_timeout: "30s".into(),
+        idle_timeout: "60s".into(),
+        max_connections: "10000".into(),
+        max_in_flight: "1024".into(),
         ingest_writers: "2".into(),
         ingest_batch_max: "512".into(),
         ingest_timeout: "10s".into(),

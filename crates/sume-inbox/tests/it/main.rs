@@ -10,6 +10,7 @@ mod metrics;
 mod ops;
 mod outage;
 mod plans;
+mod port;
 mod retention;
 mod shutdown;
 mod support;
