@@ -228,6 +228,7 @@ async fn at_max_connections_the_oldest_header_readers_are_shed() {
             .is_none(),
         "the newest stalled connection was shed before the oldest"
     );
+    drop(conns);
     daemon.stop().await;
 }
 
