@@ -12,7 +12,7 @@
 //! and answers what it did; tests call `run_once` with a [`Clock`] they move.
 //!
 //! This file holds what the two services that ask Sume share: the [`StatusReader`] (one status
-//! call under the fleet-wide [`Budget`], this instance's name on its leases), [`serve`] (claims
+//! call under the fleet-wide [`Budget`], this instance's name on its leases), `serve` (claims
 //! served a few at a time), the [`Answer`] a call is read as, and [`backoff`]. Work is claimed
 //! in bounded batches (`for update skip locked`) under a lease, so instances share it without a
 //! leader and a crashed instance's claims return when the lease expires; no request is sent
