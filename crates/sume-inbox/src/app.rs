@@ -147,19 +147,17 @@ pub async fn run(
     }
     drop(ingest);
 
-    let webhook_app = webhook::router(
-        webhook::WebhookState {
-            secrets: Arc::new(config.webhook_secrets.clone()),
-            tolerance: config.webhook_tolerance,
-            max_body_bytes: config.max_body_bytes,
-            body_timeout: config.port.body_timeout,
-            ingest: ingest_handle,
-            timeout: config.ingest.timeout,
-            retry_after_secs: config.ingest.retry_after_secs,
-            health: Readiness::new(health.clone(), store.clone()),
-            metrics: metrics.clone(),
-        },
-    );
+    let webhook_app = webhook::router(webhook::WebhookState {
+        secrets: Arc::new(config.webhook_secrets.clone()),
+        tolerance: config.webhook_tolerance,
+        max_body_bytes: config.max_body_bytes,
+        body_timeout: config.port.body_timeout,
+        ingest: ingest_handle,
+        timeout: config.ingest.timeout,
+        retry_after_secs: config.ingest.retry_after_secs,
+        health: Readiness::new(health.clone(), store.clone()),
+        metrics: metrics.clone(),
+    });
     let admin_app = admin::router(
         admin::AdminState {
             store: store.clone(),
@@ -189,9 +187,8 @@ pub async fn run(
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
     };
     // Boxed, so it can be dropped (with every ingest handle it holds) after a forced stop.
-    let mut servers = Box::pin(async move {
-        tokio::try_join!(serve_webhook, serve_admin.into_future())
-    });
+    let mut servers =
+        Box::pin(async move { tokio::try_join!(serve_webhook, serve_admin.into_future()) });
     crate::notify::ready();
     let served = tokio::select! {
         r = &mut servers => r.map(|_| ()),

@@ -37,5 +37,6 @@ fn raise_to_hard() -> std::io::Result<u64> {
             lim = raised;
         }
     }
+    #[allow(clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not everywhere
     Ok(lim.rlim_cur as u64)
 }

@@ -369,7 +369,9 @@ impl Metrics {
 
     /// Counts a connection closed, or a request refused, by the timer `kind`.
     pub fn port_timeout(&self, kind: TimeoutKind) {
-        self.port_timeouts.get_or_create(&TimeoutLabels { kind }).inc();
+        self.port_timeouts
+            .get_or_create(&TimeoutLabels { kind })
+            .inc();
     }
 
     /// Counts a delivery verified by the secret at `index` of SUME_WEBHOOK_SECRET.

@@ -331,7 +331,11 @@ mod tests {
             (format!("v1={}", "g".repeat(64)), VerifyError::NoV1Signature),
             ([good.as_str(); 6].join(","), VerifyError::TooManySignatures),
         ] {
-            assert_eq!(check_headers(headers(&ts, &sig), now, 300), Err(why), "{sig}");
+            assert_eq!(
+                check_headers(headers(&ts, &sig), now, 300),
+                Err(why),
+                "{sig}"
+            );
         }
         let no_sig = SignedHeaders {
             timestamp: Some(&ts),

@@ -107,7 +107,11 @@ pub async fn serve(
             },
         };
         if let Some((id, conn)) = server.admit() {
-            tracker.spawn(server.clone().connection(stream, id, conn, shutdown.clone()));
+            tracker.spawn(
+                server
+                    .clone()
+                    .connection(stream, id, conn, shutdown.clone()),
+            );
         }
     }
     drop(listener);

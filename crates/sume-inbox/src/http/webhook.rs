@@ -137,7 +137,11 @@ async fn read_body(state: &WebhookState, body: Body) -> Result<Bytes, Response> 
         Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large(state)),
         Ok(Err(e)) => {
             tracing::debug!(error = %e, "webhook body not read");
-            Err((StatusCode::BAD_REQUEST, "the request body could not be read").into_response())
+            Err((
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read",
+            )
+                .into_response())
         }
         Err(_) => {
             state.metrics.port_timeout(TimeoutKind::body);

@@ -98,7 +98,11 @@ async fn metric(daemon: &Daemon, name: &str) -> f64 {
 async fn stalled_headers_are_closed_after_header_timeout() {
     let db = TestDb::new().await;
     let daemon = Daemon::start(short(&db)).await;
-    let mut half = open_with(daemon.webhook, "POST /webhooks/sume HTTP/1.1\r\nhost: x\r\n").await;
+    let mut half = open_with(
+        daemon.webhook,
+        "POST /webhooks/sume HTTP/1.1\r\nhost: x\r\n",
+    )
+    .await;
     let mut silent = open_with(daemon.webhook, "").await;
     for s in [&mut half, &mut silent] {
         assert!(
@@ -196,7 +200,10 @@ async fn thousands_of_stalled_connections_do_not_keep_a_delivery_out() {
         tokio::spawn(async move { read_until_closed(&mut s, Duration::from_secs(20)).await })
     });
     for closed in futures_util::future::join_all(closing).await {
-        assert!(closed.unwrap().is_some(), "a stalled connection stayed open");
+        assert!(
+            closed.unwrap().is_some(),
+            "a stalled connection stayed open"
+        );
     }
     daemon.stop().await;
 }
@@ -250,14 +257,18 @@ async fn beyond_max_in_flight_a_request_gets_503_at_once() {
         let (http, url) = (http.clone(), url.clone());
         async move { Delivery::completed("job_first").send(&http, &url).await }
     });
-    wait_for("the first delivery waits for the lock", Duration::from_secs(10), || async {
-        db.scalar(
-            "select count(*) from pg_locks where not granted
+    wait_for(
+        "the first delivery waits for the lock",
+        Duration::from_secs(10),
+        || async {
+            db.scalar(
+                "select count(*) from pg_locks where not granted
              and database = (select oid from pg_database where datname = current_database())",
-        )
-        .await
-            >= 1
-    })
+            )
+            .await
+                >= 1
+        },
+    )
     .await;
     let quick = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
@@ -272,7 +283,10 @@ async fn beyond_max_in_flight_a_request_gets_503_at_once() {
     assert!(!first.is_finished(), "the first was still in flight");
     lock.rollback().await.unwrap();
     assert_eq!(first.await.unwrap().status(), 204);
-    assert_eq!(metric(&daemon, "sume_inbox_port_in_flight_refused_total").await, 1.0);
+    assert_eq!(
+        metric(&daemon, "sume_inbox_port_in_flight_refused_total").await,
+        1.0
+    );
     daemon.stop().await;
 }
 
@@ -288,17 +302,33 @@ async fn what_cannot_verify_is_refused_without_reading_the_body() {
     for (head, status) in [
         (webhook_head(Some(now), None, mib), "401"),
         (webhook_head(Some(now), Some("v1=abc"), mib), "401"),
-        (webhook_head(Some(now), Some(&[good.as_str(); 6].join(",")), mib), "401"),
+        (
+            webhook_head(Some(now), Some(&[good.as_str(); 6].join(",")), mib),
+            "401",
+        ),
         (webhook_head(None, Some(&good), mib), "401"),
-        (webhook_head(Some(now - 3600), Some(&signature(now - 3600, b"{}")), mib), "401"),
+        (
+            webhook_head(Some(now - 3600), Some(&signature(now - 3600, b"{}")), mib),
+            "401",
+        ),
         (webhook_head(Some(now), Some(&good), 2 * mib), "413"),
     ] {
         let mut s = open_with(daemon.webhook, &head).await;
         let answer = read_head(&mut s, Duration::from_secs(5))
             .await
             .unwrap_or_else(|| panic!("no answer without the body to:\n{head}"));
-        assert!(answer.starts_with(&format!("HTTP/1.1 {status}")), "{answer}\nto:\n{head}");
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{answer}\nto:\n{head}"
+        );
     }
-    assert!(metric(&daemon, "sume_inbox_webhooks_total{outcome=\"unauthorized\"}").await >= 5.0);
+    assert!(
+        metric(
+            &daemon,
+            "sume_inbox_webhooks_total{outcome=\"unauthorized\"}"
+        )
+        .await
+            >= 5.0
+    );
     daemon.stop().await;
 }
