@@ -22,7 +22,7 @@ use crate::config::Config;
 use crate::db::{self, migrate, DbError, Store};
 use crate::health::Health;
 use crate::http::health::Readiness;
-use crate::http::{admin, webhook};
+use crate::http::{admin, server, webhook};
 use crate::ingest::{Ingest, IngestHandle};
 use crate::metrics::Metrics;
 use crate::sweep::{Clock, InboxCheck, Poll, Retention, StatusReader};
@@ -163,6 +163,8 @@ pub async fn run(
     let applied = migrate_with_retry(&url, &shutdown).await?;
     tracing::info!(applied = ?applied, schema = migrate::latest(), "schema is current");
     let store = Store::new(&url, config.db_pool_size)?;
+    // The public port's connections, the pool, the admin port and some to spare.
+    crate::fd_limit::raise((config.port.max_connections + config.db_pool_size + 256) as u64);
     let health = Health::default();
     let metrics = Arc::new(Metrics::new());
     let tracker = TaskTracker::new();
@@ -183,24 +185,23 @@ pub async fn run(
         &health,
     );
 
-    let webhook_app = webhook::router(
-        webhook::WebhookState {
-            secrets: Arc::new(config.webhook_secrets.clone()),
-            tolerance: config.webhook_tolerance,
-            ingest: ingest_handle,
-            timeout: config.ingest.timeout,
-            retry_after_secs: config.ingest.retry_after_secs,
-            health: Readiness::new(health.clone(), store.clone()),
-            metrics: metrics.clone(),
-        },
-        config.max_body_bytes,
-    );
+    let webhook_app = webhook::router(webhook::WebhookState {
+        secrets: Arc::new(config.webhook_secrets.clone()),
+        tolerance: config.webhook_tolerance,
+        max_body_bytes: config.max_body_bytes,
+        body_timeout: config.port.body_timeout,
+        ingest: ingest_handle,
+        timeout: config.ingest.timeout,
+        retry_after_secs: config.ingest.retry_after_secs,
+        health: Readiness::new(health.clone(), store.clone()),
+        metrics: metrics.clone(),
+    });
     let admin_app = admin::router(
         admin::AdminState {
             store: store.clone(),
             attach: attach_handle,
             key_names: Arc::new(config.api_keys.iter().map(|k| k.name.clone()).collect()),
-            metrics,
+            metrics: metrics.clone(),
             health: health.clone(),
         },
         config.admin_token.clone(),
@@ -210,20 +211,22 @@ pub async fn run(
         admin = %listeners.admin.local_addr()?,
         "serving"
     );
-    let serve_webhook = {
-        let shutdown = shutdown.clone();
-        axum::serve(listeners.webhook, webhook_app)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-    };
+    let serve_webhook = server::serve(
+        listeners.webhook,
+        webhook_app,
+        config.port.clone(),
+        config.ingest.retry_after_secs,
+        metrics.clone(),
+        shutdown.clone(),
+    );
     let serve_admin = {
         let shutdown = shutdown.clone();
         axum::serve(listeners.admin, admin_app)
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
     };
     // Boxed, so it can be dropped (with every ingest handle it holds) after a forced stop.
-    let mut servers = Box::pin(async move {
-        tokio::try_join!(serve_webhook.into_future(), serve_admin.into_future())
-    });
+    let mut servers =
+        Box::pin(async move { tokio::try_join!(serve_webhook, serve_admin.into_future()) });
     crate::notify::ready();
     let served = tokio::select! {
         r = &mut servers => r.map(|_| ()),

@@ -54,6 +54,8 @@ pub struct Config {
     pub admin_token: Option<Secret>,
     pub webhook_tolerance: Duration,
     pub max_body_bytes: usize,
+    /// How the public port (LISTEN_ADDR) treats slow and numerous clients.
+    pub port: PortConfig,
     pub ingest: IngestConfig,
     pub attach: AttachConfig,
     pub sweep: SweepConfig,
@@ -78,10 +80,41 @@ impl Config {
             admin_token: None,
             webhook_tolerance: Duration::from_secs(300),
             max_body_bytes: 1024 * 1024,
+            port: PortConfig::default(),
             ingest: IngestConfig::default(),
             attach: AttachConfig::default(),
             sweep: SweepConfig::default(),
             shutdown_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// The public port's timeouts and limits (see [`crate::http::server`] for how each is kept).
+#[derive(Debug, Clone)]
+pub struct PortConfig {
+    /// HEADER_TIMEOUT: from a connection's accept, or from the first byte of a later request on
+    /// a kept-alive connection, until that request's headers are complete.
+    pub header_timeout: Duration,
+    /// BODY_TIMEOUT: from the handler's start until the whole webhook body has arrived; also how
+    /// long a response may wait for a client that does not read it.
+    pub body_timeout: Duration,
+    /// IDLE_TIMEOUT: from the end of a response until the first byte of the next request on a
+    /// kept-alive connection.
+    pub idle_timeout: Duration,
+    /// MAX_CONNECTIONS: open connections on the public port.
+    pub max_connections: usize,
+    /// MAX_IN_FLIGHT: requests being handled at once; beyond, 503 at once.
+    pub max_in_flight: usize,
+}
+
+impl Default for PortConfig {
+    fn default() -> Self {
+        PortConfig {
+            header_timeout: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 10_000,
+            max_in_flight: 1024,
         }
     }
 }
@@ -256,6 +289,9 @@ impl Config {
             ("INGEST_TIMEOUT", self.ingest.timeout),
             ("ATTACH_SCAN_INTERVAL", self.attach.scan_interval),
             ("SHUTDOWN_TIMEOUT", self.shutdown_timeout),
+            ("HEADER_TIMEOUT", self.port.header_timeout),
+            ("BODY_TIMEOUT", self.port.body_timeout),
+            ("IDLE_TIMEOUT", self.port.idle_timeout),
             ("SWEEP_INTERVAL", s.interval),
             ("INBOX_GRACE", s.inbox_grace),
             ("POLL_AFTER", s.poll_after),
@@ -266,6 +302,12 @@ impl Config {
             if d.is_zero() {
                 return Err(ConfigError::new(name, "must be more than 0"));
             }
+        }
+        if self.port.idle_timeout < self.port.header_timeout {
+            return Err(ConfigError::new(
+                "IDLE_TIMEOUT",
+                "must be at least HEADER_TIMEOUT (a client may pause before its next request longer than it takes to send one)",
+            ));
         }
         if s.poll_max_interval < s.poll_after {
             return Err(ConfigError::new(
@@ -328,6 +370,18 @@ mod tests {
         assert_eq!(
             refused(&|c| c.webhook_tolerance = Duration::from_millis(500)),
             "WEBHOOK_TOLERANCE"
+        );
+        assert_eq!(
+            refused(&|c| c.port.header_timeout = Duration::ZERO),
+            "HEADER_TIMEOUT"
+        );
+        assert_eq!(
+            refused(&|c| c.port.body_timeout = Duration::ZERO),
+            "BODY_TIMEOUT"
+        );
+        assert_eq!(
+            refused(&|c| c.port.idle_timeout = Duration::from_secs(1)),
+            "IDLE_TIMEOUT"
         );
         assert_eq!(
             refused(&|c| c.sweep.inbox_grace = Duration::ZERO),

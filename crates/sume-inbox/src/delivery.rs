@@ -55,6 +55,20 @@ pub struct Verified {
     pub header_mismatch: bool,
 }
 
+/// What the headers alone can refuse (malformed or missing signature or timestamp, a stale
+/// timestamp): checked before the body is read, so a request that cannot verify costs no wait.
+pub fn check_headers(
+    received: Received<'_>,
+    now: i64,
+    tolerance_secs: u64,
+) -> Result<(), VerifyError> {
+    let signed = SignedHeaders {
+        timestamp: received.timestamp,
+        signature: received.signature,
+    };
+    sume_wire::check_headers(signed, now, tolerance_secs)
+}
+
 /// Verifies `body` against `secrets` at `now` (Unix seconds; the timestamp must be within
 /// `tolerance_secs` of it, 0 for no freshness check) and reads it into what the inbox stores.
 pub fn verify_delivery(

@@ -22,6 +22,7 @@ pub mod close;
 pub mod config;
 pub mod db;
 pub mod delivery;
+pub mod fd_limit;
 pub mod health;
 pub mod http;
 pub mod ingest;

@@ -34,6 +34,28 @@ pub enum WebhookOutcome {
     unavailable,
 }
 
+/// Which timer closed a connection on the public port (the `kind` label of
+/// `sume_inbox_port_timeouts`); [`crate::http::server`] says what each measures.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum TimeoutKind {
+    /// HEADER_TIMEOUT: a request's headers did not arrive in time.
+    header,
+    /// BODY_TIMEOUT: a webhook's body did not arrive in time (answered 408).
+    body,
+    /// IDLE_TIMEOUT: a kept-alive connection sent no next request in time.
+    idle,
+    /// BODY_TIMEOUT applied to a response the client did not take.
+    write,
+}
+
+/// The label of `sume_inbox_port_timeouts`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TimeoutLabels {
+    /// Which timer fired.
+    pub kind: TimeoutKind,
+}
+
 /// The label of `sume_inbox_webhooks`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
@@ -111,6 +133,17 @@ pub struct Metrics {
     pub sume_api_verdicts_held: Gauge,
     sume_api_key_usable: Family<KeyLabels, Gauge>,
     reads_left_today: Family<KeyLabels, Gauge>,
+    /// Connections open on the public port now.
+    pub port_connections_open: Gauge,
+    /// Connections closed at MAX_CONNECTIONS because they were still sending (or had not
+    /// started) their request headers, to make room for a new one.
+    pub port_connections_shed: Counter,
+    /// New connections closed at once at MAX_CONNECTIONS, when none could be shed.
+    pub port_connections_refused: Counter,
+    /// Connections closed (or requests answered 408) by a timeout, by which one.
+    pub port_timeouts: Family<TimeoutLabels, Counter>,
+    /// Requests answered 503 at once because MAX_IN_FLIGHT were being handled.
+    pub port_in_flight_refused: Counter,
     db_up: Gauge,
     inbox_waiting: Gauge,
     inbox_oldest_age_seconds: Gauge<f64, AtomicU64>,
@@ -152,6 +185,11 @@ impl Metrics {
             sume_api_verdicts_held: Gauge::default(),
             sume_api_key_usable: Family::default(),
             reads_left_today: Family::default(),
+            port_connections_open: Gauge::default(),
+            port_connections_shed: Counter::default(),
+            port_connections_refused: Counter::default(),
+            port_timeouts: Family::default(),
+            port_in_flight_refused: Counter::default(),
             db_up: Gauge::default(),
             inbox_waiting: Gauge::default(),
             inbox_oldest_age_seconds: Gauge::default(),
@@ -249,6 +287,36 @@ impl Metrics {
             "Rows removed by retention",
             self.retention_removed.clone(),
         );
+        self.register_port(r);
+    }
+
+    /// The public port's connections, timeouts and refusals.
+    fn register_port(&self, r: &mut Registry) {
+        r.register(
+            "port_connections_open",
+            "Connections open on LISTEN_ADDR",
+            self.port_connections_open.clone(),
+        );
+        r.register(
+            "port_connections_shed",
+            "Connections still sending their request headers, closed at MAX_CONNECTIONS to make room",
+            self.port_connections_shed.clone(),
+        );
+        r.register(
+            "port_connections_refused",
+            "New connections closed at once at MAX_CONNECTIONS (none could be shed)",
+            self.port_connections_refused.clone(),
+        );
+        r.register(
+            "port_timeouts",
+            "Connections closed or requests refused by HEADER_TIMEOUT, BODY_TIMEOUT or IDLE_TIMEOUT",
+            self.port_timeouts.clone(),
+        );
+        r.register(
+            "port_in_flight_refused",
+            "Requests answered 503 at once because MAX_IN_FLIGHT were being handled",
+            self.port_in_flight_refused.clone(),
+        );
     }
 
     /// What is read at scrape time: the fleet's numbers from the database, this instance's
@@ -326,6 +394,13 @@ impl Metrics {
     pub fn webhook(&self, outcome: WebhookOutcome) {
         self.webhooks
             .get_or_create(&OutcomeLabels { outcome })
+            .inc();
+    }
+
+    /// Counts a connection closed, or a request refused, by the timer `kind`.
+    pub fn port_timeout(&self, kind: TimeoutKind) {
+        self.port_timeouts
+            .get_or_create(&TimeoutLabels { kind })
             .inc();
     }
 

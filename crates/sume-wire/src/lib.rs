@@ -21,7 +21,10 @@ pub use client::{RateLimit, StatusOutcome, StatusReply};
 pub use event::{body_key, dedupe_key, parse_event, usable_header_id, ParseError, ParsedEvent};
 pub use job::{ErrorBody, ErrorEnvelope, JobObject};
 pub use secret::Secret;
-pub use signature::{sign, signature_header, verify, SignedHeaders, VerifyError};
+pub use signature::{
+    check_headers, parse_signature, parse_timestamp, sign, signature_header, verify, SignedHeaders,
+    VerifyError, MAX_SIGNATURE_VALUES,
+};
 pub use status::{JobState, Status};
 #[cfg(feature = "client")]
 pub use status_client::{ClientError, KeyCheck, StatusClient, MAX_ANSWER_BYTES};

@@ -35,9 +35,13 @@ pub enum VerifyError {
     /// The delivery has no `X-Sume-Signature`.
     #[error("missing X-Sume-Signature header")]
     MissingSignature,
-    /// `X-Sume-Signature` holds no `v1=<hex>` value (other schemes and bad hex are skipped).
+    /// `X-Sume-Signature` holds no `v1=<64 hex>` value (other schemes and malformed values are
+    /// skipped).
     #[error("X-Sume-Signature carries no v1= value")]
     NoV1Signature,
+    /// `X-Sume-Signature` carries more than [`MAX_SIGNATURE_VALUES`] values.
+    #[error("X-Sume-Signature carries more than {MAX_SIGNATURE_VALUES} values")]
+    TooManySignatures,
     /// Forged, altered in transit, or signed under a secret this receiver does not hold.
     #[error("no v1 signature matches any configured secret")]
     Mismatch,
@@ -83,6 +87,75 @@ pub fn signature_header(secrets: &[Secret], timestamp: i64, body: &[u8]) -> Stri
         .join(",")
 }
 
+/// The most comma-separated values one `X-Sume-Signature` may carry: a rotation needs two, a
+/// header with dozens is not a sender's and would make the receiver compute an HMAC for each.
+pub const MAX_SIGNATURE_VALUES: usize = 5;
+
+/// The length of a `v1=` value: the hex of a SHA-256 HMAC.
+const V1_HEX_LEN: usize = 64;
+
+/// Reads `X-Sume-Signature`: comma-separated `scheme=value` items, at most
+/// [`MAX_SIGNATURE_VALUES`]; answers the `v1=<64 hex>` values, decoded. Other schemes and
+/// malformed values are skipped (a sender may add a scheme before receivers know it), but a
+/// header with no usable `v1=` value is refused.
+pub fn parse_signature(header: Option<&str>) -> Result<Vec<[u8; 32]>, VerifyError> {
+    let header = header.ok_or(VerifyError::MissingSignature)?;
+    let items = header.split(',');
+    if items.clone().count() > MAX_SIGNATURE_VALUES {
+        return Err(VerifyError::TooManySignatures);
+    }
+    let values: Vec<[u8; 32]> = items
+        .filter_map(|part| {
+            let (k, v) = part.trim().split_once('=')?;
+            let v = v.trim();
+            if k.trim() != "v1" || v.len() != V1_HEX_LEN {
+                return None;
+            }
+            let mut out = [0u8; 32];
+            hex::decode_to_slice(v, &mut out).ok()?;
+            Some(out)
+        })
+        .collect();
+    if values.is_empty() {
+        return Err(VerifyError::NoV1Signature);
+    }
+    Ok(values)
+}
+
+/// Reads `X-Sume-Timestamp` (Unix seconds).
+pub fn parse_timestamp(header: Option<&str>) -> Result<i64, VerifyError> {
+    header
+        .ok_or(VerifyError::MissingTimestamp)?
+        .trim()
+        .parse()
+        .map_err(|_| VerifyError::BadTimestamp)
+}
+
+fn check_freshness(ts: i64, now: i64, tolerance_secs: u64) -> Result<(), VerifyError> {
+    let age = now.saturating_sub(ts);
+    if age.unsigned_abs() > tolerance_secs {
+        return Err(VerifyError::StaleTimestamp {
+            age_secs: age,
+            tolerance_secs,
+        });
+    }
+    Ok(())
+}
+
+/// What a receiver can check before it reads a body: both headers present and well formed,
+/// and the timestamp within `tolerance_secs` of `now`. A delivery that fails here cannot
+/// verify, so the receiver can refuse it without reading (or waiting for) its body; one that
+/// passes still needs [`verify`].
+pub fn check_headers(
+    headers: SignedHeaders<'_>,
+    now: i64,
+    tolerance_secs: u64,
+) -> Result<(), VerifyError> {
+    let ts = parse_timestamp(headers.timestamp)?;
+    parse_signature(headers.signature)?;
+    check_freshness(ts, now, tolerance_secs)
+}
+
 /// Checks a delivery. On success, answers the index in `secrets` of the secret that verified it
 /// (so an operator can tell when an old secret has stopped being used).
 ///
@@ -99,24 +172,9 @@ pub fn verify(
     if secrets.is_empty() {
         return Err(VerifyError::NoSecrets);
     }
-    let ts_raw = headers
-        .timestamp
-        .ok_or(VerifyError::MissingTimestamp)?
-        .trim();
-    let ts: i64 = ts_raw.parse().map_err(|_| VerifyError::BadTimestamp)?;
-    let header = headers.signature.ok_or(VerifyError::MissingSignature)?;
-    let candidates: Vec<Vec<u8>> = header
-        .split(',')
-        .filter_map(|part| {
-            let (k, v) = part.trim().split_once('=')?;
-            (k.trim() == "v1")
-                .then(|| hex::decode(v.trim()).ok())
-                .flatten()
-        })
-        .collect();
-    if candidates.is_empty() {
-        return Err(VerifyError::NoV1Signature);
-    }
+    let ts = parse_timestamp(headers.timestamp)?;
+    let ts_raw = headers.timestamp.unwrap_or_default().trim();
+    let candidates = parse_signature(headers.signature)?;
     // Check every pair without an early exit on the byte level; the loop over pairs is public
     // knowledge (the number of values and secrets), the comparison itself is constant-time.
     let mut matched = None;
@@ -129,13 +187,7 @@ pub fn verify(
         }
     }
     let index = matched.ok_or(VerifyError::Mismatch)?;
-    let age = now.saturating_sub(ts);
-    if age.unsigned_abs() > tolerance_secs {
-        return Err(VerifyError::StaleTimestamp {
-            age_secs: age,
-            tolerance_secs,
-        });
-    }
+    check_freshness(ts, now, tolerance_secs)?;
     Ok(index)
 }
 
@@ -256,6 +308,46 @@ mod tests {
         assert_eq!(
             verify(headers(&ts, &good), body, &[], now, 300),
             Err(VerifyError::NoSecrets)
+        );
+    }
+
+    #[test]
+    fn headers_are_checked_without_the_body() {
+        let now = 1_700_000_000;
+        let ts = now.to_string();
+        let good = signature_header(&[Secret::new("whsec_new")], now, b"{}");
+        assert_eq!(check_headers(headers(&ts, &good), now, 300), Ok(()));
+        let rotated = format!("{good},{good},v2=abc");
+        assert_eq!(check_headers(headers(&ts, &rotated), now, 300), Ok(()));
+        let stale = (now - 301).to_string();
+        assert!(matches!(
+            check_headers(headers(&stale, &good), now, 300),
+            Err(VerifyError::StaleTimestamp { .. })
+        ));
+        for (sig, why) in [
+            ("v1=abc".to_owned(), VerifyError::NoV1Signature),
+            ("v1=".to_owned(), VerifyError::NoV1Signature),
+            ("sha256=abc".to_owned(), VerifyError::NoV1Signature),
+            (format!("v1={}", "g".repeat(64)), VerifyError::NoV1Signature),
+            ([good.as_str(); 6].join(","), VerifyError::TooManySignatures),
+        ] {
+            assert_eq!(
+                check_headers(headers(&ts, &sig), now, 300),
+                Err(why),
+                "{sig}"
+            );
+        }
+        let no_sig = SignedHeaders {
+            timestamp: Some(&ts),
+            signature: None,
+        };
+        assert_eq!(
+            check_headers(no_sig, now, 300),
+            Err(VerifyError::MissingSignature)
+        );
+        assert_eq!(
+            check_headers(headers("soon", &good), now, 300),
+            Err(VerifyError::BadTimestamp)
         );
     }
 }

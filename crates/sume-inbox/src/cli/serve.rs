@@ -101,6 +101,22 @@ pub struct ServeArgs {
     /// The largest webhook body accepted (413 beyond).
     #[arg(long, env = "MAX_BODY_BYTES", default_value = "1MiB")]
     pub max_body_bytes: String,
+    /// Time a client has to send a request's headers: from the accept, or from the first byte
+    /// of a later request on a kept-alive connection.
+    #[arg(long, env = "HEADER_TIMEOUT", default_value = "5s")]
+    pub header_timeout: String,
+    /// Time a client has to send a webhook's whole body, and to take a response.
+    #[arg(long, env = "BODY_TIMEOUT", default_value = "30s")]
+    pub body_timeout: String,
+    /// How long a kept-alive connection may sit idle between requests (at least HEADER_TIMEOUT).
+    #[arg(long, env = "IDLE_TIMEOUT", default_value = "60s")]
+    pub idle_timeout: String,
+    /// Open connections on LISTEN_ADDR; beyond, the oldest still sending its headers is closed.
+    #[arg(long, env = "MAX_CONNECTIONS", default_value = "10000")]
+    pub max_connections: String,
+    /// Requests handled at once on LISTEN_ADDR; beyond, 503 with Retry-After at once.
+    #[arg(long, env = "MAX_IN_FLIGHT", default_value = "1024")]
+    pub max_in_flight: String,
     /// Ingest writer tasks.
     #[arg(long, env = "INGEST_WRITERS", default_value = "2")]
     pub ingest_writers: String,
@@ -212,6 +228,13 @@ impl ServeArgs {
             admin_token,
             webhook_tolerance: parse_duration("WEBHOOK_TOLERANCE", &self.webhook_tolerance)?,
             max_body_bytes: parse_bytes("MAX_BODY_BYTES", &self.max_body_bytes)?,
+            port: PortConfig {
+                header_timeout: parse_duration("HEADER_TIMEOUT", &self.header_timeout)?,
+                body_timeout: parse_duration("BODY_TIMEOUT", &self.body_timeout)?,
+                idle_timeout: parse_duration("IDLE_TIMEOUT", &self.idle_timeout)?,
+                max_connections: parse_count("MAX_CONNECTIONS", &self.max_connections, 1)?,
+                max_in_flight: parse_count("MAX_IN_FLIGHT", &self.max_in_flight, 1)?,
+            },
             ingest: IngestConfig {
                 writers: parse_count("INGEST_WRITERS", &self.ingest_writers, 1)?,
                 batch_max: parse_count("INGEST_BATCH_MAX", &self.ingest_batch_max, 1)?,

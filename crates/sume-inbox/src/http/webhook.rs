@@ -1,29 +1,33 @@
 //! `POST /webhooks/sume` on LISTEN_ADDR, beside the health checks of [`super::health`].
 //!
-//! A delivery is verified here (signature over every configured secret, timestamp within the
-//! tolerance), read, and handed to the ingest actor; the answer waits for the commit:
+//! A delivery is checked from its headers alone first (signature header well formed, timestamp
+//! within the tolerance, Content-Length within MAX_BODY_BYTES), so a request that cannot verify
+//! is refused before its body is read or waited for; then the body is read within BODY_TIMEOUT,
+//! the signature verified over every configured secret, and the delivery handed to the ingest
+//! actor; the answer waits for the commit:
 //! - 204: stored, a duplicate, an unknown job (it waits in the inbox), or a verified body that
 //!   names no job (kept as a dead letter);
-//! - 401: missing or wrong signature, or a stale timestamp; nothing stored;
-//! - 413: body over MAX_BODY_BYTES; 404/405: wrong path or method;
+//! - 401: missing, malformed or wrong signature, or a stale timestamp; nothing stored;
+//! - 413: body over MAX_BODY_BYTES (declared or sent); 408: body not sent within BODY_TIMEOUT;
+//!   404/405: wrong path or method;
 //! - 503 with Retry-After: the database could not take the write. Never a 2xx without a commit.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use sume_wire::{headers, Secret};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use sume_wire::{headers, Secret, VerifyError};
 
 use super::health::{self, Readiness};
-use crate::delivery::{verify_delivery, Delivery, Received};
+use crate::delivery::{check_headers, verify_delivery, Delivery, Received};
 use crate::ingest::{IngestHandle, Stored};
-use crate::metrics::{Metrics, WebhookOutcome};
+use crate::metrics::{Metrics, TimeoutKind, WebhookOutcome};
 use crate::ratelog::LogBudget;
 
 /// Refused deliveries are counted always and logged at most this often (anyone can send them).
@@ -38,6 +42,10 @@ pub struct WebhookState {
     pub secrets: Arc<Vec<Secret>>,
     /// WEBHOOK_TOLERANCE: how far a signed timestamp may be from now.
     pub tolerance: Duration,
+    /// MAX_BODY_BYTES: the largest body read (413 beyond).
+    pub max_body_bytes: usize,
+    /// BODY_TIMEOUT: how long the whole body may take to arrive (408 beyond).
+    pub body_timeout: Duration,
     /// Where verified deliveries go.
     pub ingest: IngestHandle,
     /// How long a request waits for its commit.
@@ -51,17 +59,24 @@ pub struct WebhookState {
 }
 
 /// The public port's routes: the webhook and the health checks.
-pub fn router(state: WebhookState, max_body_bytes: usize) -> Router {
+pub fn router(state: WebhookState) -> Router {
     Router::new()
         .route("/webhooks/sume", post(receive))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .layer(DefaultBodyLimit::max(max_body_bytes))
         .with_state(state)
 }
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn received(headers: &HeaderMap) -> Received<'_> {
+    Received {
+        timestamp: header_str(headers, headers::TIMESTAMP),
+        signature: header_str(headers, headers::SIGNATURE),
+        event_id: header_str(headers, headers::EVENT_ID),
+    }
 }
 
 fn unix_now() -> i64 {
@@ -71,28 +86,26 @@ fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
-async fn receive(
-    State(state): State<WebhookState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body {
-        Ok(body) => body,
-        Err(rejection) => {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                state.metrics.webhook(WebhookOutcome::too_large);
-            }
-            return rejection.into_response();
-        }
-    };
-    let received = Received {
-        timestamp: header_str(&headers, headers::TIMESTAMP),
-        signature: header_str(&headers, headers::SIGNATURE),
-        event_id: header_str(&headers, headers::EVENT_ID),
-    };
+/// Cheap checks first: the headers alone can refuse a delivery (401, 413) before a byte of its
+/// body is read; then the body, within BODY_TIMEOUT and MAX_BODY_BYTES; then the signature.
+async fn receive(State(state): State<WebhookState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
     let tolerance = state.tolerance.as_secs();
+    if let Err(e) = check_headers(received(headers), unix_now(), tolerance) {
+        return refused(&state, e);
+    }
+    let declared = header_str(headers, header::CONTENT_LENGTH.as_str())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > state.max_body_bytes as u64) {
+        return too_large(&state);
+    }
+    let body = match read_body(&state, body).await {
+        Ok(body) => body,
+        Err(answer) => return answer,
+    };
     let now = unix_now();
-    let delivery = match verify_delivery(received, body, &state.secrets, now, tolerance) {
+    let delivery = match verify_delivery(received(headers), body, &state.secrets, now, tolerance) {
         Ok(verified) => {
             state.metrics.verified_by(verified.secret_index);
             state
@@ -103,7 +116,7 @@ async fn receive(
                 state.metrics.event_id_mismatch.inc();
                 if let Some(left_out) = ODD_DELIVERIES_LOG.allow() {
                     tracing::warn!(
-                        header = header_str(&headers, headers::EVENT_ID).unwrap_or("-"),
+                        header = header_str(headers, headers::EVENT_ID).unwrap_or("-"),
                         left_out,
                         "X-Sume-Event-Id differs from the body's event id; stored under the body's"
                     );
@@ -111,14 +124,59 @@ async fn receive(
             }
             verified.delivery
         }
-        Err(e) => {
-            if let Some(left_out) = REFUSALS_LOG.allow() {
-                tracing::warn!(reason = %e, left_out, "webhook refused");
-            }
-            state.metrics.webhook(WebhookOutcome::unauthorized);
-            return (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
-        }
+        Err(e) => return refused(&state, e),
     };
+    store(&state, delivery).await
+}
+
+/// Reads the whole body within BODY_TIMEOUT and MAX_BODY_BYTES; the error is the answer.
+async fn read_body(state: &WebhookState, body: Body) -> Result<Bytes, Response> {
+    let limited = Limited::new(body, state.max_body_bytes);
+    match tokio::time::timeout(state.body_timeout, limited.collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large(state)),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "webhook body not read");
+            Err((
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read",
+            )
+                .into_response())
+        }
+        Err(_) => {
+            state.metrics.port_timeout(TimeoutKind::body);
+            let mut answer = (
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive within BODY_TIMEOUT",
+            )
+                .into_response();
+            answer
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            Err(answer)
+        }
+    }
+}
+
+fn refused(state: &WebhookState, e: VerifyError) -> Response {
+    if let Some(left_out) = REFUSALS_LOG.allow() {
+        tracing::warn!(reason = %e, left_out, "webhook refused");
+    }
+    state.metrics.webhook(WebhookOutcome::unauthorized);
+    (StatusCode::UNAUTHORIZED, e.to_string()).into_response()
+}
+
+fn too_large(state: &WebhookState) -> Response {
+    state.metrics.webhook(WebhookOutcome::too_large);
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the body is over MAX_BODY_BYTES ({})", state.max_body_bytes),
+    )
+        .into_response()
+}
+
+/// Hands a verified delivery to the ingest actor and answers once it is committed.
+async fn store(state: &WebhookState, delivery: Delivery) -> Response {
     if let Delivery::DeadLetter(letter) = &delivery {
         if let Some(left_out) = ODD_DELIVERIES_LOG.allow() {
             tracing::warn!(reason = %letter.reason, left_out, "verified webhook names no job; keeping it as a dead letter");

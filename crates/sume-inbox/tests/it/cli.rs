@@ -57,6 +57,11 @@ fn bad_settings_fail_at_start_naming_the_setting() {
         ),
         (vec![("ADMIN_ADDR", "0.0.0.0:9090")], "ADMIN_TOKEN"),
         (vec![("LOG_FORMAT", "xml")], "LOG_FORMAT"),
+        (vec![("HEADER_TIMEOUT", "0s")], "HEADER_TIMEOUT"),
+        (vec![("BODY_TIMEOUT", "slow")], "BODY_TIMEOUT"),
+        (vec![("IDLE_TIMEOUT", "2s")], "IDLE_TIMEOUT"),
+        (vec![("MAX_CONNECTIONS", "0")], "MAX_CONNECTIONS"),
+        (vec![("MAX_IN_FLIGHT", "many")], "MAX_IN_FLIGHT"),
     ] {
         let (ok, text) = serve(&with(&extra));
         assert!(!ok, "{extra:?} should fail");

@@ -1,0 +1,284 @@
+//! The public port's server loop: accepts on LISTEN_ADDR and serves the webhook router over
+//! hyper's HTTP/1, with the timeouts and limits a port open to anyone needs.
+//!
+//! - Timeouts (HEADER_TIMEOUT, IDLE_TIMEOUT, and BODY_TIMEOUT for a response nobody reads) are
+//!   kept by the socket of each connection, [`super::timed_io`]; BODY_TIMEOUT for a webhook's
+//!   body by the handler, [`super::webhook`]. Hyper's own `header_read_timeout` is set to
+//!   HEADER_TIMEOUT + IDLE_TIMEOUT, a backstop the socket's timers always beat.
+//! - MAX_CONNECTIONS: at the limit, the oldest connection still waiting for (or reading) a
+//!   request head is closed to make room; when every connection is busy with a request, the
+//!   new one is closed at once. No request being handled is ever dropped for a newcomer.
+//! - MAX_IN_FLIGHT: requests handled at once; beyond, `503` with `Retry-After` at once.
+//! - Accept errors (out of descriptors, say) are logged at a bounded rate and the loop goes on
+//!   after a short pause.
+//!
+//! Shutdown, as with `axum::serve`: on the token the loop stops accepting, every connection
+//! finishes its request in flight and closes, and [`serve`] returns when all are closed.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::io;
+use std::pin::{pin, Pin};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, Request, Response, StatusCode};
+use axum::response::IntoResponse;
+use axum::Router;
+use bytes::Bytes;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::server::conn::http1;
+use hyper::service::{service_fn, Service};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::timed_io::{ConnState, TimedIo};
+use crate::config::PortConfig;
+use crate::metrics::Metrics;
+use crate::ratelog::LogBudget;
+
+/// Accept errors repeat while their cause lasts: a line now and then, with how many were left out.
+static ACCEPT_ERRORS_LOG: LogBudget = LogBudget::new(1, Duration::from_secs(5));
+
+/// The pause after an accept error that says the process is out of something (descriptors,
+/// memory): accepting again at once would spin.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(50);
+
+/// The largest buffer hyper keeps per connection: request heads larger than this are refused,
+/// so a stalled connection holds at most this much.
+const MAX_BUF_SIZE: usize = 16 * 1024;
+
+/// What every connection of the port shares.
+struct Server {
+    app: Router,
+    config: PortConfig,
+    retry_after_secs: u64,
+    metrics: Arc<Metrics>,
+    in_flight: Arc<Semaphore>,
+    conns: Mutex<Conns>,
+    http: http1::Builder,
+}
+
+/// The open connections, oldest first (ids grow with each accept).
+#[derive(Default)]
+struct Conns {
+    next_id: u64,
+    open: BTreeMap<u64, Arc<ConnState>>,
+}
+
+/// Serves `app` on `listener` until `shutdown`, then waits for every connection to close.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    config: PortConfig,
+    retry_after_secs: u64,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+) -> io::Result<()> {
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(config.header_timeout + config.idle_timeout)
+        .max_buf_size(MAX_BUF_SIZE);
+    let server = Arc::new(Server {
+        app,
+        in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+        config,
+        retry_after_secs,
+        metrics,
+        conns: Mutex::new(Conns::default()),
+        http,
+    });
+    let tracker = TaskTracker::new();
+    loop {
+        let stream = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => stream,
+                Err(e) => {
+                    accept_failed(e).await;
+                    continue;
+                }
+            },
+        };
+        if let Some((id, conn)) = server.admit() {
+            tracker.spawn(
+                server
+                    .clone()
+                    .connection(stream, id, conn, shutdown.clone()),
+            );
+        }
+    }
+    drop(listener);
+    tracker.close();
+    tracker.wait().await;
+    Ok(())
+}
+
+/// Logs (at a bounded rate) and pauses when the error says the process is short of resources.
+async fn accept_failed(e: io::Error) {
+    if let Some(left_out) = ACCEPT_ERRORS_LOG.allow() {
+        tracing::warn!(error = %e, left_out, "accepting a connection on LISTEN_ADDR failed");
+    }
+    let starved = matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    );
+    if starved {
+        tokio::time::sleep(ACCEPT_PAUSE).await;
+    }
+}
+
+impl Server {
+    fn conns(&self) -> std::sync::MutexGuard<'_, Conns> {
+        self.conns.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a new connection, shedding the oldest one still waiting for its request head
+    /// at MAX_CONNECTIONS; `None` when none could be shed (the new one is then closed).
+    fn admit(&self) -> Option<(u64, Arc<ConnState>)> {
+        let mut conns = self.conns();
+        if conns.open.len() >= self.config.max_connections {
+            let oldest = conns
+                .open
+                .iter()
+                .find(|(_, c)| c.awaiting_head())
+                .map(|(id, _)| *id);
+            let Some(shed) = oldest.and_then(|id| conns.open.remove(&id)) else {
+                self.metrics.port_connections_refused.inc();
+                return None;
+            };
+            shed.shed.cancel();
+            self.metrics.port_connections_shed.inc();
+        }
+        let id = conns.next_id;
+        conns.next_id += 1;
+        let conn = Arc::new(ConnState::accepted());
+        conns.open.insert(id, conn.clone());
+        self.metrics
+            .port_connections_open
+            .set(conns.open.len() as i64);
+        Some((id, conn))
+    }
+
+    fn forget(&self, id: u64) {
+        let mut conns = self.conns();
+        conns.open.remove(&id);
+        self.metrics
+            .port_connections_open
+            .set(conns.open.len() as i64);
+    }
+
+    /// Serves one connection until it closes, times out, is shed, or drains at shutdown.
+    async fn connection(
+        self: Arc<Self>,
+        stream: TcpStream,
+        id: u64,
+        conn: Arc<ConnState>,
+        shutdown: CancellationToken,
+    ) {
+        let io = TokioIo::new(TimedIo::new(
+            stream,
+            conn.clone(),
+            &self.config,
+            self.metrics.clone(),
+        ));
+        let service = {
+            let (server, conn) = (self.clone(), conn.clone());
+            service_fn(move |request| server.clone().handle(request, conn.clone()))
+        };
+        let mut http = pin!(self.http.serve_connection(io, service));
+        let mut draining = false;
+        let served = loop {
+            tokio::select! {
+                served = http.as_mut() => break served,
+                // Dropping the connection closes the socket.
+                _ = conn.shed.cancelled() => break Ok(()),
+                _ = shutdown.cancelled(), if !draining => {
+                    http.as_mut().graceful_shutdown();
+                    draining = true;
+                }
+            }
+        };
+        if let Err(e) = served {
+            tracing::debug!(error = %e, "public port connection ended on an error");
+        }
+        self.forget(id);
+    }
+
+    /// One request: refused at once beyond MAX_IN_FLIGHT, else routed.
+    async fn handle(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        conn: Arc<ConnState>,
+    ) -> Result<Response<Tracked>, Infallible> {
+        conn.request_started();
+        let done = ResponseDone(conn);
+        let response = match self.in_flight.clone().try_acquire_owned() {
+            Ok(_permit) => {
+                let routed = TowerToHyperService::new(self.app.clone()).call(request);
+                match routed.await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                }
+            }
+            Err(_) => {
+                self.metrics.port_in_flight_refused.inc();
+                overloaded(self.retry_after_secs)
+            }
+        };
+        Ok(response.map(|body| Tracked { body, _done: done }))
+    }
+}
+
+fn overloaded(retry_after_secs: u64) -> Response<Body> {
+    let mut response = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many requests in flight; retry later",
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    response
+}
+
+/// Marks the connection idle when dropped, i.e. when hyper has written the response.
+struct ResponseDone(Arc<ConnState>);
+
+impl Drop for ResponseDone {
+    fn drop(&mut self) {
+        self.0.response_done();
+    }
+}
+
+/// A response body that says, by being dropped, that the response has been written.
+pub struct Tracked {
+    body: Body,
+    _done: ResponseDone,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}

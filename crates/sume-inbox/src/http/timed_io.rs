@@ -1,0 +1,245 @@
+//! One public-port connection's state and its socket with timers: what lets HEADER_TIMEOUT and
+//! IDLE_TIMEOUT differ, which hyper's own `header_read_timeout` cannot (it restarts whenever
+//! hyper waits for the next request head, so it would close idle kept-alive connections after
+//! the header timeout).
+//!
+//! [`ConnState`] knows where a connection stands: waiting for (or reading) a request head, busy
+//! with a request, or idle after a response. The server loop moves it to busy when hyper hands
+//! a request to the service and to idle when the response body is dropped (written); the
+//! socket moves it from idle to reading a head when a byte arrives. [`TimedIo`] fails a read
+//! with `TimedOut` once the deadline of that state has passed:
+//! - reading a head: HEADER_TIMEOUT from the accept, or from the first byte of a later request;
+//! - idle: IDLE_TIMEOUT from the end of the last response;
+//! - busy: none here (the webhook handler bounds its body read by BODY_TIMEOUT, and the rest of
+//!   a request is the server's own time).
+//!
+//! A write that makes no progress for BODY_TIMEOUT (a client that does not read its answers)
+//! fails the same way. Each timeout is counted in `sume_inbox_port_timeouts`.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::PortConfig;
+use crate::metrics::{Metrics, TimeoutKind};
+
+/// Where a connection stands.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Waiting for, or reading, a request head since `since`.
+    Head { since: Instant },
+    /// A request is being handled or its response written.
+    Busy,
+    /// The last response was written at `since`; no byte of the next request yet.
+    Idle { since: Instant },
+}
+
+/// One open connection, shared by its socket, its service and the server's registry.
+#[derive(Debug)]
+pub struct ConnState {
+    phase: Mutex<Phase>,
+    /// Cancelled when the server sheds this connection to make room for a new one.
+    pub shed: CancellationToken,
+}
+
+impl ConnState {
+    /// A connection accepted now: its head is due within HEADER_TIMEOUT.
+    pub fn accepted() -> ConnState {
+        ConnState {
+            phase: Mutex::new(Phase::Head {
+                since: Instant::now(),
+            }),
+            shed: CancellationToken::new(),
+        }
+    }
+
+    fn with_phase<T>(&self, f: impl FnOnce(&mut Phase) -> T) -> T {
+        f(&mut self.phase.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Hyper has read a request head and handed the request to the service.
+    pub fn request_started(&self) {
+        self.with_phase(|p| *p = Phase::Busy);
+    }
+
+    /// The response has been written (its body dropped): the idle timer starts.
+    pub fn response_done(&self) {
+        self.with_phase(|p| {
+            *p = Phase::Idle {
+                since: Instant::now(),
+            }
+        });
+    }
+
+    /// Waiting for or reading a request head, so it may be shed: no request would be lost.
+    pub fn awaiting_head(&self) -> bool {
+        self.with_phase(|p| !matches!(p, Phase::Busy))
+    }
+
+    fn bytes_arrived(&self) {
+        self.with_phase(|p| {
+            if let Phase::Idle { .. } = p {
+                *p = Phase::Head {
+                    since: Instant::now(),
+                };
+            }
+        });
+    }
+
+    fn read_deadline(&self, timeouts: &Timeouts) -> Option<(Instant, TimeoutKind)> {
+        self.with_phase(|p| match *p {
+            Phase::Head { since } => Some((since + timeouts.header, TimeoutKind::header)),
+            Phase::Idle { since } => Some((since + timeouts.idle, TimeoutKind::idle)),
+            Phase::Busy => None,
+        })
+    }
+}
+
+/// The timeouts the socket keeps.
+#[derive(Debug, Clone, Copy)]
+struct Timeouts {
+    header: Duration,
+    idle: Duration,
+    write: Duration,
+}
+
+/// A TCP stream whose reads and writes fail with `TimedOut` past the connection's deadlines.
+pub struct TimedIo {
+    inner: TcpStream,
+    conn: Arc<ConnState>,
+    timeouts: Timeouts,
+    metrics: Arc<Metrics>,
+    read_timer: Option<Pin<Box<Sleep>>>,
+    write_timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl TimedIo {
+    /// Wraps an accepted stream.
+    pub fn new(
+        inner: TcpStream,
+        conn: Arc<ConnState>,
+        config: &PortConfig,
+        metrics: Arc<Metrics>,
+    ) -> TimedIo {
+        TimedIo {
+            inner,
+            conn,
+            timeouts: Timeouts {
+                header: config.header_timeout,
+                idle: config.idle_timeout,
+                write: config.body_timeout,
+            },
+            metrics,
+            read_timer: None,
+            write_timer: None,
+        }
+    }
+
+    fn timed_out(&self, kind: TimeoutKind) -> io::Error {
+        self.metrics.port_timeout(kind);
+        io::Error::new(io::ErrorKind::TimedOut, format!("{kind:?} timeout"))
+    }
+
+    /// Called when a read is pending: fails it if the phase's deadline has passed, else
+    /// arranges to be woken at the deadline.
+    fn poll_read_deadline(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let Some((deadline, kind)) = self.conn.read_deadline(&self.timeouts) else {
+            return Poll::Pending;
+        };
+        let timer = self
+            .read_timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.deadline() != deadline {
+            timer.as_mut().reset(deadline);
+        }
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(self.timed_out(kind)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Called on a write's outcome: progress disarms the stall timer, a pending write arms it.
+    fn write_outcome<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        outcome: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if outcome.is_ready() {
+            self.write_timer = None;
+            return outcome;
+        }
+        let stall = self.timeouts.write;
+        let timer = self
+            .write_timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(stall)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(self.timed_out(TimeoutKind::write))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for TimedIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    this.conn.bytes_arrived();
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => this.poll_read_deadline(cx).map(Err),
+        }
+    }
+}
+
+impl AsyncWrite for TimedIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.inner).poll_write(cx, data);
+        this.write_outcome(cx, outcome)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.write_outcome(cx, outcome)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.inner).poll_flush(cx);
+        this.write_outcome(cx, outcome)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
