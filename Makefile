@@ -55,7 +55,7 @@ bench:
 ## nightly toolchain, from the seed corpus in the repository; new inputs go to target/fuzz-corpus.
 ## Not part of `make test`. Findings land in crates/sume-wire/fuzz/artifacts/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= verify parse_event
+FUZZ_TARGETS ?= signature_header verify parse_event
 .PHONY: fuzz
 fuzz:
 	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked

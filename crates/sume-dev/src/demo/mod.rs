@@ -138,6 +138,9 @@ async fn settle(
     let instances = args.instances.max(1);
     let deadline = started + args.deadline;
     loop {
+        // Nothing waiting before and after the measure: nothing changed while it was taken (a
+        // late event would be waiting at the second look, its grace not over yet).
+        let quiet_before = pending_events(store).await? == 0;
         let report = Report::measure(
             instances,
             sim,
@@ -148,7 +151,7 @@ async fn settle(
             started.elapsed(),
         )
         .await?;
-        let settled = report.all_match() && pending_events(store).await? == 0;
+        let settled = report.all_match() && quiet_before && pending_events(store).await? == 0;
         if settled || Instant::now() > deadline {
             return Ok(report);
         }

@@ -1,0 +1,81 @@
+//! The label sets of the metrics: what a series is broken down by. Names of keys and the
+//! position of a secret, never a key or a secret.
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+
+/// How a webhook delivery was answered (the `outcome` label of `sume_inbox_webhooks`).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum WebhookOutcome {
+    /// Stored new: 204.
+    stored,
+    /// Already stored: 204.
+    duplicate,
+    /// Verified but naming no job, kept as a dead letter: 204.
+    dead_lettered,
+    /// Missing or wrong signature, or a stale timestamp: 401.
+    unauthorized,
+    /// Body over MAX_BODY_BYTES: 413.
+    too_large,
+    /// Not committed in time: 503.
+    unavailable,
+}
+
+/// Which timer closed a connection on the public port (the `kind` label of
+/// `sume_inbox_port_timeouts`); [`crate::http::server`] says what each measures.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum TimeoutKind {
+    /// HEADER_TIMEOUT: a request's headers did not arrive in time.
+    header,
+    /// BODY_TIMEOUT: a webhook's body did not arrive in time (answered 408).
+    body,
+    /// IDLE_TIMEOUT: a kept-alive connection sent no next request in time.
+    idle,
+    /// BODY_TIMEOUT applied to a response the client did not take.
+    write,
+}
+
+/// The label of `sume_inbox_port_timeouts`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TimeoutLabels {
+    /// Which timer fired.
+    pub kind: TimeoutKind,
+}
+
+/// The label of `sume_inbox_webhooks`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// How the delivery was answered.
+    pub outcome: WebhookOutcome,
+}
+
+/// The position of the verifying secret in SUME_WEBHOOK_SECRET (never the secret).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SecretLabels {
+    /// 0 for the first secret, 1 for the second, ...
+    pub secret: String,
+}
+
+/// The label of `sume_inbox_jobs_closed`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClosedLabels {
+    /// `webhook`, `poll` or `give_up`.
+    pub by: String,
+}
+
+/// The label of `sume_inbox_sume_api_key_usable`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KeyLabels {
+    /// The API key's name (never the key).
+    pub key: String,
+}
+
+/// The labels of `sume_inbox_sume_requests`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiLabels {
+    /// The API key's name (never the key).
+    pub key: String,
+    /// The HTTP status, or `timeout` / `error`.
+    pub code: String,
+}
