@@ -53,7 +53,7 @@ async fn answers_and_stores_exactly_what_it_should() {
         r#"{{"job_id":"job_big","pad":"{}"}}"#,
         "x".repeat(70 * 1024)
     );
-    assert_eq!(big.send(&http, &url).await.status(), 413);
+    big.send_too_large(&http, &url).await;
 
     // Wrong path, wrong method.
     assert_eq!(
