@@ -153,6 +153,39 @@ fn spawn_ingest(
     handle
 }
 
+/// The public port's router (the webhook, the health checks) and the admin API's.
+fn routers(
+    config: &Config,
+    store: &Store,
+    metrics: &Arc<Metrics>,
+    health: &Health,
+    ingest: IngestHandle,
+    attach: AttachHandle,
+) -> (axum::Router, axum::Router) {
+    let webhook_app = webhook::router(webhook::WebhookState {
+        secrets: Arc::new(config.webhook_secrets.clone()),
+        tolerance: config.webhook_tolerance,
+        max_body_bytes: config.max_body_bytes,
+        body_timeout: config.port.body_timeout,
+        ingest,
+        timeout: config.ingest.timeout,
+        retry_after_secs: config.ingest.retry_after_secs,
+        health: Readiness::new(health.clone(), store.clone()),
+        metrics: metrics.clone(),
+    });
+    let admin_app = admin::router(
+        admin::AdminState {
+            store: store.clone(),
+            attach,
+            key_names: Arc::new(config.api_keys.iter().map(|k| k.name.clone()).collect()),
+            metrics: metrics.clone(),
+            health: health.clone(),
+        },
+        config.admin_token.clone(),
+    );
+    (webhook_app, admin_app)
+}
+
 /// Runs the daemon until `shutdown` is cancelled.
 pub async fn run(
     config: Config,
@@ -185,26 +218,13 @@ pub async fn run(
         &health,
     );
 
-    let webhook_app = webhook::router(webhook::WebhookState {
-        secrets: Arc::new(config.webhook_secrets.clone()),
-        tolerance: config.webhook_tolerance,
-        max_body_bytes: config.max_body_bytes,
-        body_timeout: config.port.body_timeout,
-        ingest: ingest_handle,
-        timeout: config.ingest.timeout,
-        retry_after_secs: config.ingest.retry_after_secs,
-        health: Readiness::new(health.clone(), store.clone()),
-        metrics: metrics.clone(),
-    });
-    let admin_app = admin::router(
-        admin::AdminState {
-            store: store.clone(),
-            attach: attach_handle,
-            key_names: Arc::new(config.api_keys.iter().map(|k| k.name.clone()).collect()),
-            metrics: metrics.clone(),
-            health: health.clone(),
-        },
-        config.admin_token.clone(),
+    let (webhook_app, admin_app) = routers(
+        &config,
+        &store,
+        &metrics,
+        &health,
+        ingest_handle,
+        attach_handle,
     );
     tracing::info!(
         listen = %listeners.webhook.local_addr()?,

@@ -17,11 +17,14 @@ pub use parse::*;
 #[derive(Debug, Error, PartialEq, Eq)]
 #[error("{name}: {problem}")]
 pub struct ConfigError {
+    /// The setting's name as the user sets it (`WEBHOOK_TOLERANCE`, `--older-than`).
     pub name: &'static str,
+    /// What is wrong with it.
     pub problem: String,
 }
 
 impl ConfigError {
+    /// A problem with the setting `name`.
     pub fn new(name: &'static str, problem: impl Into<String>) -> Self {
         ConfigError {
             name,
@@ -34,31 +37,47 @@ impl ConfigError {
 /// memory except in an `Authorization` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiKey {
+    /// The name jobs carry (`sume.jobs.api_key`) and logs and metrics use.
     pub name: String,
+    /// The key itself.
     pub key: Secret,
 }
 
 /// Everything `serve` needs, validated.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// DATABASE_URL (it may hold a password).
     pub database_url: Secret,
+    /// DB_POOL_SIZE: connections in this instance's pool.
     pub db_pool_size: usize,
+    /// SUME_WEBHOOK_SECRET: any of them verifies a delivery (rotation).
     pub webhook_secrets: Vec<Secret>,
+    /// SUME_API_URL: the base of Sume's API, without a trailing `/`.
     pub sume_api_url: String,
     /// SUME_API_ALLOW_PLAINTEXT: an `http://` SUME_API_URL to another host than this one is
     /// refused unless this is set (the API keys would travel in clear).
     pub sume_api_allow_plaintext: bool,
+    /// SUME_API_KEYS (or SUME_API_KEY as `default`); none: the sweep asks Sume nothing.
     pub api_keys: Vec<ApiKey>,
+    /// LISTEN_ADDR: the webhook and the health checks.
     pub listen_addr: SocketAddr,
+    /// ADMIN_ADDR: the admin API and `/metrics`.
     pub admin_addr: SocketAddr,
+    /// ADMIN_TOKEN: the bearer token of the admin API; required off loopback.
     pub admin_token: Option<Secret>,
+    /// WEBHOOK_TOLERANCE: how far a signed timestamp may be from now.
     pub webhook_tolerance: Duration,
+    /// MAX_BODY_BYTES: the largest webhook body taken (413 beyond).
     pub max_body_bytes: usize,
     /// How the public port (LISTEN_ADDR) treats slow and numerous clients.
     pub port: PortConfig,
+    /// The ingest writers.
     pub ingest: IngestConfig,
+    /// The attach task.
     pub attach: AttachConfig,
+    /// The sweep's services.
     pub sweep: SweepConfig,
+    /// SHUTDOWN_TIMEOUT: how long shutdown waits for in-flight work.
     pub shutdown_timeout: Duration,
 }
 
@@ -144,11 +163,14 @@ pub struct AttachConfig {
 /// A number of requests per time window, e.g. `100/1m`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rate {
+    /// Requests...
     pub count: u32,
+    /// ...per this window.
     pub per: Duration,
 }
 
 impl Rate {
+    /// The rate as requests a second.
     pub fn per_second(&self) -> f64 {
         self.count as f64 / self.per.as_secs_f64()
     }

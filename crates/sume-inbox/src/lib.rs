@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! sume-inbox: receives Sume's signed webhooks into a PostgreSQL inbox and applies them to jobs
 //! once the job rows commit, whichever comes first.
 //!

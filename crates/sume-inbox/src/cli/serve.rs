@@ -183,36 +183,7 @@ impl ServeArgs {
     /// Reads and validates every setting; the first bad one is reported by name.
     pub fn into_config(self) -> Result<Config, ConfigError> {
         use config::*;
-        // An optional variable set to nothing (`SUME_API_KEYS=` in a compose file) is unset.
-        let given = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
-        let (webhook_secret, sume_api_keys, sume_api_key, admin_token) = (
-            given(self.webhook_secret),
-            given(self.sume_api_keys),
-            given(self.sume_api_key),
-            given(self.admin_token),
-        );
-        let webhook_secrets = match webhook_secret.as_deref() {
-            Some(raw) => parse_secrets("SUME_WEBHOOK_SECRET", raw)?,
-            None => return Err(ConfigError::new("SUME_WEBHOOK_SECRET", "is required")),
-        };
-        let api_keys = match (sume_api_keys.as_deref(), sume_api_key.as_deref()) {
-            (Some(raw), _) => parse_api_keys("SUME_API_KEYS", raw)?,
-            (None, Some(key)) => vec![ApiKey {
-                name: "default".to_owned(),
-                key: sume_wire::Secret::new(key.trim()),
-            }],
-            (None, None) => Vec::new(),
-        };
-        let admin_token = match admin_token {
-            Some(t) if t.trim().len() < 16 => {
-                return Err(ConfigError::new(
-                    "ADMIN_TOKEN",
-                    "must be at least 16 characters",
-                ))
-            }
-            Some(t) => Some(sume_wire::Secret::new(t.trim())),
-            None => None,
-        };
+        let (webhook_secrets, api_keys, admin_token) = self.secrets()?;
         let config = Config {
             database_url: check_database_url(&self.database_url)?,
             db_pool_size: parse_count("DB_POOL_SIZE", &self.db_pool_size, 2)?,
@@ -245,29 +216,75 @@ impl ServeArgs {
                 scan_interval: parse_duration("ATTACH_SCAN_INTERVAL", &self.attach_scan_interval)?,
                 ..AttachConfig::default()
             },
-            sweep: SweepConfig {
-                interval: parse_duration("SWEEP_INTERVAL", &self.sweep_interval)?,
-                inbox_grace: parse_duration("INBOX_GRACE", &self.inbox_grace)?,
-                poll_after: parse_duration("POLL_AFTER", &self.poll_after)?,
-                poll_max_interval: parse_duration("POLL_MAX_INTERVAL", &self.poll_max_interval)?,
-                poll_give_up: parse_duration("POLL_GIVE_UP", &self.poll_give_up)?,
-                batch: parse_count("SWEEP_BATCH", &self.sweep_batch, 1)?,
-                lease: parse_duration("SWEEP_LEASE", &self.sweep_lease)?,
-                concurrency: parse_count("SWEEP_CONCURRENCY", &self.sweep_concurrency, 1)?,
-                read_rate: parse_rate("SUME_READ_RATE", &self.sume_read_rate)?,
-                daily_reads: parse_count("SUME_READ_DAILY", &self.sume_read_daily, 1)?
-                    .min(i32::MAX as usize) as u32,
-                request_timeout: parse_duration("SUME_TIMEOUT", &self.sume_timeout)?,
-                retention: parse_duration("RETENTION", &self.retention)?,
-                dead_letter_retention: match self.dead_letter_retention.trim() {
-                    "never" => None,
-                    raw => Some(parse_duration("DEAD_LETTER_RETENTION", raw)?),
-                },
-                retention_batch: parse_count("RETENTION_BATCH", &self.retention_batch, 1)?,
-            },
+            sweep: self.sweep()?,
             shutdown_timeout: parse_duration("SHUTDOWN_TIMEOUT", &self.shutdown_timeout)?,
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// The webhook secrets, the API keys and the admin token. An optional variable set to
+    /// nothing (`SUME_API_KEYS=` in a compose file) is unset.
+    #[allow(clippy::type_complexity)]
+    fn secrets(
+        &self,
+    ) -> Result<
+        (
+            Vec<sume_wire::Secret>,
+            Vec<config::ApiKey>,
+            Option<sume_wire::Secret>,
+        ),
+        ConfigError,
+    > {
+        use config::*;
+        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        let webhook_secrets = match given(&self.webhook_secret).as_deref() {
+            Some(raw) => parse_secrets("SUME_WEBHOOK_SECRET", raw)?,
+            None => return Err(ConfigError::new("SUME_WEBHOOK_SECRET", "is required")),
+        };
+        let api_keys = match (given(&self.sume_api_keys), given(&self.sume_api_key)) {
+            (Some(raw), _) => parse_api_keys("SUME_API_KEYS", &raw)?,
+            (None, Some(key)) => vec![ApiKey {
+                name: "default".to_owned(),
+                key: sume_wire::Secret::new(key.trim()),
+            }],
+            (None, None) => Vec::new(),
+        };
+        let admin_token = match given(&self.admin_token) {
+            Some(t) if t.trim().len() < 16 => {
+                return Err(ConfigError::new(
+                    "ADMIN_TOKEN",
+                    "must be at least 16 characters",
+                ))
+            }
+            Some(t) => Some(sume_wire::Secret::new(t.trim())),
+            None => None,
+        };
+        Ok((webhook_secrets, api_keys, admin_token))
+    }
+
+    /// The sweep's settings.
+    fn sweep(&self) -> Result<config::SweepConfig, ConfigError> {
+        use config::*;
+        Ok(config::SweepConfig {
+            interval: parse_duration("SWEEP_INTERVAL", &self.sweep_interval)?,
+            inbox_grace: parse_duration("INBOX_GRACE", &self.inbox_grace)?,
+            poll_after: parse_duration("POLL_AFTER", &self.poll_after)?,
+            poll_max_interval: parse_duration("POLL_MAX_INTERVAL", &self.poll_max_interval)?,
+            poll_give_up: parse_duration("POLL_GIVE_UP", &self.poll_give_up)?,
+            batch: parse_count("SWEEP_BATCH", &self.sweep_batch, 1)?,
+            lease: parse_duration("SWEEP_LEASE", &self.sweep_lease)?,
+            concurrency: parse_count("SWEEP_CONCURRENCY", &self.sweep_concurrency, 1)?,
+            read_rate: parse_rate("SUME_READ_RATE", &self.sume_read_rate)?,
+            daily_reads: parse_count("SUME_READ_DAILY", &self.sume_read_daily, 1)?
+                .min(i32::MAX as usize) as u32,
+            request_timeout: parse_duration("SUME_TIMEOUT", &self.sume_timeout)?,
+            retention: parse_duration("RETENTION", &self.retention)?,
+            dead_letter_retention: match self.dead_letter_retention.trim() {
+                "never" => None,
+                raw => Some(parse_duration("DEAD_LETTER_RETENTION", raw)?),
+            },
+            retention_batch: parse_count("RETENTION_BATCH", &self.retention_batch, 1)?,
+        })
     }
 }
