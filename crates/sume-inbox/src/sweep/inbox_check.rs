@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{backoff_base, jitter, pause, send_deadline, serve, Answer, Reply, StatusReader};
+use super::{backoff_base, every, jitter, send_deadline, serve, Answer, Reply, StatusReader};
 use crate::clock::Clock;
 use crate::config::SweepConfig;
 use crate::db::{ClaimedCheck, Concluded, DbError, Store, Verdict};
@@ -176,18 +176,10 @@ impl InboxCheck {
         if self.reader.keys().is_empty() {
             tracing::warn!("no SUME_API_KEYS: stale inbox rows are not checked");
         }
-        while !shutdown.is_cancelled() {
-            match self.run_once(&shutdown).await {
-                Ok(stats) if stats != InboxCheckStats::default() => {
-                    tracing::info!(?stats, "inbox-check pass")
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "inbox-check pass failed; will retry"),
-            }
-            if !pause(self.config.interval, &shutdown).await {
-                break;
-            }
-        }
+        every("inbox-check", self.config.interval, &shutdown, || {
+            self.run_once(&shutdown)
+        })
+        .await;
         guard.finished();
     }
 
@@ -196,14 +188,12 @@ impl InboxCheck {
     /// out for this pass). Does nothing without API keys.
     pub async fn run_once(&self, shutdown: &CancellationToken) -> Result<InboxCheckStats, DbError> {
         let mut total = InboxCheckStats::default();
-        if self.reader.keys().is_empty() {
-            return Ok(total);
-        }
-        self.reader.ensure_budget().await?;
-        self.reader
-            .verify_keys(Instant::now() + self.config.request_timeout)
+        // No keys, or 404s are not verdicts right now: nothing to check.
+        let prepared = self
+            .reader
+            .prepare_pass(self.config.request_timeout)
             .await?;
-        if !self.reader.verdicts_allowed() {
+        if prepared != Some(true) {
             return Ok(total);
         }
         loop {

@@ -135,6 +135,17 @@ impl StatusReader {
         }
     }
 
+    /// What a pass that asks Sume does first: nothing without keys (`None`); else the budget's
+    /// buckets exist, due keys are checked, and the answer says whether 404s are verdicts now.
+    pub async fn prepare_pass(&self, check_for: Duration) -> Result<Option<bool>, DbError> {
+        if self.keys.is_empty() {
+            return Ok(None);
+        }
+        self.ensure_budget().await?;
+        self.verify_keys(Instant::now() + check_for).await?;
+        Ok(Some(self.verdicts_allowed()))
+    }
+
     /// Whether 404s may be taken as verdicts now (every key checked and usable, the breaker
     /// closed). Holds are logged and shown by `sume_inbox_sume_api_verdicts_held`.
     pub fn verdicts_allowed(&self) -> bool {
@@ -361,11 +372,25 @@ where
     Ok((stats, unserved))
 }
 
-/// Waits a jittered `interval` (so instances drift apart); false if shutdown came first.
-async fn pause(interval: Duration, shutdown: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = shutdown.cancelled() => false,
-        _ = tokio::time::sleep(jitter(interval)) => true,
+/// A service's loop: `pass` every `interval` (jittered, so instances drift apart) until
+/// shutdown. A pass that did something is logged with its stats, a failed one is logged and
+/// tried again at the next tick; the loop only schedules, `pass` does the work.
+async fn every<S, F, Fut>(what: &str, interval: Duration, shutdown: &CancellationToken, mut pass: F)
+where
+    S: std::fmt::Debug + Default + PartialEq,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<S, DbError>>,
+{
+    while !shutdown.is_cancelled() {
+        match pass().await {
+            Ok(stats) if stats != S::default() => tracing::info!(?stats, "{what} pass"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "{what} pass failed; will retry"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep(jitter(interval)) => {}
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::poll_decision::{PollDecision, PollFold, PollRules};
-use super::{pause, send_deadline, serve, Reply, StatusReader};
+use super::{every, send_deadline, serve, Reply, StatusReader};
 use crate::clock::Clock;
 use crate::close::Outcome;
 use crate::config::{ApiKey, SweepConfig};
@@ -91,16 +91,10 @@ impl Poll {
         if self.reader.keys().is_empty() {
             tracing::warn!("no SUME_API_KEYS: open jobs are not polled");
         }
-        while !shutdown.is_cancelled() {
-            match self.run_once(&shutdown).await {
-                Ok(stats) if stats != PollStats::default() => tracing::info!(?stats, "poll pass"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "poll pass failed; will retry"),
-            }
-            if !pause(self.config.interval, &shutdown).await {
-                break;
-            }
-        }
+        every("poll", self.config.interval, &shutdown, || {
+            self.run_once(&shutdown)
+        })
+        .await;
         guard.finished();
     }
 
@@ -108,14 +102,14 @@ impl Poll {
     /// for this pass), polls each. Does nothing without API keys.
     pub async fn run_once(&self, shutdown: &CancellationToken) -> Result<PollStats, DbError> {
         let mut total = PollStats::default();
-        if self.reader.keys().is_empty() {
+        let Some(verdicts) = self
+            .reader
+            .prepare_pass(self.config.request_timeout)
+            .await?
+        else {
             return Ok(total);
-        }
-        self.reader.ensure_budget().await?;
-        self.reader
-            .verify_keys(Instant::now() + self.config.request_timeout)
-            .await?;
-        let hold_verdicts = !self.reader.verdicts_allowed();
+        };
+        let hold_verdicts = !verdicts;
         loop {
             let stats = self.batch(shutdown, hold_verdicts).await?;
             let more = stats.jobs_claimed == self.config.batch && stats.deferred == 0;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::pause;
+use super::every;
 use crate::clock::Clock;
 use crate::config::SweepConfig;
 use crate::db::{DbError, Removed, Store};
@@ -46,18 +46,10 @@ impl Retention {
     /// Runs a pass every `SWEEP_INTERVAL` (jittered) until shutdown.
     pub async fn run(self, shutdown: CancellationToken, health: Health) {
         let guard = health.task("sweep-retention");
-        while !shutdown.is_cancelled() {
-            match self.run_once().await {
-                Ok(removed) if removed != Removed::default() => {
-                    tracing::info!(?removed, "retention pass")
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "retention pass failed; will retry"),
-            }
-            if !pause(self.config.interval, &shutdown).await {
-                break;
-            }
-        }
+        every("retention", self.config.interval, &shutdown, || {
+            self.run_once()
+        })
+        .await;
         guard.finished();
     }
 
