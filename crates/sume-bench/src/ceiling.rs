@@ -132,12 +132,15 @@ async fn insert_until(
         let bodies: Vec<&[u8]> = keyed.iter().map(|k| k.2.body.as_ref()).collect();
         let signed: Vec<i64> = keyed.iter().map(|k| k.2.signed_at).collect();
         let sigs: Vec<&str> = keyed.iter().map(|k| k.2.signature.as_str()).collect();
+        // The header's id beside the key, equal to it as in the daemon's rows (the generated
+        // envelope's id is the one its header carries).
+        let hints: Vec<Option<&str>> = keyed.iter().map(|k| Some(k.0.as_str())).collect();
         let tx = client.transaction().await?;
         let stored = tx
             .query(
                 &stmt,
                 &[
-                    &ids, &jobs, &types, &statuses, &results, &bodies, &signed, &sigs,
+                    &ids, &jobs, &types, &statuses, &results, &bodies, &signed, &sigs, &hints,
                 ],
             )
             .await?;
