@@ -232,6 +232,8 @@ async fn one_pass(url: &str, sim: &RunningSim, due: usize) -> anyhow::Result<(Du
             count: 1_000_000,
             per: Duration::from_secs(1),
         },
+        // The pass is measured, not the day's allowance: no cap within it.
+        daily_reads: 100_000_000,
         request_timeout: Duration::from_secs(10),
         ..SweepConfig::default()
     };
@@ -245,7 +247,8 @@ async fn one_pass(url: &str, sim: &RunningSim, due: usize) -> anyhow::Result<(Du
             key: Secret::new("sk_bench"),
         }],
         config.read_rate,
-    );
+    )
+    .with_daily_reads(config.daily_reads);
     let poll = Poll::new(store.clone(), metrics, reader, config, Clock::Database);
     let started = Instant::now();
     let stats = poll.run_once(&CancellationToken::new()).await?;
