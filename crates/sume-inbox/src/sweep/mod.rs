@@ -252,12 +252,24 @@ impl StatusReader {
     }
 }
 
+/// The kernel's host name (gethostname(2): no file to read, so it works inside a sandbox that
+/// hides /proc/sys).
+fn kernel_hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; the kernel writes a NUL-terminated name.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    String::from_utf8(buf[..end].to_vec()).ok()
+}
+
 /// This process's name on its leases: the host's name (the kernel's, since `HOSTNAME` is unset
 /// under systemd), the process id and 64 random bits, so two processes never share a name,
 /// even on hosts with one name (containers, clones).
 pub fn lease_owner() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
+    let host = kernel_hostname()
         .or_else(|| std::env::var("HOSTNAME").ok())
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
