@@ -62,20 +62,7 @@ impl StatusClient {
     /// percent-encoded as one path segment. Every HTTP answer, error statuses included, is
     /// `Ok`; `Err` means none came back.
     pub async fn job_status(&self, key: &Secret, job_id: &str) -> Result<StatusReply, ClientError> {
-        let mut url = self.base.clone();
-        url.path_segments_mut()
-            .map_err(|_| ClientError::BadUrl(self.base.to_string()))?
-            .extend(["jobs", job_id, "status"]);
-        let response = self
-            .http
-            .get(url)
-            .bearer_auth(key.expose())
-            .send()
-            .await
-            .map_err(classify)?;
-        let status = response.status();
-        let rate = RateLimit::from_headers(response.headers());
-        let body = read_capped(response, MAX_ANSWER_BYTES).await?;
+        let (status, rate, body) = self.get(key, &["jobs", job_id, "status"], None).await?;
         let request_id = (!status.is_success())
             .then(|| serde_json::from_slice::<crate::ErrorEnvelope>(&body).ok())
             .flatten()
@@ -101,21 +88,21 @@ impl StatusClient {
 }
 
 impl StatusClient {
-    /// The base URL calls go to (SUME_API_URL).
-    pub fn base_url(&self) -> &str {
-        self.base.as_str()
-    }
-
-    /// One cheap authenticated read that must answer 200 when the base URL and `key` are
-    /// right: `GET {base}/jobs?limit=1` (the workspace's newest job). A 404 here means the URL
-    /// is wrong (no such route), a 401 or 403 that the key is: while this fails, a 404 about a
-    /// job proves nothing.
-    pub async fn check_key(&self, key: &Secret) -> Result<KeyCheck, ClientError> {
+    /// One authenticated `GET {base}/{segments...}[?query]` (each segment percent-encoded):
+    /// the status, the rate-limit headers and at most [`MAX_ANSWER_BYTES`] of the body.
+    async fn get(
+        &self,
+        key: &Secret,
+        segments: &[&str],
+        query: Option<(&str, &str)>,
+    ) -> Result<(StatusCode, RateLimit, Vec<u8>), ClientError> {
         let mut url = self.base.clone();
         url.path_segments_mut()
             .map_err(|_| ClientError::BadUrl(self.base.to_string()))?
-            .push("jobs");
-        url.query_pairs_mut().append_pair("limit", "1");
+            .extend(segments);
+        if let Some((name, value)) = query {
+            url.query_pairs_mut().append_pair(name, value);
+        }
         let response = self
             .http
             .get(url)
@@ -126,6 +113,20 @@ impl StatusClient {
         let status = response.status();
         let rate = RateLimit::from_headers(response.headers());
         let body = read_capped(response, MAX_ANSWER_BYTES).await?;
+        Ok((status, rate, body))
+    }
+
+    /// The base URL calls go to (SUME_API_URL).
+    pub fn base_url(&self) -> &str {
+        self.base.as_str()
+    }
+
+    /// One cheap authenticated read that must answer 200 when the base URL and `key` are
+    /// right: `GET {base}/jobs?limit=1` (the workspace's newest job). A 404 here means the URL
+    /// is wrong (no such route), a 401 or 403 that the key is: while this fails, a 404 about a
+    /// job proves nothing.
+    pub async fn check_key(&self, key: &Secret) -> Result<KeyCheck, ClientError> {
+        let (status, rate, body) = self.get(key, &["jobs"], Some(("limit", "1"))).await?;
         let json = serde_json::from_slice::<serde_json::Value>(&body).ok();
         let request_id = json
             .as_ref()
