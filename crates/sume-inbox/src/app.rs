@@ -167,6 +167,7 @@ fn routers(
         tolerance: config.webhook_tolerance,
         max_body_bytes: config.max_body_bytes,
         body_timeout: config.port.body_timeout,
+        body_memory: webhook::BodyBudget::new(config.port.max_body_memory),
         ingest,
         timeout: config.ingest.timeout,
         retry_after_secs: config.ingest.retry_after_secs,

@@ -124,6 +124,8 @@ pub struct PortConfig {
     pub max_connections: usize,
     /// MAX_IN_FLIGHT: requests being handled at once; beyond, 503 at once.
     pub max_in_flight: usize,
+    /// MAX_BODY_MEMORY: bytes of webhook bodies held at once; beyond, 503 at once.
+    pub max_body_memory: usize,
 }
 
 impl Default for PortConfig {
@@ -134,6 +136,7 @@ impl Default for PortConfig {
             idle_timeout: Duration::from_secs(60),
             max_connections: 10_000,
             max_in_flight: 1024,
+            max_body_memory: 64 << 20,
         }
     }
 }
@@ -331,6 +334,18 @@ impl Config {
                 "must be at least HEADER_TIMEOUT (a client may pause before its next request longer than it takes to send one)",
             ));
         }
+        if self.port.max_body_memory < self.max_body_bytes {
+            return Err(ConfigError::new(
+                "MAX_BODY_MEMORY",
+                format!(
+                    "must be at least MAX_BODY_BYTES ({} bytes), or a body of that size could never be read",
+                    self.max_body_bytes
+                ),
+            ));
+        }
+        if self.port.max_body_memory > u32::MAX as usize {
+            return Err(ConfigError::new("MAX_BODY_MEMORY", "must be under 4GiB"));
+        }
         if s.poll_max_interval < s.poll_after {
             return Err(ConfigError::new(
                 "POLL_MAX_INTERVAL",
@@ -396,6 +411,14 @@ mod tests {
         assert_eq!(
             refused(&|c| c.port.header_timeout = Duration::ZERO),
             "HEADER_TIMEOUT"
+        );
+        assert_eq!(
+            refused(&|c| c.port.max_body_memory = c.max_body_bytes - 1),
+            "MAX_BODY_MEMORY"
+        );
+        assert_eq!(
+            refused(&|c| c.port.max_body_memory = 5 << 30),
+            "MAX_BODY_MEMORY"
         );
         assert_eq!(
             refused(&|c| c.port.body_timeout = Duration::ZERO),

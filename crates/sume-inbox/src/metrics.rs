@@ -71,6 +71,8 @@ pub struct Metrics {
     pub port_timeouts: Family<TimeoutLabels, Counter>,
     /// Requests answered 503 at once because MAX_IN_FLIGHT were being handled.
     pub port_in_flight_refused: Counter,
+    /// Webhooks answered 503 at once because MAX_BODY_MEMORY was held by other bodies.
+    pub port_body_memory_refused: Counter,
     db_up: Gauge,
     inbox_waiting: Gauge,
     inbox_oldest_age_seconds: Gauge<f64, AtomicU64>,
@@ -117,6 +119,7 @@ impl Metrics {
             port_connections_refused: Counter::default(),
             port_timeouts: Family::default(),
             port_in_flight_refused: Counter::default(),
+            port_body_memory_refused: Counter::default(),
             db_up: Gauge::default(),
             inbox_waiting: Gauge::default(),
             inbox_oldest_age_seconds: Gauge::default(),

@@ -117,6 +117,10 @@ pub struct ServeArgs {
     /// Requests handled at once on LISTEN_ADDR; beyond, 503 with Retry-After at once.
     #[arg(long, env = "MAX_IN_FLIGHT", default_value = "1024")]
     pub max_in_flight: String,
+    /// Bytes of webhook bodies held at once on LISTEN_ADDR (at least MAX_BODY_BYTES); beyond,
+    /// 503 with Retry-After at once.
+    #[arg(long, env = "MAX_BODY_MEMORY", default_value = "64MiB")]
+    pub max_body_memory: String,
     /// Ingest writer tasks.
     #[arg(long, env = "INGEST_WRITERS", default_value = "2")]
     pub ingest_writers: String,
@@ -205,6 +209,7 @@ impl ServeArgs {
                 idle_timeout: parse_duration("IDLE_TIMEOUT", &self.idle_timeout)?,
                 max_connections: parse_count("MAX_CONNECTIONS", &self.max_connections, 1)?,
                 max_in_flight: parse_count("MAX_IN_FLIGHT", &self.max_in_flight, 1)?,
+                max_body_memory: parse_bytes("MAX_BODY_MEMORY", &self.max_body_memory)?,
             },
             ingest: IngestConfig {
                 writers: parse_count("INGEST_WRITERS", &self.ingest_writers, 1)?,

@@ -10,7 +10,8 @@
 //! - 401: missing, malformed or wrong signature, or a stale timestamp; nothing stored;
 //! - 413: body over MAX_BODY_BYTES (declared or sent); 408: body not sent within BODY_TIMEOUT;
 //!   404/405: wrong path or method;
-//! - 503 with Retry-After: the database could not take the write. Never a 2xx without a commit.
+//! - 503 with Retry-After: the database could not take the write, or MAX_BODY_MEMORY is held by
+//!   other bodies ([`super::body_budget`]). Never a 2xx without a commit.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -21,9 +22,12 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use bytes::BytesMut;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use sume_wire::{headers, Secret, VerifyError};
 
+pub use super::body_budget::BodyBudget;
+use super::body_budget::Held;
 use super::health::{self, Readiness};
 use crate::delivery::{check_headers, verify_delivery, Delivery, Received};
 use crate::ingest::{IngestHandle, Stored};
@@ -46,6 +50,8 @@ pub struct WebhookState {
     pub max_body_bytes: usize,
     /// BODY_TIMEOUT: how long the whole body may take to arrive (408 beyond).
     pub body_timeout: Duration,
+    /// MAX_BODY_MEMORY: the bytes of bodies held at once (503 beyond).
+    pub body_memory: BodyBudget,
     /// Where verified deliveries go.
     pub ingest: IngestHandle,
     /// How long a request waits for its commit.
@@ -100,8 +106,9 @@ async fn receive(State(state): State<WebhookState>, request: Request) -> Respons
     if declared.is_some_and(|n| n > state.max_body_bytes as u64) {
         return too_large(&state);
     }
-    let body = match read_body(&state, body).await {
-        Ok(body) => body,
+    // Held until the answer: the body lives on in the delivery until its commit.
+    let (body, _held) = match read_body(&state, body, declared).await {
+        Ok(read) => read,
         Err(answer) => return answer,
     };
     let now = unix_now();
@@ -129,13 +136,29 @@ async fn receive(State(state): State<WebhookState>, request: Request) -> Respons
     store(&state, delivery).await
 }
 
-/// Reads the whole body within BODY_TIMEOUT and MAX_BODY_BYTES; the error is the answer.
-async fn read_body(state: &WebhookState, body: Body) -> Result<Bytes, Response> {
-    let limited = Limited::new(body, state.max_body_bytes);
-    match tokio::time::timeout(state.body_timeout, limited.collect()).await {
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large(state)),
-        Ok(Err(e)) => {
+/// Why a body was not read.
+enum Unread {
+    TooLarge,
+    OverBudget,
+    Broken(axum::Error),
+}
+
+/// Reads the whole body within BODY_TIMEOUT, MAX_BODY_BYTES and MAX_BODY_MEMORY; the error is
+/// the answer. What the body holds of MAX_BODY_MEMORY is returned with it.
+async fn read_body(
+    state: &WebhookState,
+    body: Body,
+    declared: Option<u64>,
+) -> Result<(Bytes, Held), Response> {
+    let read = tokio::time::timeout(state.body_timeout, collect(state, body, declared));
+    match read.await {
+        Ok(Ok(read)) => Ok(read),
+        Ok(Err(Unread::TooLarge)) => Err(too_large(state)),
+        Ok(Err(Unread::OverBudget)) => {
+            state.metrics.port_body_memory_refused.inc();
+            Err(unavailable(state.retry_after_secs))
+        }
+        Ok(Err(Unread::Broken(e))) => {
             tracing::debug!(error = %e, "webhook body not read");
             Err((
                 StatusCode::BAD_REQUEST,
@@ -156,6 +179,35 @@ async fn read_body(state: &WebhookState, body: Body) -> Result<Bytes, Response> 
             Err(answer)
         }
     }
+}
+
+/// A declared length is reserved whole before a byte is read (hyper holds the body to it); a
+/// chunked body reserves each chunk as it arrives.
+async fn collect(
+    state: &WebhookState,
+    body: Body,
+    declared: Option<u64>,
+) -> Result<(Bytes, Held), Unread> {
+    let budget = &state.body_memory;
+    let reserve = declared.map_or(0, |n| n as usize);
+    let mut held = budget.reserve(reserve).map_err(|_| Unread::OverBudget)?;
+    let mut buf = BytesMut::with_capacity(reserve);
+    let mut limited = Limited::new(body, state.max_body_bytes);
+    while let Some(frame) = limited.frame().await {
+        let frame = frame.map_err(|e| match e.downcast::<LengthLimitError>() {
+            Ok(_) => Unread::TooLarge,
+            Err(e) => Unread::Broken(axum::Error::new(e)),
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        if declared.is_none() {
+            held.grow(budget, data.len())
+                .map_err(|_| Unread::OverBudget)?;
+        }
+        buf.extend_from_slice(&data);
+    }
+    Ok((buf.freeze(), held))
 }
 
 fn refused(state: &WebhookState, e: VerifyError) -> Response {

@@ -114,6 +114,11 @@ impl Metrics {
             "Requests answered 503 at once because MAX_IN_FLIGHT were being handled",
             self.port_in_flight_refused.clone(),
         );
+        r.register(
+            "port_body_memory_refused",
+            "Webhooks answered 503 at once because MAX_BODY_MEMORY was held by other bodies",
+            self.port_body_memory_refused.clone(),
+        );
     }
 
     /// What is read at scrape time: the fleet's numbers from the database, this instance's
