@@ -11,8 +11,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use sume_wire::Secret;
 use thiserror::Error;
+
+use crate::wire::Secret;
 
 /// Why a key spec or keys file was refused. Never names the secret itself.
 #[derive(Debug, Error)]

@@ -3,6 +3,7 @@
 
 mod api;
 mod auth;
+mod docs;
 mod faults;
 mod inspect;
 mod limits;
