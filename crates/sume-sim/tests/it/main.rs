@@ -3,6 +3,7 @@
 
 mod api;
 mod auth;
+mod controls;
 mod docs;
 mod faults;
 mod inspect;
