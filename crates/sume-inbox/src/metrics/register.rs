@@ -75,6 +75,11 @@ impl Metrics {
             self.sume_rate_limited.clone(),
         );
         r.register(
+            "sume_refused",
+            "402 (out of credits) and 403 (key without the scope) answers from Sume, by key and code",
+            self.sume_refused.clone(),
+        );
+        r.register(
             "rate_budget_wait_seconds",
             "Time spent waiting for the fleet-wide request budget",
             self.rate_budget_wait_seconds.clone(),

@@ -104,7 +104,7 @@ impl StatusReader {
                 Err(ClientError::Timeout) => ("timeout".to_owned(), false),
                 Err(_) => ("error".to_owned(), false),
             };
-            self.metrics.sume_request(&key.name, &code);
+            self.metrics.sume_answered(&key.name, &code);
             if let Ok(c) = &check {
                 self.budget
                     .observe(&key.name, c.http_status, &c.rate)
@@ -127,7 +127,10 @@ impl StatusReader {
                 tracing::error!(%url, key = %key.name, request_id, "SUME_API_URL looks wrong: listing jobs answered 404; no job is set aside or given up until it answers 200")
             }
             "401" | "403" => {
-                tracing::error!(key = %key.name, code, request_id, "Sume refused API key {}: check SUME_API_KEYS; no job is set aside or given up until it works", key.name)
+                tracing::error!(key = %key.name, code, request_id, "Sume refused API key {}: check SUME_API_KEYS (403: the key lacks the scope to read jobs); no job is set aside or given up until it works", key.name)
+            }
+            "402" => {
+                tracing::error!(key = %key.name, code, request_id, "Sume says the workspace of API key {} is out of credits (402); no job is set aside or given up until reads work again", key.name)
             }
             _ => {
                 tracing::warn!(%url, key = %key.name, code, request_id, "the check of an API key failed; no job is set aside or given up until it answers 200")
@@ -229,7 +232,7 @@ impl StatusReader {
             Err(ClientError::Timeout) => "timeout".to_owned(),
             Err(_) => "error".to_owned(),
         };
-        self.metrics.sume_request(&key.name, &code);
+        self.metrics.sume_answered(&key.name, &code);
         if let Ok(r) = &reply {
             if r.http_status == 429 {
                 self.metrics.sume_rate_limited.inc();
@@ -243,6 +246,12 @@ impl StatusReader {
                     tracing::error!(key = %key.name, request_id, "Sume refused API key (401): check SUME_API_KEYS")
                 }
                 200 | 404 => {}
+                402 => {
+                    tracing::error!(key = %key.name, job_id, request_id, "Sume answered 402 (out of credits) to a status read: the job stays as it is and is asked again later")
+                }
+                403 => {
+                    tracing::error!(key = %key.name, job_id, request_id, "Sume answered 403 (the key lacks the scope) to a status read: the job stays as it is and is asked again later; check SUME_API_KEYS")
+                }
                 status => {
                     tracing::warn!(key = %key.name, job_id, status, request_id, "Sume answered a status call with an error")
                 }
@@ -307,6 +316,10 @@ pub enum Reply {
         /// How long to wait.
         retry_in: Duration,
     },
+    /// 402 (out of credits) or 403 (the key lacks the scope): the account's or the key's
+    /// state, never the job's. Inconclusive like [`Reply::Failed`], and besides no give-up
+    /// is decided on it: the job waits, however old, until reads work again.
+    Refused,
     /// Anything else: 401, 5xx, an unexpected answer, a timeout, a transport error.
     Failed,
 }
@@ -335,6 +348,9 @@ impl Answer {
                                 .unwrap_or(DEFAULT_RETRY_IN),
                         },
                     ),
+                    _ if matches!(r.http_status, 402 | 403) => {
+                        (r.http_status.to_string(), Reply::Refused)
+                    }
                     _ => (r.http_status.to_string(), Reply::Failed),
                 };
                 Answer { text, reply }

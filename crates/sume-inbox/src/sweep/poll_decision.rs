@@ -103,6 +103,8 @@ pub struct PollFold {
     last_answer: Option<String>,
     last_status: Option<String>,
     retry_in: Option<Duration>,
+    /// A key answered 402 or 403: no give-up on this poll.
+    refused: bool,
     decided: Option<PollDecision>,
 }
 
@@ -116,6 +118,7 @@ impl PollFold {
             last_answer: None,
             last_status: None,
             retry_in: None,
+            refused: false,
             decided: None,
         }
     }
@@ -147,6 +150,11 @@ impl PollFold {
                 self.last_answer = Some(answer.text);
                 false
             }
+            Reply::Refused => {
+                self.refused = true;
+                self.last_answer = Some(answer.text);
+                true
+            }
             Reply::NotFound | Reply::Failed => {
                 self.last_answer = Some(answer.text);
                 true
@@ -165,7 +173,7 @@ impl PollFold {
             }
             return PollDecision::Release;
         };
-        if self.past_give_up {
+        if self.past_give_up && !self.refused {
             let status = self.last_status.take();
             return self.give_up(&answer, status);
         }
@@ -278,6 +286,31 @@ mod tests {
                 }
             );
         }
+    }
+
+    #[test]
+    fn a_402_or_403_is_never_a_give_up() {
+        for code in ["402", "403"] {
+            let refused = Answer {
+                text: code.into(),
+                reply: Reply::Refused,
+            };
+            let d = decide(OLD, 3, vec![refused.clone(), not_found()], false);
+            assert!(
+                matches!(
+                    d,
+                    PollDecision::StillOpen {
+                        next: NextPoll::Backoff(_),
+                        ..
+                    }
+                ),
+                "{d:?}"
+            );
+        }
+        assert!(matches!(
+            decide(OLD, 3, vec![failed("503")], false),
+            PollDecision::GiveUp { .. }
+        ));
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod outage;
 mod plans;
 mod port;
 mod property;
+mod refusals;
 mod retention;
 mod roles;
 mod shutdown;

@@ -36,14 +36,25 @@ async fn past_the_daily_cap_reads_get_429_until_the_day_ends() {
     assert_eq!(header(&refused, "ratelimit-limit"), 3);
     assert_eq!(header(&refused, "ratelimit-remaining"), 0);
     let retry = header(&refused, "retry-after");
-    assert!(retry > 3000 && retry <= 3600, "to the day's end, not the minute's: {retry}");
+    assert!(
+        retry > 3000 && retry <= 3600,
+        "to the day's end, not the minute's: {retry}"
+    );
     assert_eq!(header(&refused, "ratelimit-reset"), retry);
     let body: ErrorEnvelope = refused.json().await.unwrap();
     assert_eq!(body.error.code, "rate_limit_exceeded");
     assert!(body.request_id.is_some());
-    assert_eq!(sim.get(BOB, "/jobs").await.status(), StatusCode::OK, "per key");
+    assert_eq!(
+        sim.get(BOB, "/jobs").await.status(),
+        StatusCode::OK,
+        "per key"
+    );
     let created = sim.post(ALICE, "/videos/generations", json!({})).await;
-    assert_eq!(created.status(), StatusCode::ACCEPTED, "creates have no daily cap here");
+    assert_eq!(
+        created.status(),
+        StatusCode::ACCEPTED,
+        "creates have no daily cap here"
+    );
 }
 
 #[tokio::test]
@@ -58,14 +69,25 @@ async fn a_key_out_of_credits_gets_402_and_one_without_the_scope_403() {
     let body: ErrorEnvelope = read.json().await.unwrap();
     assert_eq!(body.error.code, "insufficient_scope");
     assert_eq!(
-        sim.get(ALICE_2, &format!("/jobs/{id}/status")).await.status(),
+        sim.get(ALICE_2, &format!("/jobs/{id}/status"))
+            .await
+            .status(),
         StatusCode::OK,
         "another key of the member keeps its scope"
     );
     let created = sim.post(ALICE, "/videos/generations", json!({})).await;
-    assert_eq!(created.status(), StatusCode::ACCEPTED, "creates keep theirs");
+    assert_eq!(
+        created.status(),
+        StatusCode::ACCEPTED,
+        "creates keep theirs"
+    );
 
-    patch(&sim, "keys/alice", json!({"reads": "out_of_credits", "creates": "out_of_credits"})).await;
+    patch(
+        &sim,
+        "keys/alice",
+        json!({"reads": "out_of_credits", "creates": "out_of_credits"}),
+    )
+    .await;
     let read = sim.get(ALICE, "/jobs").await;
     assert_eq!(read.status(), StatusCode::PAYMENT_REQUIRED);
     let body: ErrorEnvelope = read.json().await.unwrap();
@@ -96,14 +118,20 @@ async fn retried_timestamps(mode: RetryTimestamp, offset: i64) -> (i64, Vec<i64>
     let now = chrono::Utc::now().timestamp();
     let id = sim.create(ALICE, with_sim(json!({}))).await;
     let got = receiver.wait_for_job(&id, 3).await;
-    (now, got.iter().map(|r| r.timestamp.parse().unwrap()).collect())
+    (
+        now,
+        got.iter().map(|r| r.timestamp.parse().unwrap()).collect(),
+    )
 }
 
 #[tokio::test]
 async fn retries_carry_a_fresh_or_the_first_timestamp_from_the_moved_clock() {
     let (now, fresh) = retried_timestamps(RetryTimestamp::Fresh, -2400).await;
     for ts in &fresh {
-        assert!((now - 2400 - ts).abs() <= 5, "signed by the moved clock: {ts} vs {now}");
+        assert!(
+            (now - 2400 - ts).abs() <= 5,
+            "signed by the moved clock: {ts} vs {now}"
+        );
     }
     let (_, first) = retried_timestamps(RetryTimestamp::First, 0).await;
     assert!(first.iter().all(|ts| *ts == first[0]), "{first:?}");
