@@ -9,7 +9,7 @@ use sume_inbox::sweep::PollStats;
 use sume_sim::RunningSim;
 
 use crate::support::*;
-use crate::sweep::{clocked_config, create, register, sim_config, wait_ended, Sweep, MAIN_KEY};
+use crate::sweep::{clocked_config, create, sim_config, wait_ended, Sweep, MAIN_KEY};
 
 async fn set_reads(http: &reqwest::Client, sim: &RunningSim, access: &str) {
     let r = http
