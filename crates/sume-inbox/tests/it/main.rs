@@ -12,6 +12,7 @@ mod outage;
 mod plans;
 mod port;
 mod property;
+mod reconcile;
 mod refusals;
 mod retention;
 mod roles;
