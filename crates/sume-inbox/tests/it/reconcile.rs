@@ -27,7 +27,10 @@ fn reconcile(db: &TestDb, sim: &RunningSim, daily: u32) -> Reconcile {
 
 async fn list_reads(http: &reqwest::Client, sim: &RunningSim) -> usize {
     let log: RequestsAnswer = sim_get(http, sim, "requests?key=main").await;
-    log.requests.iter().filter(|r| r.path.ends_with("/jobs")).count()
+    log.requests
+        .iter()
+        .filter(|r| r.path.ends_with("/jobs"))
+        .count()
 }
 
 #[tokio::test(flavor = "multi_thread")]
