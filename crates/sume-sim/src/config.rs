@@ -186,7 +186,8 @@ pub struct SimConfig {
         value_name = "NAME=SECRET@MEMBER/WORKSPACE"
     )]
     pub keys: Vec<KeySpec>,
-    /// A JSON file of keys: {"keys":[{"name","secret","member","workspace"}]}.
+    /// A file of keys: JSON {"keys":[{"name","secret","member","workspace"}]}, or SIM_KEYS's
+    /// NAME=SECRET@MEMBER/WORKSPACE, comma or line separated.
     #[arg(long, env = "SIM_KEYS_FILE")]
     pub keys_file: Option<PathBuf>,
     /// Where a job's webhook goes when its create body names no `webhook_url`.

@@ -28,6 +28,7 @@ mod keys;
 mod lifecycle;
 mod payload;
 mod ratelimit;
+pub mod secret_files;
 mod server;
 mod stats;
 mod store;
