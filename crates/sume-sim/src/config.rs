@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use crate::choices::{BodyShape, RetryTimestamp};
 use crate::duration::{parse_duration, DurationRange};
 use crate::faults::{probability, FaultError, Faults};
 use crate::keys::{load_keys_file, KeyError, KeySpec, Keyring};
@@ -43,18 +43,6 @@ pub enum ConfigError {
     /// A fault setting was refused; see [`FaultError`].
     #[error("fault settings: {0}")]
     Faults(#[from] FaultError),
-}
-
-/// Which webhook body shape the simulator sends.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BodyShape {
-    /// `{"event":"job.completed","job_id":"job_...","status":...}`.
-    Guide,
-    /// `{"id":"evt_...","type":"job.completed","data":{"object":{...}}}`.
-    Envelope,
-    /// Each job picks one of the two at random.
-    Mixed,
 }
 
 /// How long jobs take: many short ones and a tail of long ones.
@@ -139,16 +127,6 @@ pub struct DeliverySettings {
     /// attempt's, the same signature); Sume's docs do not say which.
     #[arg(long, env = "SIM_RETRY_TIMESTAMP", value_enum, default_value = "fresh")]
     pub retry_timestamp: RetryTimestamp,
-}
-
-/// The timestamp every retry of an event carries.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RetryTimestamp {
-    /// Each attempt is signed afresh with the time it is sent.
-    Fresh,
-    /// Every attempt repeats the first one's timestamp and signature.
-    First,
 }
 
 impl DeliverySettings {

@@ -16,6 +16,7 @@
 
 mod api;
 mod app;
+mod choices;
 mod config;
 mod control;
 mod dialect;

@@ -65,6 +65,17 @@ impl Metrics {
             self.disagreements_seen.clone(),
         );
         r.register(
+            "retention_removed_rows",
+            "Rows removed by retention",
+            self.retention_removed.clone(),
+        );
+        self.register_sume(r);
+        self.register_port(r);
+    }
+
+    /// Calls to Sume's API: their answers, 429s, refusals and the budget's waits.
+    fn register_sume(&self, r: &mut Registry) {
+        r.register(
             "sume_requests",
             "Calls to Sume's API by key and status code",
             self.sume_requests.clone(),
@@ -84,12 +95,6 @@ impl Metrics {
             "Time spent waiting for the fleet-wide request budget",
             self.rate_budget_wait_seconds.clone(),
         );
-        r.register(
-            "retention_removed_rows",
-            "Rows removed by retention",
-            self.retention_removed.clone(),
-        );
-        self.register_port(r);
     }
 
     /// The public port's connections, timeouts and refusals.
