@@ -20,3 +20,4 @@ mod shutdown;
 mod support;
 mod sweep;
 mod tls;
+mod vectors;
