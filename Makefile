@@ -20,8 +20,11 @@ serve:
 	$(CARGO) build --release -p sume-inbox
 	@DEVPG_DIR=target/devpg-serve scripts/with-devpg scripts/run-dev target/release/sume-inbox $(DEV_SECRET)
 
-## test: every test, against a fresh throwaway PostgreSQL (or DATABASE_URL)
+## test: every test, against a fresh throwaway PostgreSQL (or DATABASE_URL); first, when
+## openssl is installed, the signature vectors of fixtures/sume/vectors are recomputed with it
 test:
+	@if command -v openssl >/dev/null 2>&1; then scripts/sume-vectors --check; \
+	else echo "openssl not installed: fixtures/sume/vectors not recomputed (the tests still read them)"; fi
 	$(CARGO) build --workspace --all-targets
 	@scripts/devpg destroy target/devpg-test >/dev/null 2>&1 || true
 	@DEVPG_DIR=target/devpg-test scripts/with-devpg $(CARGO) test --workspace --no-fail-fast

@@ -14,6 +14,11 @@ fn main() -> std::process::ExitCode {
         eprintln!("sume-dev: {e}");
         return std::process::ExitCode::FAILURE;
     }
+    // The simulator's SIM_WEBHOOK_SECRET_FILE likewise: a setting that cannot work exits 78.
+    if let Err(e) = sume_sim::secret_files::load() {
+        eprintln!("sume-dev: {e}");
+        return std::process::ExitCode::from(78);
+    }
     let cli = Cli::parse();
     if let Err(e) = sume_inbox::telemetry::init(&cli.log_format) {
         eprintln!("sume-dev: {e}");

@@ -265,7 +265,7 @@ impl Default for AttachConfig {
 
 /// An `http://` API URL is refused unless it points at this machine or plaintext is allowed
 /// explicitly: every status request carries an API key.
-fn check_plaintext(api_url: &str, allowed: bool) -> Result<(), ConfigError> {
+pub fn check_plaintext(api_url: &str, allowed: bool) -> Result<(), ConfigError> {
     let Ok(url) = url::Url::parse(api_url) else {
         return Ok(()); // parse_api_url has refused it already
     };

@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod notify;
 pub mod ops;
 pub mod ratelog;
+pub mod reconcile;
 pub mod secrets_from_files;
 pub mod signal;
 pub mod sweep;

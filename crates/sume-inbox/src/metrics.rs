@@ -51,6 +51,9 @@ pub struct Metrics {
     pub sume_requests: Family<ApiLabels, Counter>,
     /// 429 answers from Sume.
     pub sume_rate_limited: Counter,
+    /// 402 (out of credits) and 403 (a key without the scope) answers from Sume, by key and
+    /// code: never a verdict on a job, retried later, alerted on.
+    pub sume_refused: Family<ApiLabels, Counter>,
     /// Seconds spent waiting for the fleet-wide request budget.
     pub rate_budget_wait_seconds: Counter<f64, AtomicU64>,
     /// Rows removed by retention.
@@ -109,6 +112,7 @@ impl Metrics {
             disagreements_seen: Counter::default(),
             sume_requests: Family::default(),
             sume_rate_limited: Counter::default(),
+            sume_refused: Family::default(),
             rate_budget_wait_seconds: Counter::default(),
             retention_removed: Counter::default(),
             sume_api_verdicts_held: Gauge::default(),
@@ -179,6 +183,22 @@ impl Metrics {
                 code: code.to_owned(),
             })
             .inc();
+    }
+
+    /// Counts a call to Sume answered `code`, and a refusal (402, 403) apart; answers whether
+    /// it was one.
+    pub fn sume_answered(&self, key: &str, code: &str) -> bool {
+        self.sume_request(key, code);
+        let refused = matches!(code, "402" | "403");
+        if refused {
+            self.sume_refused
+                .get_or_create(&ApiLabels {
+                    key: key.to_owned(),
+                    code: code.to_owned(),
+                })
+                .inc();
+        }
+        refused
     }
 
     /// Records a key's last check.

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{BodyShape, ConfigError, JobTiming, SimConfig};
+use crate::control::Controls;
 use crate::faults::{FaultError, Faults};
 use crate::journal::{DeliveryRecord, Journal, RequestRecord};
 use crate::keys::Keyring;
@@ -45,6 +46,8 @@ pub struct App {
     pub requests: Journal<RequestRecord>,
     pub deliveries: Arc<Journal<DeliveryRecord>>,
     pub deliverer: Deliverer,
+    /// Keys' access (402, 403) and the signing clock, changed at run time.
+    pub controls: Controls,
     /// The jobs' background tasks.
     pub tasks: TaskTracker,
     /// Cancelled when the simulator stops; every job task watches it.
@@ -63,10 +66,12 @@ impl App {
         let keys = config.keyring()?;
         let epoch = Instant::now();
         let deliveries = Arc::new(Journal::new(config.log_capacity));
+        let controls = Controls::default();
         let deliverer = Deliverer::new(
             config.delivery.clone(),
             config.webhook_secrets.clone(),
             deliveries.clone(),
+            controls.clock_offset.clone(),
         )?;
         Ok(Arc::new(App {
             keys,
@@ -77,12 +82,14 @@ impl App {
                 config.limits.rate_window,
                 config.limits.reads_per_window,
                 config.limits.creates_per_window,
-            ),
+            )
+            .with_daily_reads(config.limits.reads_per_day, config.limits.read_day),
             polls: Arc::new(Polls::default()),
             key_counts: KeyCounters::default(),
             requests: Journal::new(config.log_capacity),
             deliveries,
             deliverer,
+            controls,
             tasks: TaskTracker::new(),
             shutdown,
             timing: config.timing,

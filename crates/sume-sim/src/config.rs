@@ -8,13 +8,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use sume_wire::Secret;
 use thiserror::Error;
 
+pub use crate::choices::{BodyShape, RetryTimestamp};
 use crate::duration::{parse_duration, DurationRange};
 use crate::faults::{probability, FaultError, Faults};
 use crate::keys::{load_keys_file, KeyError, KeySpec, Keyring};
+use crate::wire::Secret;
 
 /// The webhook secret [`SimConfig::for_tests`] signs with.
 pub const TEST_WEBHOOK_SECRET: &str = "whsec_sim_test";
@@ -43,18 +43,6 @@ pub enum ConfigError {
     /// A fault setting was refused; see [`FaultError`].
     #[error("fault settings: {0}")]
     Faults(#[from] FaultError),
-}
-
-/// Which webhook body shape the simulator sends.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BodyShape {
-    /// `{"event":"job.completed","job_id":"job_...","status":...}`.
-    Guide,
-    /// `{"id":"evt_...","type":"job.completed","data":{"object":{...}}}`.
-    Envelope,
-    /// Each job picks one of the two at random.
-    Mixed,
 }
 
 /// How long jobs take: many short ones and a tail of long ones.
@@ -98,6 +86,13 @@ pub struct RateLimits {
     /// Length of a window; windows are aligned to the simulator's start.
     #[arg(long, env = "SIM_RATE_WINDOW", default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
     pub rate_window: Duration,
+    /// Reads a key may make per day (Sume documents 10,000); past it, 429 until the day ends.
+    #[arg(long, env = "SIM_READS_PER_DAY", default_value_t = 10_000)]
+    pub reads_per_day: u32,
+    /// Length of the daily cap's day (shorten it to reach its end in a test); aligned to the
+    /// simulator's start.
+    #[arg(long, env = "SIM_READ_DAY", default_value = "24h", value_name = "DURATION", value_parser = parse_duration)]
+    pub read_day: Duration,
 }
 
 /// How webhooks are delivered and retried.
@@ -128,6 +123,10 @@ pub struct DeliverySettings {
     /// Attempts in flight at once, over all jobs.
     #[arg(long, env = "SIM_MAX_CONCURRENT_DELIVERIES", default_value_t = 512)]
     pub max_concurrent_deliveries: usize,
+    /// The timestamp a retry is signed with: `fresh` (now, re-signed) or `first` (the first
+    /// attempt's, the same signature); Sume's docs do not say which.
+    #[arg(long, env = "SIM_RETRY_TIMESTAMP", value_enum, default_value = "fresh")]
+    pub retry_timestamp: RetryTimestamp,
 }
 
 impl DeliverySettings {
@@ -165,7 +164,8 @@ pub struct SimConfig {
         value_name = "NAME=SECRET@MEMBER/WORKSPACE"
     )]
     pub keys: Vec<KeySpec>,
-    /// A JSON file of keys: {"keys":[{"name","secret","member","workspace"}]}.
+    /// A file of keys: JSON {"keys":[{"name","secret","member","workspace"}]}, or SIM_KEYS's
+    /// NAME=SECRET@MEMBER/WORKSPACE, comma or line separated.
     #[arg(long, env = "SIM_KEYS_FILE")]
     pub keys_file: Option<PathBuf>,
     /// Where a job's webhook goes when its create body names no `webhook_url`.
@@ -217,6 +217,8 @@ impl SimConfig {
                 reads_per_window: 1_000_000,
                 creates_per_window: 1_000_000,
                 rate_window: Duration::from_secs(1),
+                reads_per_day: 1_000_000_000,
+                read_day: Duration::from_secs(86_400),
             },
             delivery: DeliverySettings {
                 webhook_attempts: 10,
@@ -227,6 +229,7 @@ impl SimConfig {
                 duplicate_delay: Duration::from_millis(5),
                 late_delay: Duration::from_millis(5),
                 max_concurrent_deliveries: 256,
+                retry_timestamp: RetryTimestamp::Fresh,
             },
             faults: Faults::none(),
             log_capacity: 1_000_000,
@@ -280,6 +283,8 @@ impl SimConfig {
             ("reads-per-window", self.limits.reads_per_window as u128),
             ("creates-per-window", self.limits.creates_per_window as u128),
             ("rate-window", self.limits.rate_window.as_nanos()),
+            ("reads-per-day", self.limits.reads_per_day as u128),
+            ("read-day", self.limits.read_day.as_nanos()),
             ("webhook-attempts", self.delivery.webhook_attempts as u128),
             ("webhook-timeout", self.delivery.webhook_timeout.as_nanos()),
             (

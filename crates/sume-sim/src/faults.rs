@@ -265,6 +265,10 @@ pub struct JobOverrides {
     /// [`JobTiming`](crate::JobTiming); an early job ignores it and ends at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// Time spent `queued` before the in-flight status of its kind, in milliseconds (at most
+    /// the duration), instead of `--queued-fraction` of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_ms: Option<u64>,
 }
 
 /// What a job drew: the faults that apply to it, after its overrides.

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
-use sume_wire::JobObject;
 use tokio::time::Instant;
 
 use crate::faults::{AppliedFaults, JobOverrides};
 use crate::keys::Caller;
 use crate::payload;
+use crate::wire::JobObject;
 
 /// What a create endpoint makes; it decides the create answer's `object` and the result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -189,18 +189,15 @@ impl Job {
         self.created + self.duration
     }
 
-    /// The terminal status string (`ready` for a successful avatar).
+    /// The terminal status string, in the dialect of the job's kind (see `dialect.rs`).
     pub fn final_status(&self) -> &'static str {
-        match (self.outcome, self.kind) {
-            (Outcome::Completed, Kind::Avatar) => "ready",
-            (outcome, _) => outcome.as_str(),
-        }
+        crate::dialect::terminal(self.kind, self.outcome)
     }
 
     pub fn status(&self, now: Instant) -> &'static str {
         match self.phase(now) {
             Phase::Queued => "queued",
-            Phase::Running => "running",
+            Phase::Running => crate::dialect::working(self.kind),
             Phase::Ended => self.final_status(),
         }
     }
@@ -223,7 +220,7 @@ impl Job {
         let ended = phase == Phase::Ended;
         let status = match phase {
             Phase::Queued => "queued",
-            Phase::Running => "running",
+            Phase::Running => crate::dialect::working(self.kind),
             Phase::Ended => self.final_status(),
         };
         JobObject {

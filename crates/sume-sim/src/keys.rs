@@ -11,8 +11,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use sume_wire::Secret;
 use thiserror::Error;
+
+use crate::wire::Secret;
 
 /// Why a key spec or keys file was refused. Never names the secret itself.
 #[derive(Debug, Error)]
@@ -108,13 +109,23 @@ enum KeysFile {
     List(Vec<FileKey>),
 }
 
-/// Reads `{"keys":[{"name","secret","member","workspace"}]}` (or the bare list).
+/// Reads `{"keys":[{"name","secret","member","workspace"}]}` (or the bare list), or what
+/// `SIM_KEYS` holds: `NAME=SECRET@MEMBER/WORKSPACE`, comma or line separated.
 pub fn load_keys_file(path: &Path) -> Result<Vec<KeySpec>, KeyError> {
     let fail = |reason: String| KeyError::File {
         path: path.display().to_string(),
         reason,
     };
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    if !text.trim_start().starts_with(['{', '[']) {
+        // The SIM_KEYS syntax, so the file can hold what SIM_KEYS would (`SIM_KEYS_FILE`).
+        return text
+            .split([',', '\n'])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse::<KeySpec>())
+            .collect();
+    }
     let file: KeysFile = serde_json::from_str(&text).map_err(|e| {
         fail(format!(
             "expected {{\"keys\":[{{\"name\",\"secret\",\"member\",\"workspace\"}}]}}: {e}"

@@ -62,7 +62,10 @@ pub fn make_job(app: &App, id: String, new: NewJob) -> Job {
         idempotency_key: new.idempotency_key,
         created_wall: Utc::now(),
         created: Instant::now(),
-        queued_for: duration.mul_f64(timing.queued_fraction.clamp(0.0, 1.0)),
+        queued_for: match new.overrides.as_ref().and_then(|o| o.queued_ms) {
+            Some(ms) => Duration::from_millis(ms).min(duration),
+            None => duration.mul_f64(timing.queued_fraction.clamp(0.0, 1.0)),
+        },
         duration,
         outcome,
         faults: applied,

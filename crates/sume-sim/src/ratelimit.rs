@@ -4,6 +4,12 @@
 //! "requests per window" is a well-defined number a test can assert on; every window's counts
 //! are kept (the last [`WINDOWS_KEPT`] per key) and shown by `GET /sim/stats`. A verdict carries
 //! what the `RateLimit-*` headers and `Retry-After` say.
+//!
+//! Reads also have a daily cap (Sume documents 10,000 reads a day per key), counted in days
+//! aligned to the simulator's start like the windows (an assumption: the docs do not say when
+//! Sume's day begins), and of a configurable length so a test can reach its end. A read the day
+//! refuses answers 429 whose `Retry-After` and `RateLimit-Reset` run to the day's end, with the
+//! day's limit as `RateLimit-Limit`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -86,6 +92,10 @@ pub struct RateLimiter {
     reads: u32,
     creates: u32,
     windows: Mutex<HashMap<String, BTreeMap<u64, WindowCount>>>,
+    day: Duration,
+    reads_per_day: u32,
+    /// Per key: the day's number and the reads it allowed.
+    days: Mutex<HashMap<String, (u64, u32)>>,
 }
 
 impl RateLimiter {
@@ -96,12 +106,49 @@ impl RateLimiter {
             reads,
             creates,
             windows: Mutex::new(HashMap::new()),
+            day: Duration::from_secs(86_400),
+            reads_per_day: u32::MAX,
+            days: Mutex::new(HashMap::new()),
         }
     }
 
+    /// The same with a cap of `reads` per key and `day`.
+    pub fn with_daily_reads(self, reads: u32, day: Duration) -> RateLimiter {
+        RateLimiter {
+            day: day.max(Duration::from_millis(1)),
+            reads_per_day: reads,
+            ..self
+        }
+    }
+
+    /// Counts a read against the key's day; `Some` verdict when the day refuses it.
+    fn check_day(&self, key: &str, now: Instant) -> Option<Verdict> {
+        let (index, reset) = self.span_of(now, self.day);
+        let mut days = self.days.lock().expect("rate lock");
+        let (day, used) = days.entry(key.to_owned()).or_insert((index, 0));
+        if *day != index {
+            (*day, *used) = (index, 0);
+        }
+        if *used < self.reads_per_day {
+            *used += 1;
+            return None;
+        }
+        Some(Verdict {
+            allowed: false,
+            limit: self.reads_per_day,
+            remaining: 0,
+            reset,
+        })
+    }
+
     fn window_of(&self, now: Instant) -> (u64, Duration) {
+        self.span_of(now, self.window)
+    }
+
+    /// The number of the span of length `span` holding `now`, and the time to its end.
+    fn span_of(&self, now: Instant, span: Duration) -> (u64, Duration) {
         let since = now.saturating_duration_since(self.epoch).as_nanos();
-        let w = self.window.as_nanos();
+        let w = span.as_nanos();
         let index = (since / w) as u64;
         let ends = (index as u128 + 1) * w;
         (index, Duration::from_nanos((ends - since) as u64))
@@ -125,7 +172,16 @@ impl RateLimiter {
             Class::Read => (&mut count.reads, &mut count.reads_refused),
             Class::Create => (&mut count.creates, &mut count.creates_refused),
         };
-        let allowed = *used < limit;
+        // The day counts only reads the window allows, so a refused read spends neither.
+        let day_refusal = match class {
+            Class::Read if *used < limit => self.check_day(key, now),
+            _ => None,
+        };
+        let allowed = *used < limit && day_refusal.is_none();
+        if let Some(refusal) = day_refusal {
+            *refused += 1;
+            return refusal;
+        }
         if allowed {
             *used += 1;
         } else {
@@ -184,6 +240,35 @@ mod tests {
         assert_eq!((windows[0].reads, windows[0].reads_refused), (2, 1));
         assert_eq!(windows[0].creates, 1);
         assert_eq!(windows[1].starts_at_ms, 60_000);
+    }
+
+    #[test]
+    fn the_daily_read_cap_refuses_until_the_day_ends() {
+        let epoch = Instant::now();
+        let rl = RateLimiter::new(epoch, Duration::from_secs(1), 100, 100)
+            .with_daily_reads(2, Duration::from_secs(60));
+        let t = epoch + Duration::from_secs(10);
+        assert!(rl.check("a", Class::Read, t).allowed);
+        assert!(
+            rl.check("a", Class::Read, t + Duration::from_secs(2))
+                .allowed
+        );
+        let refused = rl.check("a", Class::Read, t + Duration::from_secs(4));
+        assert!(!refused.allowed, "the minute allows it, the day does not");
+        assert_eq!((refused.limit, refused.remaining), (2, 0));
+        assert_eq!(refused.retry_after_secs(), 46, "to the day's end");
+        assert!(
+            rl.check("a", Class::Create, t).allowed,
+            "creates are not capped a day"
+        );
+        assert!(
+            rl.check("b", Class::Read, t).allowed,
+            "each key has its own day"
+        );
+        assert!(
+            rl.check("a", Class::Read, epoch + Duration::from_secs(61))
+                .allowed
+        );
     }
 
     #[test]

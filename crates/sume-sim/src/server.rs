@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::{App, Shared};
 use crate::config::SimConfig;
-use crate::{api, inspect};
+use crate::{api, control, inspect};
 
 /// Every route: the API under `/v1` and `/api/v1`, the simulator's own under `/sim`.
 fn router(app: Shared) -> Router {
@@ -23,6 +23,7 @@ fn router(app: Shared) -> Router {
         .nest("/v1", api::routes(&app))
         .nest("/api/v1", api::routes(&app))
         .merge(inspect::routes())
+        .merge(control::routes())
         .fallback(api::no_route)
         .with_state(app)
 }

@@ -1,26 +1,32 @@
 //! Delivering one webhook event: sign each attempt afresh, POST it, retry with backoff.
 //!
-//! Every attempt gets a fresh `X-Sume-Timestamp` and a fresh `X-Sume-Signature` (one `v1=`
-//! per configured secret, via `sume_wire::signature_header`), the same body bytes and the
+//! Whether Sume signs a retry afresh is not documented: `--retry-timestamp fresh` (the default)
+//! gives every attempt a fresh `X-Sume-Timestamp`, `first` keeps the first attempt's (and its
+//! signature) on every retry. The timestamp is read from the signing clock, which
+//! `PATCH /sim/clock` can move.
+//!
+//! Every attempt gets an `X-Sume-Timestamp` and an `X-Sume-Signature` (one `v1=`
+//! per configured secret, by this crate's own `wire::signature_value`), the same body bytes and the
 //! same `X-Sume-Event-Id`. A non-2xx answer, a transport error or a timeout spends an attempt;
 //! after the last one the event is given up. Every attempt lands in the delivery journal.
 //! A semaphore bounds attempts in flight over all jobs, so thousands of jobs ending at once do
 //! not open thousands of connections.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::header::{CONTENT_TYPE, USER_AGENT};
 use chrono::Utc;
-use sume_wire::{headers, signature_header, Secret};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::DeliverySettings;
+use crate::config::{DeliverySettings, RetryTimestamp};
 use crate::job::rfc3339;
 use crate::journal::{DeliveryKind, DeliveryRecord, Journal};
 use crate::payload::Event;
 use crate::store::random_id;
+use crate::wire::{signature_value, Secret, EVENT_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 
 /// The `User-Agent` of every delivery.
 pub const WEBHOOK_USER_AGENT: &str = "Sume-Webhooks/1.0 (+https://www.sume.so/docs/webhooks)";
@@ -61,6 +67,8 @@ pub struct Deliverer {
     wrong: Vec<Secret>,
     permits: Semaphore,
     journal: Arc<Journal<DeliveryRecord>>,
+    /// Seconds added to the real time in `X-Sume-Timestamp` (`PATCH /sim/clock`).
+    clock_offset: Arc<AtomicI64>,
 }
 
 impl Deliverer {
@@ -68,6 +76,7 @@ impl Deliverer {
         settings: DeliverySettings,
         secrets: Vec<Secret>,
         journal: Arc<Journal<DeliveryRecord>>,
+        clock_offset: Arc<AtomicI64>,
     ) -> Result<Deliverer, reqwest::Error> {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -80,7 +89,13 @@ impl Deliverer {
             secrets,
             wrong: vec![Secret::new(random_id("whsec_wrong_", 24))],
             journal,
+            clock_offset,
         })
+    }
+
+    /// The signing clock: Unix seconds now, moved by `PATCH /sim/clock`.
+    fn signing_now(&self) -> i64 {
+        Utc::now().timestamp() + self.clock_offset.load(Ordering::SeqCst)
     }
 
     /// Delivers `out` until a 2xx, the last attempt, or shutdown. `first_done` is told after
@@ -93,11 +108,16 @@ impl Deliverer {
         shutdown: &CancellationToken,
     ) -> Delivery {
         let max = self.settings.webhook_attempts.max(1);
+        let mut first_timestamp = None;
         for attempt in 1..=max {
+            let timestamp = match self.settings.retry_timestamp {
+                RetryTimestamp::Fresh => self.signing_now(),
+                RetryTimestamp::First => *first_timestamp.get_or_insert_with(|| self.signing_now()),
+            };
             let ok = tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => return Delivery::Aborted { attempts: attempt - 1 },
-                ok = self.attempt(&out, attempt) => ok,
+                ok = self.attempt(&out, attempt, timestamp) => ok,
             };
             on_attempt(attempt);
             if let Some(tx) = first_done.take() {
@@ -119,23 +139,22 @@ impl Deliverer {
     }
 
     /// One signed POST; answers whether it got a 2xx.
-    async fn attempt(&self, out: &Outgoing<'_>, attempt: u32) -> bool {
+    async fn attempt(&self, out: &Outgoing<'_>, attempt: u32, timestamp: i64) -> bool {
         let _permit = self.permits.acquire().await.expect("never closed");
-        let timestamp = Utc::now().timestamp();
         let secrets = if out.wrong_secret {
             &self.wrong
         } else {
             &self.secrets
         };
-        let signature = signature_header(secrets, timestamp, &out.event.body);
+        let signature = signature_value(secrets, timestamp, &out.event.body);
         let request = self
             .http
             .post(out.url)
             .header(CONTENT_TYPE, "application/json")
             .header(USER_AGENT, WEBHOOK_USER_AGENT)
-            .header(headers::EVENT_ID, &out.event.event_id)
-            .header(headers::TIMESTAMP, timestamp.to_string())
-            .header(headers::SIGNATURE, signature)
+            .header(EVENT_ID_HEADER, &out.event.event_id)
+            .header(TIMESTAMP_HEADER, timestamp.to_string())
+            .header(SIGNATURE_HEADER, signature)
             .body(out.event.body.clone());
         let sent_at = Utc::now();
         let answered = tokio::time::timeout(self.settings.webhook_timeout, async {

@@ -27,7 +27,9 @@ pub use signature::{
 };
 pub use status::{JobState, Status};
 #[cfg(feature = "client")]
-pub use status_client::{ClientError, KeyCheck, StatusClient, MAX_ANSWER_BYTES};
+pub use status_client::{
+    ClientError, JobPage, KeyCheck, ListReply, StatusClient, MAX_ANSWER_BYTES,
+};
 
 /// Header names of a Sume webhook delivery.
 pub mod headers {

@@ -1,5 +1,5 @@
-//! The client for Sume's status endpoint, `GET {base}/jobs/{id}/status`, and the check of a
-//! key (`GET {base}/jobs?limit=1`). Behind the `client` feature, so that what only parses and
+//! The client for Sume's status endpoint, `GET {base}/jobs/{id}/status`, the check of a key
+//! (`GET {base}/jobs?limit=1`) and the job list `reconcile` reads (`GET {base}/jobs?cursor=`). Behind the `client` feature, so that what only parses and
 //! verifies (and is fuzzed) builds without an HTTP client.
 //!
 //! It makes exactly one request per call and reports what came back, rate-limit headers
@@ -62,7 +62,7 @@ impl StatusClient {
     /// percent-encoded as one path segment. Every HTTP answer, error statuses included, is
     /// `Ok`; `Err` means none came back.
     pub async fn job_status(&self, key: &Secret, job_id: &str) -> Result<StatusReply, ClientError> {
-        let (status, rate, body) = self.get(key, &["jobs", job_id, "status"], None).await?;
+        let (status, rate, body) = self.get(key, &["jobs", job_id, "status"], &[]).await?;
         let request_id = (!status.is_success())
             .then(|| serde_json::from_slice::<crate::ErrorEnvelope>(&body).ok())
             .flatten()
@@ -94,14 +94,17 @@ impl StatusClient {
         &self,
         key: &Secret,
         segments: &[&str],
-        query: Option<(&str, &str)>,
+        query: &[(&str, &str)],
     ) -> Result<(StatusCode, RateLimit, Vec<u8>), ClientError> {
         let mut url = self.base.clone();
         url.path_segments_mut()
             .map_err(|_| ClientError::BadUrl(self.base.to_string()))?
             .extend(segments);
-        if let Some((name, value)) = query {
-            url.query_pairs_mut().append_pair(name, value);
+        if !query.is_empty() {
+            let mut pairs = url.query_pairs_mut();
+            for (name, value) in query {
+                pairs.append_pair(name, value);
+            }
         }
         let response = self
             .http
@@ -126,7 +129,7 @@ impl StatusClient {
     /// is wrong (no such route), a 401 or 403 that the key is: while this fails, a 404 about a
     /// job proves nothing.
     pub async fn check_key(&self, key: &Secret) -> Result<KeyCheck, ClientError> {
-        let (status, rate, body) = self.get(key, &["jobs"], Some(("limit", "1"))).await?;
+        let (status, rate, body) = self.get(key, &["jobs"], &[("limit", "1")]).await?;
         let json = serde_json::from_slice::<serde_json::Value>(&body).ok();
         let request_id = json
             .as_ref()
@@ -140,6 +143,69 @@ impl StatusClient {
             request_id,
         })
     }
+}
+
+impl StatusClient {
+    /// One page of the workspace's jobs, `GET {base}/jobs?limit=&cursor=` (and `status=` when
+    /// given), newest first. Every HTTP answer is `Ok`; [`ListReply::page`] is `Some` only for
+    /// a 200 whose body reads as a list.
+    pub async fn list_jobs(
+        &self,
+        key: &Secret,
+        limit: u32,
+        cursor: Option<&str>,
+        status: Option<&str>,
+    ) -> Result<ListReply, ClientError> {
+        let limit = limit.to_string();
+        let mut query = vec![("limit", limit.as_str())];
+        if let Some(c) = cursor {
+            query.push(("cursor", c));
+        }
+        if let Some(s) = status {
+            query.push(("status", s));
+        }
+        let (status, rate, body) = self.get(key, &["jobs"], &query).await?;
+        let request_id = serde_json::from_slice::<crate::ErrorEnvelope>(&body)
+            .ok()
+            .and_then(|e| e.request_id);
+        let page = (status == StatusCode::OK)
+            .then(|| serde_json::from_slice::<JobPage>(&body).ok())
+            .flatten();
+        Ok(ListReply {
+            http_status: status.as_u16(),
+            page,
+            rate,
+            request_id,
+        })
+    }
+}
+
+/// One page of `GET /jobs`. The docs give only the parameters; the shape (`data`, `has_more`,
+/// `next_cursor`) is this project's assumption, read leniently: a missing `has_more` is
+/// `false`, a missing `next_cursor` ends the listing.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct JobPage {
+    /// The jobs of this page, newest first.
+    pub data: Vec<JobObject>,
+    /// Whether another page follows.
+    #[serde(default)]
+    pub has_more: bool,
+    /// What to pass as `cursor` for the next page.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// What [`StatusClient::list_jobs`] got.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListReply {
+    /// The status code as answered.
+    pub http_status: u16,
+    /// The page, for a 200 that reads as one.
+    pub page: Option<JobPage>,
+    /// The rate-limit headers of the answer.
+    pub rate: RateLimit,
+    /// Sume's `request_id` of an error answer.
+    pub request_id: Option<String>,
 }
 
 /// What [`StatusClient::check_key`] found.

@@ -1,7 +1,8 @@
 //! The command line: one binary, `sume-inbox`, with subcommands, each in a file of its own:
 //! [`serve`] (the daemon, and `migrate`), [`admin`] (the operator's commands over the
-//! database), [`healthcheck`]. Every `serve` setting is an environment variable first (that is
-//! how daemons are configured) and a flag second.
+//! database), [`reconcile`] (Sume's job list against the database), [`healthcheck`]. Every
+//! `serve` setting is an environment variable first (that is how daemons are configured) and a
+//! flag second.
 //!
 //! Values are taken as text and read by [`crate::config`], so an error names the variable a
 //! user actually set, not a flag they never typed. [`dispatch`] runs a parsed command and
@@ -9,6 +10,7 @@
 
 pub mod admin;
 pub mod healthcheck;
+pub mod reconcile;
 pub mod serve;
 
 use clap::{Parser, Subcommand};
@@ -16,6 +18,7 @@ use thiserror::Error;
 
 pub use admin::{AdminArgs, DeadLettersCommand, InboxCommand, JobsCommand, ReplayArgs};
 pub use healthcheck::HealthcheckArgs;
+pub use reconcile::ReconcileArgs;
 pub use serve::{MigrateArgs, ServeArgs};
 
 use crate::app::RunError;
@@ -71,6 +74,9 @@ pub enum Command {
     Replay(ReplayArgs),
     /// The numbers an operator checks first.
     Stats(AdminArgs),
+    /// After a database restore or a failover: read Sume's job list (within the fleet's read
+    /// budget) and close every registered job Sume reports terminal, through the normal fold.
+    Reconcile(ReconcileArgs),
     /// Exit 0 when the local daemon answers /healthz (or /readyz with --ready): for container
     /// health checks in images that have no HTTP client.
     Healthcheck(HealthcheckArgs),
@@ -141,6 +147,7 @@ pub async fn dispatch(command: Command) -> Result<(), CliError> {
         } => admin::dead_letters_drop(&ids, &admin).await,
         Command::Replay(args) => admin::replay(args).await,
         Command::Stats(admin) => admin::stats(&admin).await,
+        Command::Reconcile(args) => reconcile::reconcile(args).await,
         Command::Healthcheck(args) => healthcheck::healthcheck(args).await,
     }
 }

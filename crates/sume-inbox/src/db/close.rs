@@ -1,5 +1,6 @@
 //! The transactions that fold observations onto jobs: [`Store::attach_jobs`] for stored
-//! webhooks, [`Store::close_by_poll`] for a status read by the sweep. Both lock the jobs' rows
+//! webhooks, [`Store::close_by_poll`] for a status read by the sweep, [`Store::close_reconciled`]
+//! for the terminal statuses `reconcile` reads from Sume's job list. Both lock the jobs' rows
 //! in id order (`jobs_lock`), fold each observation with [`crate::close::JobFold`] and write
 //! what changed (`jobs_apply`, `disagreements_insert`), so whichever observation comes first
 //! wins, on any instance, any number of times.
@@ -159,4 +160,51 @@ impl Store {
         }
         Ok(outcome)
     }
+
+    /// Terminal statuses read from Sume's job list (`reconcile`): each registered job among
+    /// them goes through the same fold as a poll, under its row lock, in one transaction.
+    /// Ids with no row are left alone (reconcile registers nothing). Answers, per job that has
+    /// a row, what the fold did.
+    pub async fn close_reconciled(
+        &self,
+        seen: &[ReconcileObservation],
+    ) -> Result<Vec<(String, Outcome)>, DbError> {
+        const WHAT: &str = "close_reconciled";
+        let ids: Vec<String> = seen.iter().map(|o| o.job_id.clone()).collect();
+        let mut client = self.client().await?;
+        let tx = super::begin(&mut client, WHAT).await?;
+        let mut folds = jobs::lock(&tx, &ids).await?;
+        let mut outcomes = Vec::with_capacity(folds.len());
+        for fold in folds.iter_mut() {
+            let Some(o) = seen.iter().find(|o| o.job_id == fold.job_id) else {
+                continue;
+            };
+            let outcome = fold.apply(&Observation {
+                source: Source::Poll,
+                event_id: None,
+                status: Some(o.status.clone()),
+                result: o.result.clone(),
+            });
+            outcomes.push((fold.job_id.clone(), outcome));
+        }
+        jobs::write(&tx, &folds).await?;
+        super::commit(tx, WHAT).await?;
+        for fold in &folds {
+            for d in &fold.disagreements {
+                tracing::warn!(job_id = %fold.job_id, kept = %d.kept, seen = %d.seen, "disagreement: Sume's job list contradicts the job's final state; kept the first");
+            }
+        }
+        Ok(outcomes)
+    }
+}
+
+/// A terminal status read from Sume's job list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReconcileObservation {
+    /// Sume's job id.
+    pub job_id: String,
+    /// The status as spelt by Sume (terminal).
+    pub status: String,
+    /// The job's result or error, when the list carries it.
+    pub result: Option<Value>,
 }

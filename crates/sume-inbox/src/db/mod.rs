@@ -28,7 +28,7 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use thiserror::Error;
 
-pub use close::AttachReport;
+pub use close::{AttachReport, ReconcileObservation};
 pub use dead_letters::{DeadLetterRow, NewDeadLetter};
 pub use disagreements::DisagreementRow;
 pub use events::{EventRow, NewEvent, StoredDelivery, WaitingEvent};

@@ -65,6 +65,17 @@ impl Metrics {
             self.disagreements_seen.clone(),
         );
         r.register(
+            "retention_removed_rows",
+            "Rows removed by retention",
+            self.retention_removed.clone(),
+        );
+        self.register_sume(r);
+        self.register_port(r);
+    }
+
+    /// Calls to Sume's API: their answers, 429s, refusals and the budget's waits.
+    fn register_sume(&self, r: &mut Registry) {
+        r.register(
             "sume_requests",
             "Calls to Sume's API by key and status code",
             self.sume_requests.clone(),
@@ -75,16 +86,15 @@ impl Metrics {
             self.sume_rate_limited.clone(),
         );
         r.register(
+            "sume_refused",
+            "402 (out of credits) and 403 (key without the scope) answers from Sume, by key and code",
+            self.sume_refused.clone(),
+        );
+        r.register(
             "rate_budget_wait_seconds",
             "Time spent waiting for the fleet-wide request budget",
             self.rate_budget_wait_seconds.clone(),
         );
-        r.register(
-            "retention_removed_rows",
-            "Rows removed by retention",
-            self.retention_removed.clone(),
-        );
-        self.register_port(r);
     }
 
     /// The public port's connections, timeouts and refusals.

@@ -108,7 +108,7 @@ impl CheckFold {
                 false
             }
             Reply::NotFound => true,
-            Reply::RateLimited { .. } | Reply::Failed => {
+            Reply::RateLimited { .. } | Reply::Refused | Reply::Failed => {
                 self.inconclusive = true;
                 true
             }

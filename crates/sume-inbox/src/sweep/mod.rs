@@ -18,12 +18,14 @@
 //! leader and a crashed instance's claims return when the lease expires; no request is sent
 //! unless it can finish before its claim expires.
 
+mod answer;
 mod api_check;
 mod inbox_check;
 mod poll;
 mod poll_decision;
 mod retention;
 
+pub use answer::{Answer, Reply};
 pub use api_check::{ApiCheck, Hold};
 pub use inbox_check::{CheckDecision, CheckFold, InboxCheck, InboxCheckStats};
 pub use poll::{Poll, PollStats};
@@ -39,8 +41,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use rand::Rng;
-use serde_json::Value;
-use sume_wire::{ClientError, StatusClient, StatusOutcome, StatusReply};
+use sume_wire::{ClientError, StatusClient};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -52,9 +53,6 @@ use crate::metrics::Metrics;
 /// Verdict holds are logged at most this often.
 static HOLDS_LOG: crate::ratelog::LogBudget =
     crate::ratelog::LogBudget::new(1, Duration::from_secs(60));
-
-/// How long a 429 without `Retry-After` or `RateLimit-Reset` keeps a job from its next poll.
-const DEFAULT_RETRY_IN: Duration = Duration::from_secs(60);
 
 /// This instance's way to Sume's status endpoint: the keys, the client, the fleet-wide budget,
 /// and the name its leases carry. Cloned into the services that ask Sume, so they share one
@@ -104,7 +102,7 @@ impl StatusReader {
                 Err(ClientError::Timeout) => ("timeout".to_owned(), false),
                 Err(_) => ("error".to_owned(), false),
             };
-            self.metrics.sume_request(&key.name, &code);
+            self.metrics.sume_answered(&key.name, &code);
             if let Ok(c) = &check {
                 self.budget
                     .observe(&key.name, c.http_status, &c.rate)
@@ -127,7 +125,10 @@ impl StatusReader {
                 tracing::error!(%url, key = %key.name, request_id, "SUME_API_URL looks wrong: listing jobs answered 404; no job is set aside or given up until it answers 200")
             }
             "401" | "403" => {
-                tracing::error!(key = %key.name, code, request_id, "Sume refused API key {}: check SUME_API_KEYS; no job is set aside or given up until it works", key.name)
+                tracing::error!(key = %key.name, code, request_id, "Sume refused API key {}: check SUME_API_KEYS (403: the key lacks the scope to read jobs); no job is set aside or given up until it works", key.name)
+            }
+            "402" => {
+                tracing::error!(key = %key.name, code, request_id, "Sume says the workspace of API key {} is out of credits (402); no job is set aside or given up until reads work again", key.name)
             }
             _ => {
                 tracing::warn!(%url, key = %key.name, code, request_id, "the check of an API key failed; no job is set aside or given up until it answers 200")
@@ -229,7 +230,7 @@ impl StatusReader {
             Err(ClientError::Timeout) => "timeout".to_owned(),
             Err(_) => "error".to_owned(),
         };
-        self.metrics.sume_request(&key.name, &code);
+        self.metrics.sume_answered(&key.name, &code);
         if let Ok(r) = &reply {
             if r.http_status == 429 {
                 self.metrics.sume_rate_limited.inc();
@@ -243,6 +244,12 @@ impl StatusReader {
                     tracing::error!(key = %key.name, request_id, "Sume refused API key (401): check SUME_API_KEYS")
                 }
                 200 | 404 => {}
+                402 => {
+                    tracing::error!(key = %key.name, job_id, request_id, "Sume answered 402 (out of credits) to a status read: the job stays as it is and is asked again later")
+                }
+                403 => {
+                    tracing::error!(key = %key.name, job_id, request_id, "Sume answered 403 (the key lacks the scope) to a status read: the job stays as it is and is asked again later; check SUME_API_KEYS")
+                }
                 status => {
                     tracing::warn!(key = %key.name, job_id, status, request_id, "Sume answered a status call with an error")
                 }
@@ -279,76 +286,6 @@ pub fn lease_owner() -> String {
         std::process::id(),
         rand::thread_rng().gen::<u64>()
     )
-}
-
-/// One key's answer about one job, as the decisions read it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Answer {
-    /// As recorded: `"200 running"`, `"404"`, `"429"`, `"timeout"`, `"error: ..."`.
-    pub text: String,
-    /// What it says.
-    pub reply: Reply,
-}
-
-/// What an answer says.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// The key can read the job; its status as spelt by Sume, and its result.
-    Found {
-        /// The status as spelt by Sume.
-        status: String,
-        /// The job's result or error, when it has one.
-        result: Option<Value>,
-    },
-    /// 404: this key cannot see the job.
-    NotFound,
-    /// 429: ask again after `retry_in` (`Retry-After`, else `RateLimit-Reset`, else a minute).
-    RateLimited {
-        /// How long to wait.
-        retry_in: Duration,
-    },
-    /// Anything else: 401, 5xx, an unexpected answer, a timeout, a transport error.
-    Failed,
-}
-
-impl Answer {
-    /// Reads a status call's reply.
-    pub fn read(reply: Result<StatusReply, ClientError>) -> Answer {
-        match reply {
-            Ok(r) => {
-                let (text, reply) = match r.outcome {
-                    StatusOutcome::Found(job) => (
-                        format!("{} {}", r.http_status, job.status),
-                        Reply::Found {
-                            result: job.outcome_value(),
-                            status: job.status,
-                        },
-                    ),
-                    StatusOutcome::NotFound => (r.http_status.to_string(), Reply::NotFound),
-                    StatusOutcome::RateLimited => (
-                        r.http_status.to_string(),
-                        Reply::RateLimited {
-                            retry_in: r
-                                .rate
-                                .retry_after
-                                .or(r.rate.reset)
-                                .unwrap_or(DEFAULT_RETRY_IN),
-                        },
-                    ),
-                    _ => (r.http_status.to_string(), Reply::Failed),
-                };
-                Answer { text, reply }
-            }
-            Err(ClientError::Timeout) => Answer {
-                text: "timeout".to_owned(),
-                reply: Reply::Failed,
-            },
-            Err(e) => Answer {
-                text: format!("error: {e}"),
-                reply: Reply::Failed,
-            },
-        }
-    }
 }
 
 /// The last moment a request may start and still finish within a claim made at `claimed`

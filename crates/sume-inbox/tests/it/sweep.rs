@@ -22,16 +22,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::*;
 
-const MAIN_KEY: &str = "sk_test_main";
-const FOREIGN_KEY: &str = "sk_test_foreign";
+pub(crate) const MAIN_KEY: &str = "sk_test_main";
+pub(crate) const FOREIGN_KEY: &str = "sk_test_foreign";
 
-fn sim_config() -> SimConfig {
+pub(crate) fn sim_config() -> SimConfig {
     SimConfig::for_tests()
         .with_key("main", MAIN_KEY, "mem_main", "ws_ours")
         .with_key("foreign", FOREIGN_KEY, "mem_other", "ws_theirs")
 }
 
-fn sweep_config() -> SweepConfig {
+pub(crate) fn sweep_config() -> SweepConfig {
     SweepConfig {
         interval: Duration::from_millis(100),
         inbox_grace: Duration::from_millis(500),
@@ -50,7 +50,7 @@ fn sweep_config() -> SweepConfig {
     }
 }
 
-fn main_key() -> ApiKey {
+pub(crate) fn main_key() -> ApiKey {
     ApiKey {
         name: "main".into(),
         key: Secret::new(MAIN_KEY),
@@ -58,7 +58,11 @@ fn main_key() -> ApiKey {
 }
 
 /// A daemon pointed at the simulator, knowing only the `main` key.
-fn daemon_config(db: &TestDb, sim: &RunningSim, sweep: SweepConfig) -> sume_inbox::Config {
+pub(crate) fn daemon_config(
+    db: &TestDb,
+    sim: &RunningSim,
+    sweep: SweepConfig,
+) -> sume_inbox::Config {
     let mut c = config(&db.url);
     c.webhook_secrets = vec![Secret::new(sume_sim::TEST_WEBHOOK_SECRET)];
     c.sume_api_url = sim.api_url();
@@ -69,14 +73,14 @@ fn daemon_config(db: &TestDb, sim: &RunningSim, sweep: SweepConfig) -> sume_inbo
 
 /// A daemon that receives and attaches webhooks but asks Sume nothing (no API key): the
 /// test's own [`Sweep`] does that, on its clock.
-fn daemon_without_keys(db: &TestDb, sim: &RunningSim) -> sume_inbox::Config {
+pub(crate) fn daemon_without_keys(db: &TestDb, sim: &RunningSim) -> sume_inbox::Config {
     let mut c = daemon_config(db, sim, SweepConfig::default());
     c.api_keys = vec![];
     c
 }
 
 /// The settings of the clock-driven tests: production timings, a quick budget.
-fn clocked_config() -> SweepConfig {
+pub(crate) fn clocked_config() -> SweepConfig {
     SweepConfig {
         batch: 50,
         lease: Duration::from_secs(5),
@@ -90,12 +94,12 @@ fn clocked_config() -> SweepConfig {
     }
 }
 
-async fn migrate(db: &TestDb) {
+pub(crate) async fn migrate(db: &TestDb) {
     let mut c = db.client().await;
     sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
 }
 
-async fn db_now(db: &TestDb) -> DateTime<Utc> {
+pub(crate) async fn db_now(db: &TestDb) -> DateTime<Utc> {
     db.client()
         .await
         .query_one("select now()", &[])
@@ -106,20 +110,21 @@ async fn db_now(db: &TestDb) -> DateTime<Utc> {
 
 /// The sweep's services that ask Sume, outside any daemon, with the `main` key and a clock
 /// stopped at the database's time when they were made.
-struct Sweep {
+pub(crate) struct Sweep {
     inbox_check: InboxCheck,
     poll: Poll,
     clock: Clock,
-    config: SweepConfig,
+    pub(crate) config: SweepConfig,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl Sweep {
-    async fn new(db: &TestDb, sim: &RunningSim, config: SweepConfig) -> Sweep {
+    pub(crate) async fn new(db: &TestDb, sim: &RunningSim, config: SweepConfig) -> Sweep {
         Sweep::at(db, &sim.api_url(), config).await
     }
 
     /// The same against `api_url`, a SUME_API_URL that may be wrong.
-    async fn at(db: &TestDb, api_url: &str, config: SweepConfig) -> Sweep {
+    pub(crate) async fn at(db: &TestDb, api_url: &str, config: SweepConfig) -> Sweep {
         migrate(db).await;
         let store = Store::new(&db.url, 4).unwrap();
         let metrics = Arc::new(Metrics::new());
@@ -141,34 +146,41 @@ impl Sweep {
                 config.clone(),
                 clock.clone(),
             ),
-            poll: Poll::new(store, metrics, reader, config.clone(), clock.clone()),
+            poll: Poll::new(
+                store,
+                metrics.clone(),
+                reader,
+                config.clone(),
+                clock.clone(),
+            ),
             clock,
             config,
+            metrics,
         }
     }
 
-    async fn poll_once(&self) -> PollStats {
+    pub(crate) async fn poll_once(&self) -> PollStats {
         self.poll.run_once(&CancellationToken::new()).await.unwrap()
     }
 
-    async fn check_once(&self) -> InboxCheckStats {
+    pub(crate) async fn check_once(&self) -> InboxCheckStats {
         self.inbox_check
             .run_once(&CancellationToken::new())
             .await
             .unwrap()
     }
 
-    fn advance(&self, by: Duration) {
+    pub(crate) fn advance(&self, by: Duration) {
         self.clock.advance(by);
     }
 
-    fn now(&self) -> DateTime<Utc> {
+    pub(crate) fn now(&self) -> DateTime<Utc> {
         self.clock.now().unwrap()
     }
 }
 
 /// Waits until the simulator reports every one of these jobs ended.
-async fn wait_ended(http: &reqwest::Client, sim: &RunningSim, jobs: &[String]) {
+pub(crate) async fn wait_ended(http: &reqwest::Client, sim: &RunningSim, jobs: &[String]) {
     wait_for(
         "the simulator ended the jobs",
         Duration::from_secs(30),
@@ -182,7 +194,7 @@ async fn wait_ended(http: &reqwest::Client, sim: &RunningSim, jobs: &[String]) {
 }
 
 /// Creates a job at the simulator; answers its id.
-async fn create(
+pub(crate) async fn create(
     http: &reqwest::Client,
     sim: &RunningSim,
     key: &str,
@@ -205,7 +217,7 @@ async fn create(
     v["job_id"].as_str().unwrap().to_owned()
 }
 
-async fn sim_get<T: serde::de::DeserializeOwned>(
+pub(crate) async fn sim_get<T: serde::de::DeserializeOwned>(
     http: &reqwest::Client,
     sim: &RunningSim,
     path: &str,
@@ -219,7 +231,7 @@ async fn sim_get<T: serde::de::DeserializeOwned>(
         .unwrap()
 }
 
-async fn register(db: &TestDb, job_id: &str) {
+pub(crate) async fn register(db: &TestDb, job_id: &str) {
     db.client()
         .await
         .execute(
@@ -230,12 +242,12 @@ async fn register(db: &TestDb, job_id: &str) {
         .unwrap();
 }
 
-async fn count(db: &TestDb, sql: &str) -> i64 {
+pub(crate) async fn count(db: &TestDb, sql: &str) -> i64 {
     db.scalar(sql).await
 }
 
 /// Every job's state equals the simulator's truth.
-async fn assert_matches_truth(
+pub(crate) async fn assert_matches_truth(
     http: &reqwest::Client,
     sim: &RunningSim,
     db: &TestDb,

@@ -1,15 +1,15 @@
 //! API errors in Sume's envelope, and the tag an answer carries back to the request log.
 //!
 //! Every error answer is `{"error":{"code","message","details"},"request_id":"req_..."}`
-//! (`sume_wire::ErrorEnvelope`) with the same request id in `X-Request-Id`. A 429 carries
+//! (`wire::error_envelope`) with the same request id in `X-Request-Id`. A 429 carries
 //! `Retry-After`; a 401 carries `WWW-Authenticate`.
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use sume_wire::ErrorEnvelope;
 
 use crate::store::random_id;
+use crate::wire::error_envelope;
 
 /// The request id header on every API answer.
 pub const REQUEST_ID: &str = "x-request-id";
@@ -82,7 +82,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let request_id = random_id("req_", 20);
-        let body = ErrorEnvelope::new(self.code, self.message, request_id.clone());
+        let body = error_envelope(self.code, &self.message, &request_id);
         let mut response = (self.status, Json(body)).into_response();
         let headers = response.headers_mut();
         if let Ok(v) = HeaderValue::from_str(&request_id) {

@@ -2,7 +2,9 @@
 //!
 //! One middleware, [`gate`], stands in front of every route: it counts a job read as in
 //! flight, authenticates the key (`Authorization: Bearer` or `X-Api-Key`), spends the key's
-//! read or create budget, puts `RateLimit-*` headers on the answer, and logs the request.
+//! read or create budget, puts `RateLimit-*` headers on the answer, and logs the request. A
+//! key that [`crate::control`] set out of credits or without the scope is answered 402 or 403
+//! there, after its budget is spent (an assumption: the docs do not say which check comes first).
 //! The handlers in [`create`] and [`read`] see only callers that passed.
 
 mod create;
@@ -116,7 +118,14 @@ async fn gate(State(app): State<Shared>, mut request: Request, next: Next) -> Re
         Err(e) => e.clone().into_response(),
         Ok(caller) => {
             let verdict = app.limiter.check(&caller.name, class, Instant::now());
-            let mut response = if verdict.allowed {
+            let access = app.controls.access(&caller.name);
+            let refusal = match class {
+                Class::Read => access.reads.refusal(),
+                Class::Create => access.creates.refusal(),
+            };
+            let mut response = if let (true, Some(refusal)) = (verdict.allowed, refusal) {
+                refusal.into_response()
+            } else if verdict.allowed {
                 request.extensions_mut().insert(caller.clone());
                 next.run(request).await
             } else {

@@ -3,6 +3,8 @@
 
 mod api;
 mod auth;
+mod controls;
+mod docs;
 mod faults;
 mod inspect;
 mod limits;

@@ -70,7 +70,10 @@ async fn every_secret_signs_so_a_rotating_receiver_verifies() {
     let receiver =
         Receiver::scripted(vec![Secret::new("whsec_next")], 0, Answer::Status(500)).await;
     let mut c = config(&receiver.url);
-    c.webhook_secrets = vec![Secret::new(TEST_WEBHOOK_SECRET), Secret::new("whsec_next")];
+    c.webhook_secrets = vec![
+        sume_sim::Secret::new(TEST_WEBHOOK_SECRET),
+        sume_sim::Secret::new("whsec_next"),
+    ];
     let sim = Sim::start(c).await;
     let id = sim.create(ALICE, json!({})).await;
     let got = receiver.wait_for_job(&id, 1).await;

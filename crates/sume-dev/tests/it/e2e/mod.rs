@@ -7,6 +7,7 @@
 //! Jobs whose webhook is dropped need the status sweep, and are left to its own tests.
 
 mod checks;
+mod documented;
 mod fleet;
 mod harness;
 mod outcomes;

@@ -1,0 +1,241 @@
+//! `sume-inbox reconcile --since 6h`: after a database restore or a failover to an
+//! asynchronous replica, events that were acknowledged can be gone, and the jobs they closed
+//! are open again (or the rows are back without them). Reconcile reads Sume's own job list,
+//! `GET /jobs?limit=&cursor=`, newest first, with every configured key, within the fleet's read
+//! budget (`sume.rate_buckets`: the same per-minute bucket and daily allowance the sweep takes
+//! from, so a running fleet and a reconcile never exceed Sume's limits together), and closes
+//! every registered job that Sume reports terminal through the normal fold
+//! ([`crate::db::Store::close_reconciled`], `closed_by = poll`): a job already closed in the
+//! same state is untouched, a different terminal state is a recorded disagreement, a give-up is
+//! superseded. Ids with no row are counted, never registered.
+//!
+//! Listing stops at the first job created before `--since` (the list is newest first; that
+//! order and `created_at` are this project's assumption about the list, see
+//! `fixtures/sume/docs/index.json`), at the last page, or when the budget has nothing left
+//! before `--max-wait` has passed; then the key's report says where it stopped.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sume_wire::{JobObject, Status, StatusClient};
+use tokio::time::Instant;
+
+use crate::budget::{Budget, BudgetError};
+use crate::close::Outcome;
+use crate::config::{ApiKey, Rate};
+use crate::db::{DbError, ReconcileObservation, Store};
+
+/// Jobs asked for per page (the most the list serves, per the simulator; an assumption).
+pub const PAGE_SIZE: u32 = 100;
+
+/// What reconcile did with one key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct KeyReport {
+    /// The key's name.
+    pub key: String,
+    /// Pages read.
+    pub pages: usize,
+    /// Jobs listed within `--since`.
+    pub listed: usize,
+    /// Of those, jobs Sume reports terminal.
+    pub terminal: usize,
+    /// Registered jobs this run closed.
+    pub closed: usize,
+    /// Registered jobs already closed in the same state.
+    pub already_closed: usize,
+    /// Registered jobs closed in another state: recorded in `sume.disagreements`.
+    pub disagreements: usize,
+    /// Terminal jobs with no row here (another application's, or never registered).
+    pub not_registered: usize,
+    /// Whether the listing reached `--since` or its last page.
+    pub complete: bool,
+    /// Why it stopped early, when it did.
+    pub stopped: Option<String>,
+}
+
+/// What one reconcile run did, key by key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReconcileReport {
+    /// Jobs created before this were not looked at.
+    pub since: DateTime<Utc>,
+    /// One report per configured key.
+    pub keys: Vec<KeyReport>,
+}
+
+impl ReconcileReport {
+    /// Whether every key's listing was read to its end.
+    pub fn complete(&self) -> bool {
+        self.keys.iter().all(|k| k.complete)
+    }
+}
+
+/// Sume's job list, the budget and the store: what a reconcile run needs.
+pub struct Reconcile {
+    store: Store,
+    client: StatusClient,
+    keys: Vec<ApiKey>,
+    budget: Budget,
+    page_size: u32,
+}
+
+impl Reconcile {
+    /// Reads with `keys` under `rate` a minute and `daily` reads a day per key (the fleet's).
+    pub fn new(
+        store: Store,
+        client: StatusClient,
+        keys: Vec<ApiKey>,
+        rate: Rate,
+        daily: u32,
+    ) -> Reconcile {
+        Reconcile {
+            budget: Budget::new(store.clone(), rate).with_daily_reads(daily),
+            store,
+            client,
+            keys,
+            page_size: PAGE_SIZE,
+        }
+    }
+
+    /// The same asking for pages of `n` jobs (tests reach a second page with a few jobs).
+    pub fn with_page_size(self, n: u32) -> Reconcile {
+        Reconcile {
+            page_size: n.max(1),
+            ..self
+        }
+    }
+
+    /// Lists the jobs created within `since` with every key, closing what Sume reports
+    /// terminal; waits at most `max_wait` for the budget (in all).
+    pub async fn run(
+        &self,
+        since: Duration,
+        max_wait: Duration,
+    ) -> Result<ReconcileReport, DbError> {
+        let names: Vec<String> = self.keys.iter().map(|k| k.name.clone()).collect();
+        self.budget.ensure(&names).await?;
+        let cutoff =
+            Utc::now() - chrono::Duration::from_std(since).unwrap_or(chrono::Duration::MAX);
+        let deadline = Instant::now() + max_wait;
+        let mut report = ReconcileReport {
+            since: cutoff,
+            keys: Vec::new(),
+        };
+        for key in &self.keys {
+            report.keys.push(self.key(key, cutoff, deadline).await?);
+        }
+        Ok(report)
+    }
+
+    async fn key(
+        &self,
+        key: &ApiKey,
+        cutoff: DateTime<Utc>,
+        deadline: Instant,
+    ) -> Result<KeyReport, DbError> {
+        let mut report = KeyReport {
+            key: key.name.clone(),
+            ..KeyReport::default()
+        };
+        let mut cursor: Option<String> = None;
+        loop {
+            match self.budget.acquire(&key.name, deadline).await {
+                Ok(_) => {}
+                Err(BudgetError::Deadline) => {
+                    report.stopped = Some("no read budget left within --max-wait (the minute's or the day's): run it again later".into());
+                    break;
+                }
+                Err(BudgetError::Db(e)) => return Err(e),
+            }
+            let reply = match self
+                .client
+                .list_jobs(&key.key, self.page_size, cursor.as_deref(), None)
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    report.stopped = Some(e.to_string());
+                    break;
+                }
+            };
+            self.budget
+                .observe(&key.name, reply.http_status, &reply.rate)
+                .await?;
+            if reply.http_status == 429 {
+                continue; // the pause it asked for is in the budget now
+            }
+            let Some(page) = reply.page else {
+                let request_id = reply.request_id.as_deref().unwrap_or("-");
+                report.stopped = Some(format!(
+                    "Sume answered {} (request_id {request_id})",
+                    reply.http_status
+                ));
+                break;
+            };
+            report.pages += 1;
+            let (seen, reached_cutoff) = self.read_page(&page.data, cutoff, &mut report);
+            self.close(&seen, &mut report).await?;
+            cursor = page.next_cursor.filter(|c| !c.is_empty());
+            if reached_cutoff || !page.has_more || cursor.is_none() {
+                report.complete = true;
+                break;
+            }
+        }
+        Ok(report)
+    }
+
+    /// The terminal jobs of a page created within the cutoff, and whether the page reached it.
+    fn read_page(
+        &self,
+        jobs: &[JobObject],
+        cutoff: DateTime<Utc>,
+        report: &mut KeyReport,
+    ) -> (Vec<ReconcileObservation>, bool) {
+        let mut seen = Vec::new();
+        let mut reached = false;
+        for job in jobs {
+            let created = job
+                .created_at
+                .as_ref()
+                .and_then(|v| v.as_str())
+                .and_then(|s| DateTime::parse_from_rfc3339(s).ok());
+            if created.is_some_and(|c| c < cutoff) {
+                reached = true;
+                continue;
+            }
+            report.listed += 1;
+            if Status::parse(&job.status).terminal().is_some() {
+                report.terminal += 1;
+                seen.push(ReconcileObservation {
+                    job_id: job.id.clone(),
+                    status: job.status.clone(),
+                    result: job.outcome_value(),
+                });
+            }
+        }
+        (seen, reached)
+    }
+
+    async fn close(
+        &self,
+        seen: &[ReconcileObservation],
+        report: &mut KeyReport,
+    ) -> Result<(), DbError> {
+        if seen.is_empty() {
+            return Ok(());
+        }
+        let outcomes = self.store.close_reconciled(seen).await?;
+        report.not_registered += seen.len() - outcomes.len();
+        for (job_id, outcome) in outcomes {
+            match outcome {
+                Outcome::Closed => {
+                    report.closed += 1;
+                    tracing::info!(%job_id, key = %report.key, "reconcile closed a job Sume reports terminal");
+                }
+                Outcome::Disagreement => report.disagreements += 1,
+                _ => report.already_closed += 1,
+            }
+        }
+        Ok(())
+    }
+}

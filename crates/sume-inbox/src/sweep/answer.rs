@@ -1,0 +1,87 @@
+//! One key's answer about one job, as the sweep's decisions read it: [`Answer`], what it
+//! [`Reply`]s, read from a status call's reply.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sume_wire::{ClientError, StatusOutcome, StatusReply};
+
+/// How long a 429 without `Retry-After` or `RateLimit-Reset` keeps a job from its next poll.
+const DEFAULT_RETRY_IN: Duration = Duration::from_secs(60);
+
+/// One key's answer about one job, as the decisions read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// As recorded: `"200 running"`, `"404"`, `"429"`, `"timeout"`, `"error: ..."`.
+    pub text: String,
+    /// What it says.
+    pub reply: Reply,
+}
+
+/// What an answer says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// The key can read the job; its status as spelt by Sume, and its result.
+    Found {
+        /// The status as spelt by Sume.
+        status: String,
+        /// The job's result or error, when it has one.
+        result: Option<Value>,
+    },
+    /// 404: this key cannot see the job.
+    NotFound,
+    /// 429: ask again after `retry_in` (`Retry-After`, else `RateLimit-Reset`, else a minute).
+    RateLimited {
+        /// How long to wait.
+        retry_in: Duration,
+    },
+    /// 402 (out of credits) or 403 (the key lacks the scope): the account's or the key's
+    /// state, never the job's. Inconclusive like [`Reply::Failed`], and besides no give-up
+    /// is decided on it: the job waits, however old, until reads work again.
+    Refused,
+    /// Anything else: 401, 5xx, an unexpected answer, a timeout, a transport error.
+    Failed,
+}
+
+impl Answer {
+    /// Reads a status call's reply.
+    pub fn read(reply: Result<StatusReply, ClientError>) -> Answer {
+        match reply {
+            Ok(r) => {
+                let (text, reply) = match r.outcome {
+                    StatusOutcome::Found(job) => (
+                        format!("{} {}", r.http_status, job.status),
+                        Reply::Found {
+                            result: job.outcome_value(),
+                            status: job.status,
+                        },
+                    ),
+                    StatusOutcome::NotFound => (r.http_status.to_string(), Reply::NotFound),
+                    StatusOutcome::RateLimited => (
+                        r.http_status.to_string(),
+                        Reply::RateLimited {
+                            retry_in: r
+                                .rate
+                                .retry_after
+                                .or(r.rate.reset)
+                                .unwrap_or(DEFAULT_RETRY_IN),
+                        },
+                    ),
+                    _ if matches!(r.http_status, 402 | 403) => {
+                        (r.http_status.to_string(), Reply::Refused)
+                    }
+                    _ => (r.http_status.to_string(), Reply::Failed),
+                };
+                Answer { text, reply }
+            }
+            Err(ClientError::Timeout) => Answer {
+                text: "timeout".to_owned(),
+                reply: Reply::Failed,
+            },
+            Err(e) => Answer {
+                text: format!("error: {e}"),
+                reply: Reply::Failed,
+            },
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! `reconcile` against the simulator: after a restore lost the events, every registered job
+//! Sume lists as terminal is closed through the normal fold, within the read budget, and a
+//! second run changes nothing.
+
+use std::time::Duration;
+
+use serde_json::json;
+use sume_inbox::config::Rate;
+use sume_inbox::db::Store;
+use sume_inbox::reconcile::Reconcile;
+use sume_sim::{RequestsAnswer, RunningSim};
+
+use crate::support::*;
+use crate::sweep::{
+    create, main_key, migrate, register, sim_config, sim_get, wait_ended, MAIN_KEY,
+};
+
+fn reconcile(db: &TestDb, sim: &RunningSim, daily: u32) -> Reconcile {
+    let store = Store::new(&db.url, 2).unwrap();
+    let client = sume_wire::StatusClient::new(&sim.api_url(), Duration::from_secs(5)).unwrap();
+    let rate = Rate {
+        count: 1000,
+        per: Duration::from_secs(1),
+    };
+    Reconcile::new(store, client, vec![main_key()], rate, daily).with_page_size(2)
+}
+
+async fn list_reads(http: &reqwest::Client, sim: &RunningSim) -> usize {
+    let log: RequestsAnswer = sim_get(http, sim, "requests?key=main").await;
+    log.requests
+        .iter()
+        .filter(|r| r.path.ends_with("/jobs"))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn terminal_jobs_sume_lists_are_closed_once_within_the_budget() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let http = reqwest::Client::new();
+    // Webhooks dropped, as if their events were lost with the restore.
+    let quick = |outcome: &str| json!({"drop": true, "duration_ms": 1, "outcome": outcome});
+    let done = create(&http, &sim, MAIN_KEY, None, quick("completed")).await;
+    let failed = create(&http, &sim, MAIN_KEY, None, quick("failed")).await;
+    let running = create(
+        &http,
+        &sim,
+        MAIN_KEY,
+        None,
+        json!({"drop": true, "duration_ms": 3_600_000}),
+    )
+    .await;
+    let stranger = create(&http, &sim, MAIN_KEY, None, quick("canceled")).await;
+    wait_ended(
+        &http,
+        &sim,
+        &[done.clone(), failed.clone(), stranger.clone()],
+    )
+    .await;
+    for id in [&done, &failed, &running] {
+        register(&db, id).await;
+    }
+
+    // A daily allowance of one read: one page, then the run stops and says so.
+    let short = reconcile(&db, &sim, 1)
+        .run(Duration::from_secs(6 * 3600), Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert!(!short.complete(), "{short:?}");
+    assert_eq!(short.keys[0].pages, 1);
+    assert!(
+        short.keys[0]
+            .stopped
+            .as_deref()
+            .unwrap_or("")
+            .contains("budget"),
+        "{short:?}"
+    );
+    assert_eq!(
+        list_reads(&http, &sim).await,
+        1,
+        "nothing beyond the budget was sent"
+    );
+
+    let full = reconcile(&db, &sim, 1000)
+        .run(Duration::from_secs(6 * 3600), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(full.complete(), "{full:?}");
+    let key = &full.keys[0];
+    assert_eq!((key.listed, key.terminal), (4, 3), "{key:?}");
+    assert_eq!(key.not_registered, 1, "{key:?}");
+    assert_eq!((key.closed, key.already_closed), (2, 0), "{key:?}");
+    assert_eq!(job_state(&db, &done).await.as_deref(), Some("completed"));
+    assert_eq!(job_state(&db, &failed).await.as_deref(), Some("failed"));
+    assert_eq!(job_state(&db, &running).await.as_deref(), Some("open"));
+    assert_eq!(
+        job_state(&db, &stranger).await,
+        None,
+        "reconcile registers nothing"
+    );
+    let by_poll = db
+        .scalar("select count(*) from sume.jobs where closed_by = 'poll'")
+        .await;
+    assert_eq!(by_poll, 2);
+
+    let again = reconcile(&db, &sim, 1000)
+        .run(Duration::from_secs(6 * 3600), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.keys[0].closed, again.keys[0].already_closed),
+        (0, 2),
+        "{again:?}"
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.disagreements").await,
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_created_before_since_are_not_read() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let http = reqwest::Client::new();
+    let done = create(
+        &http,
+        &sim,
+        MAIN_KEY,
+        None,
+        json!({"drop": true, "duration_ms": 1}),
+    )
+    .await;
+    wait_ended(&http, &sim, std::slice::from_ref(&done)).await;
+    register(&db, &done).await;
+    // Everything Sume lists was created before "the last millisecond".
+    let report = reconcile(&db, &sim, 1000)
+        .run(Duration::from_millis(1), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(report.complete());
+    assert_eq!(
+        (report.keys[0].listed, report.keys[0].closed),
+        (0, 0),
+        "{report:?}"
+    );
+    assert_eq!(job_state(&db, &done).await.as_deref(), Some("open"));
+}
+
+#[test]
+fn without_a_key_reconcile_refuses_to_start_naming_the_setting() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(["reconcile", "--since", "6h"])
+        .env_clear()
+        .env("DATABASE_URL", "postgres://u:pw@127.0.0.1:1/db")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SUME_API_KEYS"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(["reconcile", "--since", "six hours"])
+        .env_clear()
+        .env("DATABASE_URL", "postgres://u:pw@127.0.0.1:1/db")
+        .env("SUME_API_KEYS", "main:sk_secret_value")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--since") && !err.contains("sk_secret_value"),
+        "{err}"
+    );
+}
