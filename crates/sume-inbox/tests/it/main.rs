@@ -10,6 +10,7 @@ mod metrics;
 mod ops;
 mod outage;
 mod plans;
+mod pooler;
 mod port;
 mod property;
 mod retention;
