@@ -125,7 +125,7 @@ impl Session for Conn {
     }
 }
 
-/// A transaction on a connection of the pool: [`super::begin`] opens it, [`super::commit`]
+/// A transaction on a connection of the pool: `db::begin` opens it, `db::commit`
 /// commits it, dropping it rolls it back.
 pub struct Tx<'a> {
     tx: deadpool_postgres::Transaction<'a>,
