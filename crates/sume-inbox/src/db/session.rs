@@ -12,6 +12,7 @@
 //! transaction) and closing it before the commit.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio_postgres::types::Type;
@@ -73,6 +74,9 @@ pub trait Session: Sync {
     /// Whether a transaction is open (learning a statement's types then needs no transaction
     /// of its own).
     fn in_transaction(&self) -> bool;
+    /// Told when a transaction opened by a plain `begin` (learning types) starts and ends, so
+    /// a connection dropped in between (a cancelled future) is closed, not pooled again.
+    fn raw_transaction(&self, _open: bool) {}
 }
 
 /// A connection taken from the pool directly (not through [`super::Store::conn`]): prepared
@@ -96,15 +100,37 @@ impl Session for deadpool_postgres::Object {
 
 static PREPARED: Protocol = Protocol::Prepared;
 
-/// A connection taken from the pool; back to the pool when dropped.
+/// A connection taken from the pool; back to the pool when dropped, unless a transaction
+/// opened by a plain `begin` is still open on it (then it is closed).
 pub struct Conn {
-    client: deadpool_postgres::Object,
+    client: Option<deadpool_postgres::Object>,
     protocol: Protocol,
+    raw_open: AtomicBool,
 }
 
 impl Conn {
     pub(super) fn new(client: deadpool_postgres::Object, protocol: Protocol) -> Conn {
-        Conn { client, protocol }
+        Conn {
+            client: Some(client),
+            protocol,
+            raw_open: AtomicBool::new(false),
+        }
+    }
+
+    fn client(&self) -> &deadpool_postgres::Object {
+        self.client
+            .as_ref()
+            .expect("a Conn holds its connection until dropped")
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if self.raw_open.load(Ordering::Acquire) {
+            if let Some(client) = self.client.take() {
+                drop(deadpool_postgres::Object::take(client));
+            }
+        }
     }
 }
 
@@ -112,16 +138,19 @@ impl Session for Conn {
     type Pooled = deadpool_postgres::Object;
     type Raw = tokio_postgres::Client;
     fn pooled(&self) -> &Self::Pooled {
-        &self.client
+        self.client()
     }
     fn raw(&self) -> &Self::Raw {
-        &self.client
+        self.client()
     }
     fn protocol(&self) -> &Protocol {
         &self.protocol
     }
     fn in_transaction(&self) -> bool {
         false
+    }
+    fn raw_transaction(&self, open: bool) {
+        self.raw_open.store(open, Ordering::Release);
     }
 }
 
@@ -153,6 +182,8 @@ impl<'a> Session for Tx<'a> {
 pub(crate) async fn begin<'a>(conn: &'a mut Conn, what: &'static str) -> Result<Tx<'a>, DbError> {
     let tx = conn
         .client
+        .as_mut()
+        .expect("a Conn holds its connection until dropped")
         .transaction()
         .await
         .map_err(|source| DbError::Transaction {

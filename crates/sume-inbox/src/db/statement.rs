@@ -94,12 +94,14 @@ impl Statement {
         if s.in_transaction() {
             return learn.await.map_err(self.error());
         }
+        s.raw_transaction(true);
         raw.batch_execute("begin").await.map_err(self.error())?;
         let learnt = learn.await;
         let end = if learnt.is_ok() { "commit" } else { "rollback" };
         let ended = raw.batch_execute(end).await;
         let types = learnt.map_err(self.error())?;
         ended.map_err(self.error())?;
+        s.raw_transaction(false);
         Ok(types)
     }
 
