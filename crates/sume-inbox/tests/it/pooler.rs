@@ -176,9 +176,23 @@ async fn named_statements_break_behind_the_pooler_and_the_pooled_store_does_not(
     other.batch_execute("commit").await.unwrap();
 }
 
+/// The binary with these variables only; answers its exit status and what it printed.
+fn sume_inbox(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .output()
+        .expect("run sume-inbox");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), text)
+}
+
 /// Behind the pooler without MIGRATE_DATABASE_URL the daemon migrates nothing (a session
 /// advisory lock cannot cross a transaction pooler): on an empty database it refuses to start,
-/// naming `sume-inbox migrate`; once that has run over a direct connection, it starts.
+/// naming `sume-inbox migrate`. That command refuses the pooler too, and runs over
+/// MIGRATE_DATABASE_URL; then the daemon starts, and the admin commands work through the pooler.
 #[tokio::test(flavor = "multi_thread")]
 async fn behind_the_pooler_migrations_are_a_step_of_their_own() {
     let db = TestDb::new().await;
@@ -199,9 +213,17 @@ async fn behind_the_pooler_migrations_are_a_step_of_their_own() {
         0,
         "nothing was migrated through the pooler"
     );
-    sume_inbox::db::migrate::migrate(&mut db.client().await)
-        .await
-        .unwrap();
+    let pooled = bouncer.pooled(&db);
+    let env = [
+        ("DATABASE_URL", pooled.as_str()),
+        ("DB_POOLER", "transaction"),
+    ];
+    let (code, text) = sume_inbox(&["migrate"], &env);
+    assert_eq!(code, Some(78), "{text}");
+    assert!(text.contains("MIGRATE_DATABASE_URL"), "{text}");
+    let with_direct = [env[0], env[1], ("MIGRATE_DATABASE_URL", db.url.as_str())];
+    let (code, text) = sume_inbox(&["migrate"], &with_direct);
+    assert_eq!(code, Some(0), "{text}");
     let daemon = Daemon::start(config).await;
     let http = reqwest::Client::new();
     let r = Delivery::completed("job_after_migrate")
@@ -209,6 +231,36 @@ async fn behind_the_pooler_migrations_are_a_step_of_their_own() {
         .await;
     assert_eq!(r.status(), 204);
     daemon.stop().await;
+    // The event waits for its job row; the operator's numbers say so, read through the pooler.
+    let (code, text) = sume_inbox(&["stats", "--json"], &env);
+    assert_eq!(code, Some(0), "{text}");
+    let stats: serde_json::Value = serde_json::from_str(&text).expect(&text);
+    assert_eq!(stats["waiting"], 1, "{text}");
+}
+
+/// A connection dropped inside a transaction it opened with a plain `begin` (while learning a
+/// statement's types, if its future is cancelled) is closed rather than pooled again, so no
+/// later statement runs inside that transaction.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_left_inside_a_plain_transaction_is_not_pooled_again() {
+    use sume_inbox::db::Session;
+    let db = TestDb::new().await;
+    let store = Store::new(&db.url, 2).unwrap().behind_pooler(None);
+    let conn = store.conn().await.unwrap();
+    conn.raw().batch_execute("begin").await.unwrap();
+    conn.raw_transaction(true);
+    drop(conn);
+    assert_eq!(
+        store.pool().status().size,
+        0,
+        "closed, not back in the pool"
+    );
+    let conn = store.conn().await.unwrap();
+    conn.raw().batch_execute("begin").await.unwrap();
+    conn.raw().batch_execute("commit").await.unwrap();
+    conn.raw_transaction(false);
+    drop(conn);
+    assert_eq!(store.pool().status().size, 1, "a clean one goes back");
 }
 
 /// With LISTEN_DATABASE_URL (a direct connection) attach hears of job rows as they commit even
