@@ -48,7 +48,7 @@ impl OldDaemon {
             .env("ADMIN_ADDR", admin.to_string())
             .env("ATTACH_SCAN_INTERVAL", "300ms")
             .env("LOG_FORMAT", "json")
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "error")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
