@@ -45,17 +45,18 @@ impl std::fmt::Debug for Protocol {
     }
 }
 
-/// The parameter types of each statement run unnamed, by statement name.
+/// The parameter types of each statement run unnamed, by its SQL text (two crates may name
+/// different statements alike).
 #[derive(Default)]
 pub struct ParamTypes(Mutex<HashMap<&'static str, Arc<[Type]>>>);
 
 impl ParamTypes {
-    pub(super) fn get(&self, name: &'static str) -> Option<Arc<[Type]>> {
-        self.0.lock().expect("param types").get(name).cloned()
+    pub(super) fn get(&self, sql: &'static str) -> Option<Arc<[Type]>> {
+        self.0.lock().expect("param types").get(sql).cloned()
     }
 
-    pub(super) fn put(&self, name: &'static str, types: Arc<[Type]>) {
-        self.0.lock().expect("param types").insert(name, types);
+    pub(super) fn put(&self, sql: &'static str, types: Arc<[Type]>) {
+        self.0.lock().expect("param types").insert(sql, types);
     }
 }
 

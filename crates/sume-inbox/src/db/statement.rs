@@ -69,11 +69,11 @@ impl Statement {
         known: &ParamTypes,
         params: Params<'p>,
     ) -> Result<Vec<(&'p (dyn ToSql + Sync), Type)>, DbError> {
-        let types = match known.get(self.name) {
+        let types = match known.get(self.sql) {
             Some(types) => types,
             None => {
                 let types = self.learn_types(s).await?;
-                known.put(self.name, types.clone());
+                known.put(self.sql, types.clone());
                 types
             }
         };
