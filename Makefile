@@ -21,13 +21,17 @@ serve:
 	@DEVPG_DIR=target/devpg-serve scripts/with-devpg scripts/run-dev target/release/sume-inbox $(DEV_SECRET)
 
 ## test: every test, against a fresh throwaway PostgreSQL (or DATABASE_URL); first, when
-## openssl is installed, the signature vectors of fixtures/sume/vectors are recomputed with it
+## openssl is installed, the signature vectors of fixtures/sume/vectors are recomputed with it;
+## then the core and end-to-end suites again with their daemons behind PgBouncer in transaction
+## mode (scripts/devbouncer; skipped with DATABASE_URL set)
 test:
 	@if command -v openssl >/dev/null 2>&1; then scripts/sume-vectors --check; \
 	else echo "openssl not installed: fixtures/sume/vectors not recomputed (the tests still read them)"; fi
 	$(CARGO) build --workspace --all-targets
 	@scripts/devpg destroy target/devpg-test >/dev/null 2>&1 || true
 	@DEVPG_DIR=target/devpg-test scripts/with-devpg $(CARGO) test --workspace --no-fail-fast
+	@DEVPG_DIR=target/devpg-test DEVPG_POOLER=1 scripts/with-devpg \
+		$(CARGO) test -p sume-inbox -p sume-dev --test it --no-fail-fast
 
 ## lint: formatting, clippy and the API docs' links, as CI runs them
 lint:
@@ -43,6 +47,7 @@ check-deploy:
 	scripts/check-deploy
 
 clean-db:
+	for d in target/devpg-*-bouncer; do [ -d $$d ] && scripts/devbouncer destroy $$d; done; true
 	for d in target/devpg-*; do scripts/devpg destroy $$d; done
 
 ## bench: the benchmark of docs/benchmarks.md, in about 3 minutes after the build: a throwaway

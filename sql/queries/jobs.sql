@@ -141,3 +141,22 @@ select 1 from sume.jobs where job_id = $1 for share;
 -- name: jobs_listen
 -- The trigger sume.jobs_notify (0001_init.sql) sends each new job id on this channel.
 listen sume_jobs;
+
+-- name: jobs_delete_closed
+-- JOB_RETENTION (off by default; see sweep/retention.rs): at most $2 jobs closed more than $1
+-- seconds ago by the clock ($3, or the database's when null), with their disagreements; answers
+-- how many jobs went. No index serves it (closed jobs have none: the sweep never reads them), so
+-- it is a sequential scan that stops at $2 rows, run once an hour rather than every pass.
+with gone as (
+    delete from sume.jobs
+    where job_id = any (array(
+        select job_id from sume.jobs
+        where state <> 'open'
+          and closed_at < coalesce($3, now()) - make_interval(secs => $1)
+        limit $2))
+      and state <> 'open'
+    returning job_id
+), disagreements as (
+    delete from sume.disagreements d using gone where d.job_id = gone.job_id
+)
+select count(*) from gone;

@@ -27,6 +27,9 @@ pub enum Command {
     Run(RunArgs),
     /// The per-request baseline server (started by `run`; stops when its stdin closes).
     BaselineServer(BaselineArgs),
+    /// What unnamed statements (DB_POOLER=transaction) cost per statement against prepared
+    /// ones, on DATABASE_URL; prints a table.
+    Protocol(crate::protocol::ProtocolArgs),
 }
 
 fn duration(raw: &str) -> Result<Duration, String> {

@@ -9,7 +9,8 @@
 //! and fails when any server acknowledged an event it did not store ([`check`]).
 //!
 //! Beside ingest, [`stages`] measures attach (jobs registered at full speed over waiting events)
-//! and one sweep pass beside a million closed jobs against one without.
+//! and one sweep pass beside a million closed jobs against one without. [`protocol`]
+//! (`sume-bench protocol`) measures what unnamed statements cost against prepared ones.
 //!
 //! Modules: [`webhook`] makes signed deliveries, [`load`] sends them, [`stats`] counts,
 //! [`stack`] runs PostgreSQL and the servers, [`report`] writes the table, [`run`] runs it all.
@@ -21,6 +22,7 @@ pub mod ceiling;
 pub mod check;
 pub mod cli;
 pub mod load;
+pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod stack;

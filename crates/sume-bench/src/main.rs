@@ -16,6 +16,7 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => sume_bench::run::run(args).await,
+            Command::Protocol(args) => sume_bench::protocol::run(args).await,
             Command::BaselineServer(args) => {
                 sume_bench::baseline::serve(
                     &args.database_url,

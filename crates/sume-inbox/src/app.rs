@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::attach::{Attach, AttachHandle};
-use crate::config::Config;
+use crate::config::{Config, Pooler};
 use crate::db::{self, migrate, DbError, Store};
 use crate::health::Health;
 use crate::http::health::Readiness;
@@ -47,26 +47,27 @@ pub enum RunError {
     /// A setting turned out unusable at start (exit 78).
     #[error("configuration: {0}")]
     Config(String),
+    /// Behind a transaction pooler without MIGRATE_DATABASE_URL, the schema is older than
+    /// this binary's and cannot be migrated through the pooler.
+    #[error("the schema is at version {0}, this binary needs {latest}: run `sume-inbox migrate` over a direct connection first, or set MIGRATE_DATABASE_URL", latest = migrate::latest())]
+    SchemaBehind(i32),
 }
 
 /// How long start-up keeps trying to reach the database before giving up.
 const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
 
-/// Applies migrations (under the advisory lock), retrying while the database is not reachable
-/// yet, e.g. when the daemon and its database start together.
-pub async fn migrate_with_retry(
-    url: &str,
-    shutdown: &CancellationToken,
-) -> Result<Vec<i32>, DbError> {
+/// Runs `attempt` until it answers, retrying while the database is not reachable yet (e.g. when
+/// the daemon and its database start together), for at most [`STARTUP_PATIENCE`].
+async fn patiently<T, F, Fut>(shutdown: &CancellationToken, mut attempt: F) -> Result<T, DbError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, DbError>>,
+{
     let deadline = tokio::time::Instant::now() + STARTUP_PATIENCE;
     let mut wait = Duration::from_millis(200);
     loop {
-        let attempt = async {
-            let mut client = db::connect(url).await?;
-            migrate::migrate(&mut client).await
-        };
-        match attempt.await {
-            Ok(applied) => return Ok(applied),
+        match attempt().await {
+            Ok(answer) => return Ok(answer),
             Err(e @ (DbError::Connect(_) | DbError::Pool(_)))
                 if tokio::time::Instant::now() < deadline =>
             {
@@ -79,6 +80,50 @@ pub async fn migrate_with_retry(
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// Applies migrations (under the advisory lock) on `url`, a direct connection.
+pub async fn migrate_with_retry(
+    url: &str,
+    shutdown: &CancellationToken,
+) -> Result<Vec<i32>, DbError> {
+    patiently(shutdown, || async {
+        let mut client = db::connect(url).await?;
+        migrate::migrate(&mut client).await
+    })
+    .await
+}
+
+/// The pool, once the schema is at least this binary's: migrated at start over a direct
+/// connection, or, behind a transaction pooler without MIGRATE_DATABASE_URL, only read (the
+/// migrations are then a step of their own, `sume-inbox migrate`).
+async fn open_store(config: &Config, shutdown: &CancellationToken) -> Result<Store, RunError> {
+    let routes = &config.database;
+    let store = Store::new(config.database_url.expose(), config.db_pool_size)?;
+    let listen = routes.listen_url.as_ref().map(|u| u.expose());
+    let store = match (routes.pooler, listen) {
+        (Pooler::Transaction, listen) => store.behind_pooler(listen),
+        (Pooler::None, Some(listen)) => store.listen_on(listen),
+        (Pooler::None, None) => store,
+    };
+    if let Some(url) = routes.migrate_at_start(&config.database_url) {
+        let applied = migrate_with_retry(url, shutdown).await?;
+        tracing::info!(applied = ?applied, schema = migrate::latest(), "schema is current");
+        return Ok(store);
+    }
+    let found = patiently(shutdown, || store.schema_migrations_version()).await;
+    match found {
+        Ok(v) if v >= migrate::latest() => {
+            tracing::info!(
+                schema = v,
+                "schema is current (migrations are a step of their own)"
+            );
+            Ok(store)
+        }
+        Ok(v) => Err(RunError::SchemaBehind(v)),
+        Err(e) if e.is_missing_schema() => Err(RunError::SchemaBehind(0)),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -193,10 +238,7 @@ pub async fn run(
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
-    let url = config.database_url.expose().to_owned();
-    let applied = migrate_with_retry(&url, &shutdown).await?;
-    tracing::info!(applied = ?applied, schema = migrate::latest(), "schema is current");
-    let store = Store::new(&url, config.db_pool_size)?;
+    let store = open_store(&config, &shutdown).await?;
     // The public port's connections, the pool, the admin port and some to spare.
     crate::fd_limit::raise((config.port.max_connections + config.db_pool_size + 256) as u64);
     let health = Health::default();

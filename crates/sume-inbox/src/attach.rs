@@ -3,7 +3,9 @@
 //! It learns of work three ways: ingest tells it which jobs got new events; PostgreSQL tells it
 //! which job rows committed (the `sume_jobs` notification of the insert trigger, received on a
 //! dedicated LISTEN connection); and a periodic catch-up scan finds waiting events whose job row
-//! exists, covering a notification lost while the connection was down, or a crash. Every path
+//! exists, covering a notification lost while the connection was down, or a crash. Behind a
+//! transaction pooler without LISTEN_DATABASE_URL there is no LISTEN: the scan (every second by
+//! default there) is how a job row committed after its events is found. Every path
 //! ends in [`Store::attach_jobs`], which is idempotent and safe beside other instances.
 
 use std::collections::BTreeSet;
@@ -101,18 +103,21 @@ impl Attach {
         )
     }
 
-    /// Runs until `shutdown`: the LISTEN connection on a task of its own, and here one loop
-    /// over the queue and the catch-up ticker.
+    /// Runs until `shutdown`: the LISTEN connection on a task of its own (unless the store has
+    /// none: behind a transaction pooler without LISTEN_DATABASE_URL), and here one loop over
+    /// the queue and the catch-up ticker.
     pub async fn run(mut self, shutdown: CancellationToken, health: Health) {
         let guard = health.task("attach");
-        let listener = tokio::spawn(listen(
-            self.store.clone(),
-            AttachHandle {
-                tx: self.tx.clone(),
-            },
-            shutdown.clone(),
-            health.task("attach-listen"),
-        ));
+        let listener = self.store.can_listen().then(|| {
+            tokio::spawn(listen(
+                self.store.clone(),
+                AttachHandle {
+                    tx: self.tx.clone(),
+                },
+                shutdown.clone(),
+                health.task("attach-listen"),
+            ))
+        });
         let mut ticker = tokio::time::interval(self.config.scan_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -126,7 +131,9 @@ impl Attach {
                 Some(msg) = self.rx.recv() => self.handle(msg).await,
             }
         }
-        let _ = listener.await;
+        if let Some(listener) = listener {
+            let _ = listener.await;
+        }
         guard.finished();
     }
 

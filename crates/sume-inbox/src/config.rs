@@ -10,8 +10,12 @@ use std::time::Duration;
 use sume_wire::Secret;
 use thiserror::Error;
 
+mod database;
 mod parse;
+mod retention;
+pub use database::*;
 pub use parse::*;
+pub use retention::*;
 
 /// A setting that is missing or malformed. The message names it.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -50,6 +54,8 @@ pub struct Config {
     pub database_url: Secret,
     /// DB_POOL_SIZE: connections in this instance's pool.
     pub db_pool_size: usize,
+    /// DB_POOLER, MIGRATE_DATABASE_URL, LISTEN_DATABASE_URL.
+    pub database: DatabaseRoutes,
     /// SUME_WEBHOOK_SECRET: any of them verifies a delivery (rotation).
     pub webhook_secrets: Vec<Secret>,
     /// SUME_API_URL: the base of Sume's API, without a trailing `/`.
@@ -90,6 +96,7 @@ impl Config {
         Config {
             database_url: Secret::new(database_url),
             db_pool_size: 16,
+            database: DatabaseRoutes::default(),
             webhook_secrets: vec![Secret::new(webhook_secret)],
             sume_api_url: "https://www.sume.so/api/v1".into(),
             sume_api_allow_plaintext: false,
@@ -213,6 +220,9 @@ pub struct SweepConfig {
     pub dead_letter_retention: Option<Duration>,
     /// Rows one retention statement removes.
     pub retention_batch: usize,
+    /// How long closed jobs are kept (`None`, the default: for ever; the rows are the
+    /// application's).
+    pub job_retention: Option<Duration>,
 }
 
 /// SUME_READ_DAILY's default: under Sume's 10,000 reads a key and day, so the application that
@@ -239,6 +249,7 @@ impl Default for SweepConfig {
             retention: Duration::from_secs(14 * 86_400),
             dead_letter_retention: Some(Duration::from_secs(90 * 86_400)),
             retention_batch: 1000,
+            job_retention: None,
         }
     }
 }
@@ -309,6 +320,8 @@ impl Config {
             ));
         }
         check_plaintext(&self.sume_api_url, self.sume_api_allow_plaintext)?;
+        self.database.validate(&self.database_url)?;
+        check_job_retention(&self.sweep)?;
         let s = &self.sweep;
         for (name, d) in [
             ("INGEST_TIMEOUT", self.ingest.timeout),

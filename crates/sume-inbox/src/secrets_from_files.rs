@@ -6,8 +6,10 @@
 use crate::config::ConfigError;
 
 /// The settings that may come from a file, each with the variable that names the file.
-pub const FILE_VARIABLES: [(&str, &str); 5] = [
+pub const FILE_VARIABLES: [(&str, &str); 7] = [
     ("DATABASE_URL", "DATABASE_URL_FILE"),
+    ("MIGRATE_DATABASE_URL", "MIGRATE_DATABASE_URL_FILE"),
+    ("LISTEN_DATABASE_URL", "LISTEN_DATABASE_URL_FILE"),
     ("SUME_WEBHOOK_SECRET", "SUME_WEBHOOK_SECRET_FILE"),
     ("SUME_API_KEYS", "SUME_API_KEYS_FILE"),
     ("SUME_API_KEY", "SUME_API_KEY_FILE"),

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use rand::Rng;
-use sume_inbox::config::Config;
+use sume_inbox::config::{Config, DatabaseRoutes, Pooler};
 use sume_inbox::{run, Listeners};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -103,12 +103,56 @@ pub async fn connect(url: &str) -> tokio_postgres::Client {
     client
 }
 
+/// The PgBouncer in transaction mode that `make test` starts in front of its server for the
+/// suites' second pass (`scripts/devbouncer`), when the tests run through one.
+pub fn pooler_url() -> Option<String> {
+    std::env::var("SUME_TEST_POOLER_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+}
+
+/// The `user@host:port` part of a URL.
+fn authority(url: &str) -> Option<&str> {
+    let rest = &url[url.find("://")? + 3..];
+    Some(&rest[..rest.find(['/', '?']).unwrap_or(rest.len())])
+}
+
+/// The database of `url` on the server of `server` (a pooler in front of it, say).
+pub fn on_server_of(url: &str, server: &str) -> String {
+    match (authority(url), authority(server)) {
+        (Some(here), Some(there)) => url.replacen(here, there, 1),
+        _ => url.to_owned(),
+    }
+}
+
+/// `url` reached through the pooler of [`pooler_url`], when there is one and `url` is a
+/// database of [`admin_url`]'s server (a cluster a test started for itself is reached
+/// directly).
+pub fn through_pooler(url: &str) -> Option<String> {
+    let pooler = pooler_url()?;
+    let server = std::env::var("DATABASE_URL").ok()?;
+    if authority(url)? != authority(&server)? {
+        return None;
+    }
+    Some(on_server_of(url, &pooler))
+}
+
 /// A daemon configuration for tests against the database at `url`: port-0 listeners on
 /// loopback, [`SECRET`] as the webhook secret, a small pool and body limit, short timeouts and
 /// a fast attach scan. The Sume API URL points at a closed port; a test that needs Sume sets
-/// `sume_api_url` to a simulator's.
+/// `sume_api_url` to a simulator's. When the suites run through a pooler ([`pooler_url`]),
+/// the daemon's pool goes through it with `DB_POOLER=transaction`, its migrations over `url`
+/// directly, and it has no LISTEN connection.
 pub fn config(url: &str) -> Config {
     let mut c = Config::local(url, SECRET);
+    if let Some(pooled) = through_pooler(url) {
+        c.database_url = sume_wire::Secret::new(pooled);
+        c.database = DatabaseRoutes {
+            pooler: Pooler::Transaction,
+            migrate_url: Some(sume_wire::Secret::new(url)),
+            listen_url: None,
+        };
+    }
     c.db_pool_size = 8;
     // Nothing listens there: a test that needs Sume points this at the simulator.
     c.sume_api_url = "http://127.0.0.1:9/v1".into();

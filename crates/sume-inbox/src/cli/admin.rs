@@ -15,6 +15,9 @@ pub struct AdminArgs {
     /// PostgreSQL connection URL.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
+    /// `transaction` when DATABASE_URL is a transaction pooler (unnamed statements only).
+    #[arg(long, env = "DB_POOLER", default_value = "none")]
+    pub db_pooler: String,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -94,10 +97,13 @@ pub struct ReplayArgs {
 }
 
 /// A small pool for an admin command, once the schema is known to be there.
-async fn open_store(url: &str) -> Result<Store, CliError> {
+async fn open_store(admin: &AdminArgs) -> Result<Store, CliError> {
     let no_schema =
         || CliError::Failed("the database has no sume schema yet: run `sume-inbox migrate`".into());
-    let store = Store::new(url, 2)?;
+    let mut store = Store::new(&admin.database_url, 2)?;
+    if config::parse_pooler(&admin.db_pooler)? == config::Pooler::Transaction {
+        store = store.behind_pooler(None);
+    }
     match store.schema_migrations_version().await {
         Ok(v) if v >= 1 => Ok(store),
         Ok(_) => Err(no_schema()),
@@ -108,7 +114,7 @@ async fn open_store(url: &str) -> Result<Store, CliError> {
 
 /// `jobs show ID`: fails when nothing at all is known about the id.
 pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> {
-    let store = open_store(&admin.database_url).await?;
+    let store = open_store(admin).await?;
     let (out, known) = ops::jobs_show(&store, job_id, admin.json).await?;
     print!("{out}");
     if !known {
@@ -122,7 +128,7 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
 /// `inbox ls`.
 pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
     let older_than = config::parse_duration("--older-than", older_than)?;
-    let store = open_store(&admin.database_url).await?;
+    let store = open_store(admin).await?;
     print!(
         "{}",
         ops::inbox_ls(&store, older_than, limit, admin.json).await?
@@ -132,14 +138,14 @@ pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result
 
 /// `dead-letters ls`.
 pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
-    let store = open_store(&admin.database_url).await?;
+    let store = open_store(admin).await?;
     print!("{}", ops::dead_letters_ls(&store, limit, admin.json).await?);
     Ok(())
 }
 
 /// `dead-letters drop ID...`: fails when an id names no dead letter (the others are dropped).
 pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), CliError> {
-    let store = open_store(&admin.database_url).await?;
+    let store = open_store(admin).await?;
     let dropped = store.dead_letters_drop(ids).await?;
     let missing: Vec<&String> = ids.iter().filter(|id| !dropped.contains(id)).collect();
     print!("{}", ops::render_dropped(&dropped, &missing, admin.json));
@@ -157,7 +163,7 @@ pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), 
 /// does not verify with the current secrets.
 pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
     let secrets = config::parse_secrets("SUME_WEBHOOK_SECRET", &args.webhook_secret)?;
-    let store = open_store(&args.admin.database_url).await?;
+    let store = open_store(&args.admin).await?;
     let items = match &args.event_id {
         Some(id) => vec![ops::replay_event(&store, &secrets, id).await?],
         None => ops::replay_dead_letters(&store, &secrets, args.limit).await?,
@@ -177,7 +183,7 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
 
 /// `stats`.
 pub async fn stats(admin: &AdminArgs) -> Result<(), CliError> {
-    let store = open_store(&admin.database_url).await?;
+    let store = open_store(admin).await?;
     print!("{}", ops::stats(&store, admin.json).await?);
     Ok(())
 }

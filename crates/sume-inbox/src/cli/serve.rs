@@ -37,9 +37,23 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `migrate`: applies the embedded migrations and says where the schema stands.
+/// `migrate`: applies the embedded migrations and says where the schema stands. It runs on
+/// MIGRATE_DATABASE_URL when set, else DATABASE_URL, which must then not be a transaction
+/// pooler (the migrations hold a session advisory lock).
 pub async fn migrate(args: MigrateArgs) -> Result<(), CliError> {
-    let mut client = db::connect(&args.database_url).await?;
+    let url = match (&args.migrate_database_url, &args.database_url) {
+        (Some(url), _) if !url.trim().is_empty() => url,
+        _ if config::parse_pooler(&args.db_pooler)? == config::Pooler::Transaction => {
+            return Err(ConfigError::new(
+                "MIGRATE_DATABASE_URL",
+                "is required with DB_POOLER=transaction: migrations need a direct connection",
+            )
+            .into())
+        }
+        (_, Some(url)) => url,
+        (_, None) => return Err(ConfigError::new("DATABASE_URL", "is required").into()),
+    };
+    let mut client = db::connect(url).await?;
     let applied = db::migrate::migrate(&mut client).await?;
     println!(
         "schema at version {} (applied now: {:?})",
@@ -54,7 +68,14 @@ pub async fn migrate(args: MigrateArgs) -> Result<(), CliError> {
 pub struct MigrateArgs {
     /// PostgreSQL connection URL.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: String,
+    pub database_url: Option<String>,
+    /// A direct connection, preferred to DATABASE_URL when set.
+    #[arg(long, env = "MIGRATE_DATABASE_URL", hide_env_values = true)]
+    pub migrate_database_url: Option<String>,
+    /// `transaction` when DATABASE_URL is a transaction pooler: MIGRATE_DATABASE_URL is then
+    /// required.
+    #[arg(long, env = "DB_POOLER", default_value = "none")]
+    pub db_pooler: String,
 }
 
 /// `serve`'s settings, as text: [`ServeArgs::into_config`] reads and checks them.
@@ -66,6 +87,18 @@ pub struct ServeArgs {
     /// Connections in this instance's pool.
     #[arg(long, env = "DB_POOL_SIZE", default_value = "16")]
     pub db_pool_size: String,
+    /// `transaction` when DATABASE_URL is a pooler in transaction mode (PgBouncer): unnamed
+    /// statements only, no LISTEN or migrations through it. `none` otherwise.
+    #[arg(long, env = "DB_POOLER", default_value = "none")]
+    pub db_pooler: String,
+    /// A direct connection for the migrations at start (with DB_POOLER=transaction, without
+    /// it the schema must be current: run `sume-inbox migrate` first).
+    #[arg(long, env = "MIGRATE_DATABASE_URL", hide_env_values = true)]
+    pub migrate_database_url: Option<String>,
+    /// A direct connection for attach's LISTEN (with DB_POOLER=transaction, without it attach
+    /// does without LISTEN).
+    #[arg(long, env = "LISTEN_DATABASE_URL", hide_env_values = true)]
+    pub listen_database_url: Option<String>,
     /// Webhook signing secrets, comma separated; any of them verifies (rotation).
     #[arg(long, env = "SUME_WEBHOOK_SECRET", hide_env_values = true)]
     pub webhook_secret: Option<String>,
@@ -130,9 +163,10 @@ pub struct ServeArgs {
     /// How long a webhook waits for its commit before it is answered 503.
     #[arg(long, env = "INGEST_TIMEOUT", default_value = "10s")]
     pub ingest_timeout: String,
-    /// How often attach scans for waiting events whose job row exists (lost notifications).
-    #[arg(long, env = "ATTACH_SCAN_INTERVAL", default_value = "5s")]
-    pub attach_scan_interval: String,
+    /// How often attach scans for waiting events whose job row exists (lost notifications);
+    /// 5s, or 1s with DB_POOLER=transaction and no LISTEN_DATABASE_URL.
+    #[arg(long, env = "ATTACH_SCAN_INTERVAL")]
+    pub attach_scan_interval: Option<String>,
     /// Time between sweep passes.
     #[arg(long, env = "SWEEP_INTERVAL", default_value = "30s")]
     pub sweep_interval: String,
@@ -178,6 +212,10 @@ pub struct ServeArgs {
     /// Rows one retention statement removes.
     #[arg(long, env = "RETENTION_BATCH", default_value = "1000")]
     pub retention_batch: String,
+    /// How long closed jobs are kept: `off` (the default: the rows are the application's) or
+    /// a duration of at least RETENTION and POLL_GIVE_UP.
+    #[arg(long, env = "JOB_RETENTION", default_value = "off")]
+    pub job_retention: String,
     /// How long shutdown waits for in-flight work.
     #[arg(long, env = "SHUTDOWN_TIMEOUT", default_value = "20s")]
     pub shutdown_timeout: String,
@@ -188,9 +226,25 @@ impl ServeArgs {
     pub fn into_config(self) -> Result<Config, ConfigError> {
         use config::*;
         let (webhook_secrets, api_keys, admin_token) = self.secrets()?;
+        let database = DatabaseRoutes {
+            pooler: parse_pooler(&self.db_pooler)?,
+            migrate_url: parse_optional_url(
+                "MIGRATE_DATABASE_URL",
+                self.migrate_database_url.as_deref(),
+            )?,
+            listen_url: parse_optional_url(
+                "LISTEN_DATABASE_URL",
+                self.listen_database_url.as_deref(),
+            )?,
+        };
+        let scan_default = match (database.pooler, &database.listen_url) {
+            (Pooler::Transaction, None) => SCAN_INTERVAL_WITHOUT_LISTEN,
+            _ => "5s",
+        };
         let config = Config {
             database_url: check_database_url(&self.database_url)?,
             db_pool_size: parse_count("DB_POOL_SIZE", &self.db_pool_size, 2)?,
+            database,
             webhook_secrets,
             sume_api_url: parse_api_url("SUME_API_URL", &self.sume_api_url)?,
             sume_api_allow_plaintext: parse_bool(
@@ -218,7 +272,10 @@ impl ServeArgs {
                 ..IngestConfig::default()
             },
             attach: AttachConfig {
-                scan_interval: parse_duration("ATTACH_SCAN_INTERVAL", &self.attach_scan_interval)?,
+                scan_interval: parse_duration(
+                    "ATTACH_SCAN_INTERVAL",
+                    self.attach_scan_interval.as_deref().unwrap_or(scan_default),
+                )?,
                 ..AttachConfig::default()
             },
             sweep: self.sweep()?,
@@ -290,6 +347,7 @@ impl ServeArgs {
                 raw => Some(parse_duration("DEAD_LETTER_RETENTION", raw)?),
             },
             retention_batch: parse_count("RETENTION_BATCH", &self.retention_batch, 1)?,
+            job_retention: parse_job_retention(Some(&self.job_retention))?,
         })
     }
 }

@@ -1,9 +1,9 @@
 //! `sume.dead_letters` (statements of `sql/queries/dead_letters.sql`): verified deliveries
 //! whose body names no job, kept for an operator to read and replay.
 
+use super::Session;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use deadpool_postgres::GenericClient;
 use serde::Serialize;
 
 use super::{sql, DbError, Store, StoredDelivery};
@@ -43,10 +43,7 @@ pub struct DeadLetterRow {
 }
 
 /// `dead_letters_insert` for a batch sorted by id.
-pub(super) async fn insert<C: GenericClient>(
-    db: &C,
-    dead: &[NewDeadLetter],
-) -> Result<(), DbError> {
+pub(super) async fn insert<C: Session>(db: &C, dead: &[NewDeadLetter]) -> Result<(), DbError> {
     let ids: Vec<&str> = dead.iter().map(|d| d.dead_letter_id.as_str()).collect();
     let reasons: Vec<&str> = dead.iter().map(|d| d.reason.as_str()).collect();
     let bodies: Vec<&[u8]> = dead.iter().map(|d| d.body.as_ref()).collect();

@@ -1,8 +1,8 @@
 //! `sume.disagreements` (statements of `sql/queries/disagreements.sql`): terminal statuses
 //! that contradicted a job's first one, kept for an operator.
 
+use super::Session;
 use chrono::{DateTime, Utc};
-use deadpool_postgres::GenericClient;
 use serde::Serialize;
 
 use super::{sql, DbError, Store};
@@ -26,7 +26,7 @@ pub struct DisagreementRow {
 }
 
 /// Records the disagreements these folds found (one statement for all of them).
-pub(super) async fn insert<C: GenericClient>(tx: &C, folds: &[JobFold]) -> Result<(), DbError> {
+pub(super) async fn insert<C: Session>(tx: &C, folds: &[JobFold]) -> Result<(), DbError> {
     let found: Vec<(&str, &crate::close::Disagreement)> = folds
         .iter()
         .flat_map(|f| f.disagreements.iter().map(move |d| (f.job_id.as_str(), d)))

@@ -1,9 +1,9 @@
 //! `sume.events`, the inbox (statements of `sql/queries/events.sql`): storing verified
 //! deliveries, finding what waits, and what the admin commands read.
 
+use super::Session;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use deadpool_postgres::GenericClient;
 use serde::Serialize;
 use std::collections::HashSet;
 
@@ -100,7 +100,7 @@ pub struct StoredDelivery {
 }
 
 /// `events_insert` for a batch sorted by id; answers the ids that were new.
-pub(super) async fn insert<C: GenericClient>(
+pub(super) async fn insert<C: Session>(
     db: &C,
     events: &[NewEvent],
 ) -> Result<HashSet<String>, DbError> {

@@ -1,8 +1,8 @@
 //! `sume.jobs` (statements of `sql/queries/jobs.sql`): registration, reading, the row lock
 //! every close goes through, the poll's claims, and the channel new rows are announced on.
 
+use super::{Session, Tx};
 use chrono::{DateTime, Utc};
-use deadpool_postgres::{GenericClient, Transaction};
 use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
@@ -275,9 +275,13 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Opens a connection outside the pool that listens for newly committed job rows.
+    /// Opens a connection outside the pool that listens for newly committed job rows (to
+    /// LISTEN_DATABASE_URL when set); an error when this store has no LISTEN connection.
     pub async fn jobs_listen(&self) -> Result<JobsListener, DbError> {
-        let target = super::target(&self.url)?;
+        let url = self.listen_url.as_deref().ok_or_else(|| {
+            DbError::Config("no direct connection for LISTEN behind the pooler".into())
+        })?;
+        let target = super::target(url)?;
         let (client, mut connection) = target
             .config
             .connect(target.tls)
@@ -308,10 +312,7 @@ impl Store {
 }
 
 /// Locks these jobs (in id order) and reads their state into folds.
-pub(super) async fn lock(
-    tx: &Transaction<'_>,
-    job_ids: &[String],
-) -> Result<Vec<JobFold>, DbError> {
+pub(super) async fn lock(tx: &Tx<'_>, job_ids: &[String]) -> Result<Vec<JobFold>, DbError> {
     let rows = sql::JOBS_LOCK.query(tx, &[&job_ids]).await?;
     rows.iter()
         .map(|r| {
@@ -331,7 +332,7 @@ pub(super) async fn lock(
 
 /// Whether the job has a row, holding it (or its absence) against a concurrent registration
 /// until the transaction ends.
-pub(super) async fn lock_shared<C: GenericClient>(tx: &C, job_id: &str) -> Result<bool, DbError> {
+pub(super) async fn lock_shared<C: Session>(tx: &C, job_id: &str) -> Result<bool, DbError> {
     Ok(sql::JOBS_LOCK_SHARED
         .query_opt(tx, &[&job_id])
         .await?
@@ -339,7 +340,7 @@ pub(super) async fn lock_shared<C: GenericClient>(tx: &C, job_id: &str) -> Resul
 }
 
 /// Writes the folds that changed (`jobs_apply`), and their disagreements.
-pub(super) async fn write(tx: &Transaction<'_>, folds: &[JobFold]) -> Result<(), DbError> {
+pub(super) async fn write(tx: &Tx<'_>, folds: &[JobFold]) -> Result<(), DbError> {
     let changed: Vec<&JobFold> = folds.iter().filter(|f| f.changed()).collect();
     if !changed.is_empty() {
         let ids: Vec<&str> = changed.iter().map(|f| f.job_id.as_str()).collect();

@@ -5,8 +5,8 @@
 //! its `.sql` entry (`jobs_claim_due`), a method that runs a whole transaction is named for
 //! what it does and lives with the concern it serves (`close.rs`: the transactions that fold
 //! observations onto jobs; `retention.rs`). Statements are run only through [`Statement`]
-//! (prepared once per connection, named in errors); the only SQL text in Rust is the migration
-//! runner's. Every write is safe to repeat and safe beside another instance: inserts are
+//! (named in errors; prepared once per connection, or unnamed behind a transaction-mode pooler,
+//! see `session.rs`); the only SQL text in Rust is the migration runner's. Every write is safe to repeat and safe beside another instance: inserts are
 //! `on conflict do nothing`, updates are guarded by the state they expect, and jobs are changed
 //! only under their row lock.
 
@@ -19,6 +19,7 @@ mod jobs;
 pub mod migrate;
 mod rate_buckets;
 mod retention;
+mod session;
 mod statement;
 mod stats;
 pub mod tls;
@@ -36,6 +37,7 @@ pub use inbox_checks::{CheckRow, ClaimedCheck, Concluded, Verdict};
 pub use jobs::{ClaimedJob, JobDetail, JobRow, JobsListener, NewJob, PollDone, Registered};
 pub use rate_buckets::Take;
 pub use retention::Removed;
+pub use session::{Conn, Protocol, Session, Tx};
 pub use statement::{sql, Params, Statement};
 pub use stats::{Gauges, Stats};
 
@@ -151,43 +153,22 @@ pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
     Ok(client)
 }
 
-/// Opens a transaction for `what` (the method's name, used in errors).
-pub(crate) async fn begin<'a>(
-    client: &'a mut deadpool_postgres::Object,
-    what: &'static str,
-) -> Result<deadpool_postgres::Transaction<'a>, DbError> {
-    client
-        .transaction()
-        .await
-        .map_err(|source| DbError::Transaction {
-            what,
-            step: "begin",
-            source,
-        })
-}
-
-/// Commits a transaction opened by [`begin`].
-pub(crate) async fn commit(
-    tx: deadpool_postgres::Transaction<'_>,
-    what: &'static str,
-) -> Result<(), DbError> {
-    tx.commit().await.map_err(|source| DbError::Transaction {
-        what,
-        step: "commit",
-        source,
-    })
-}
+pub(crate) use session::{begin, commit};
 
 /// The shared handle to the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
-    /// DATABASE_URL, for connections outside the pool (LISTEN).
-    url: std::sync::Arc<str>,
+    /// How the pool's statements are sent.
+    protocol: Protocol,
+    /// Where attach's LISTEN connection goes (DATABASE_URL unless told otherwise); `None`
+    /// behind a transaction-mode pooler without LISTEN_DATABASE_URL: no LISTEN at all.
+    listen_url: Option<std::sync::Arc<str>>,
 }
 
 impl Store {
     /// Builds the pool (connections are opened lazily, so this does not need the server up).
+    /// Statements are prepared once per connection, and attach listens on `url` too.
     pub fn new(url: &str, size: usize) -> Result<Store, DbError> {
         let target = target(url)?;
         let manager = Manager::from_config(
@@ -207,8 +188,33 @@ impl Store {
             .map_err(|e| DbError::Config(e.to_string()))?;
         Ok(Store {
             pool,
-            url: url.into(),
+            protocol: Protocol::Prepared,
+            listen_url: Some(url.into()),
         })
+    }
+
+    /// The same pool behind a transaction-mode pooler: unnamed statements only, and LISTEN
+    /// only over `listen_url`, a direct connection (none: attach learns of job rows from
+    /// ingest's hints and its catch-up scan).
+    pub fn behind_pooler(self, listen_url: Option<&str>) -> Store {
+        Store {
+            protocol: Protocol::unnamed(),
+            listen_url: listen_url.map(Into::into),
+            ..self
+        }
+    }
+
+    /// Sends LISTEN to `url` instead of the pool's server.
+    pub fn listen_on(self, url: &str) -> Store {
+        Store {
+            listen_url: Some(url.into()),
+            ..self
+        }
+    }
+
+    /// Whether attach can LISTEN for job rows.
+    pub fn can_listen(&self) -> bool {
+        self.listen_url.is_some()
     }
 
     /// The pool itself, for its status and for code that runs its own SQL (an application
@@ -217,7 +223,12 @@ impl Store {
         &self.pool
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Object, DbError> {
-        Ok(self.pool.get().await?)
+    /// A connection of the pool, with this store's protocol.
+    pub async fn conn(&self) -> Result<Conn, DbError> {
+        Ok(Conn::new(self.pool.get().await?, self.protocol.clone()))
+    }
+
+    async fn client(&self) -> Result<Conn, DbError> {
+        self.conn().await
     }
 }

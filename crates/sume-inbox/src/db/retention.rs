@@ -20,12 +20,18 @@ pub struct Removed {
     pub dead_letters: u64,
     /// Settled foreign checks whose events are gone.
     pub inbox_checks: u64,
+    /// Closed jobs (JOB_RETENTION, off by default), with their disagreements.
+    pub jobs: u64,
 }
 
 impl Removed {
     /// Every row removed.
     pub fn total(&self) -> u64 {
-        self.events_applied + self.events_set_aside + self.dead_letters + self.inbox_checks
+        self.events_applied
+            + self.events_set_aside
+            + self.dead_letters
+            + self.inbox_checks
+            + self.jobs
     }
 }
 
@@ -73,6 +79,32 @@ impl Store {
             events_set_aside: removed[1],
             dead_letters: removed[2],
             inbox_checks: removed[3],
+            jobs: 0,
         })
+    }
+
+    /// Deletes jobs closed more than `older_than_secs` ago by `clock`, with their
+    /// disagreements, `batch` a statement, at most `max_batches` statements; answers how many.
+    pub async fn jobs_delete_closed(
+        &self,
+        older_than_secs: f64,
+        batch: i64,
+        max_batches: usize,
+        clock: &Clock,
+    ) -> Result<u64, DbError> {
+        let client = self.client().await?;
+        let now = clock.now();
+        let mut removed = 0;
+        for _ in 0..max_batches {
+            let row = sql::JOBS_DELETE_CLOSED
+                .query_one(&client, &[&older_than_secs, &batch, &now])
+                .await?;
+            let n = row.get::<_, i64>(0) as u64;
+            removed += n;
+            if n < batch as u64 {
+                break;
+            }
+        }
+        Ok(removed)
     }
 }

@@ -1,7 +1,8 @@
 //! The retention service: removes applied events, set-aside events, dead letters and settled
 //! foreign checks older than `RETENTION`, in bounded batches (see `db/retention.rs` for why
-//! batched deletes and not partitions). Open jobs and waiting events are never removed, and
-//! job rows not at all. It asks nothing of Sume and runs with or without API keys.
+//! batched deletes and not partitions). Open jobs and waiting events are never removed; closed
+//! jobs only with `JOB_RETENTION` (off by default: the rows are the application's), once an
+//! hour, since no index finds them. It asks nothing of Sume and runs with or without API keys.
 
 use std::sync::Arc;
 
@@ -18,12 +19,18 @@ use crate::metrics::Metrics;
 /// in one long burst.
 const BATCHES_PER_PASS: usize = 10;
 
+/// How often closed jobs are looked for (JOB_RETENTION): a scan of `sume.jobs` without an
+/// index, too dear for every pass.
+const JOBS_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The retention service.
 pub struct Retention {
     store: Store,
     metrics: Arc<Metrics>,
     config: SweepConfig,
     clock: Clock,
+    /// When closed jobs are next looked for (none yet: at the first pass).
+    jobs_due: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 impl Retention {
@@ -40,6 +47,7 @@ impl Retention {
             metrics,
             config,
             clock,
+            jobs_due: std::sync::Mutex::new(None),
         }
     }
 
@@ -54,7 +62,7 @@ impl Retention {
     }
 
     /// One pass: at most ten batches of `RETENTION_BATCH` rows per kind; a larger backlog
-    /// waits for the next pass.
+    /// waits for the next pass (closed jobs: the next hour's).
     pub async fn run_once(&self) -> Result<Removed, DbError> {
         let removed = self
             .store
@@ -66,7 +74,34 @@ impl Retention {
                 &self.clock,
             )
             .await?;
+        let removed = Removed {
+            jobs: self.closed_jobs_pass().await?,
+            ..removed
+        };
         self.metrics.retention_removed.inc_by(removed.total());
         Ok(removed)
+    }
+
+    /// With JOB_RETENTION, at the first pass and then once an hour: closed jobs older than it.
+    async fn closed_jobs_pass(&self) -> Result<u64, DbError> {
+        let Some(keep) = self.config.job_retention else {
+            return Ok(0);
+        };
+        let now = tokio::time::Instant::now();
+        {
+            let mut due = self.jobs_due.lock().expect("jobs_due");
+            if due.is_some_and(|at| now < at) {
+                return Ok(0);
+            }
+            *due = Some(now + JOBS_EVERY);
+        }
+        self.store
+            .jobs_delete_closed(
+                keep.as_secs_f64(),
+                self.config.retention_batch as i64,
+                BATCHES_PER_PASS,
+                &self.clock,
+            )
+            .await
     }
 }

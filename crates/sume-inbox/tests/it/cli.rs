@@ -62,6 +62,29 @@ fn bad_settings_fail_at_start_naming_the_setting() {
         (vec![("IDLE_TIMEOUT", "2s")], "IDLE_TIMEOUT"),
         (vec![("MAX_CONNECTIONS", "0")], "MAX_CONNECTIONS"),
         (vec![("MAX_IN_FLIGHT", "many")], "MAX_IN_FLIGHT"),
+        (vec![("DB_POOLER", "statement")], "DB_POOLER"),
+        (
+            vec![
+                ("DB_POOLER", "transaction"),
+                (
+                    "LISTEN_DATABASE_URL",
+                    "postgres://u:db-password-xyz@127.0.0.1:1/db",
+                ),
+            ],
+            "LISTEN_DATABASE_URL",
+        ),
+        (
+            vec![
+                ("DB_POOLER", "transaction"),
+                (
+                    "MIGRATE_DATABASE_URL",
+                    "postgres://u:db-password-xyz@127.0.0.1:1/db",
+                ),
+            ],
+            "MIGRATE_DATABASE_URL",
+        ),
+        (vec![("JOB_RETENTION", "1d")], "JOB_RETENTION"),
+        (vec![("JOB_RETENTION", "a while")], "JOB_RETENTION"),
     ] {
         let (ok, text) = serve(&with(&extra));
         assert!(!ok, "{extra:?} should fail");

@@ -108,6 +108,7 @@ async fn retention_removes_only_what_is_old_and_settled() {
             events_set_aside: 1,
             dead_letters: 0,
             inbox_checks: 1,
+            jobs: 0,
         }
     );
     assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);
@@ -134,4 +135,67 @@ async fn retention_removes_only_what_is_old_and_settled() {
         .collect();
     assert_eq!(left, vec!["waiting"]);
     assert_eq!(db.scalar("select count(*) from sume.jobs").await, 2501);
+}
+
+/// JOB_RETENTION (off by default, as every pass above shows): closed jobs older than it go,
+/// with their disagreements; open jobs, recently closed ones and the events never.
+#[tokio::test(flavor = "multi_thread")]
+async fn job_retention_removes_only_jobs_closed_long_ago() {
+    let db = TestDb::new().await;
+    let mut c = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
+    c.batch_execute(
+        "insert into sume.jobs (job_id, created_at) values ('open_old', now() - interval '400 days');
+         insert into sume.jobs (job_id, state, sume_status, closed_by, created_at, closed_at)
+         select 'done_' || g, 'completed', 'completed', 'webhook',
+                now() - interval '200 days', now() - interval '200 days'
+         from generate_series(1, 1500) g;
+         insert into sume.jobs (job_id, state, sume_status, closed_by, created_at, closed_at)
+         values ('done_recent', 'failed', 'failed', 'poll', now() - interval '10 days',
+                 now() - interval '10 days');
+         insert into sume.disagreements (job_id, kept_state, seen_state, seen_status, source)
+         values ('done_1', 'completed', 'failed', 'failed', 'webhook'),
+                ('done_recent', 'failed', 'completed', 'completed', 'webhook');
+         insert into sume.events (event_id, job_id, status, body, signed_at, signature,
+                                  received_at, applied_at, outcome)
+         values ('e_recent', 'done_recent', 'failed', '\\x7b7d', 0, 'v1=00', now(), now(), 'closed');",
+    )
+    .await
+    .unwrap();
+    let store = Store::new(&db.url, 2).unwrap();
+    let metrics = std::sync::Arc::new(sume_inbox::metrics::Metrics::new());
+    let cfg = SweepConfig {
+        job_retention: Some(Duration::from_secs(90 * 86_400)),
+        retention_batch: 1000,
+        ..SweepConfig::default()
+    };
+    let retention = Retention::new(store.clone(), metrics.clone(), cfg, Clock::Database);
+    assert_eq!(retention.run_once().await.unwrap().jobs, 1500);
+    let left: Vec<String> = c
+        .query("select job_id from sume.jobs order by job_id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(left, vec!["done_recent", "open_old"]);
+    assert_eq!(
+        db.scalar("select count(*) from sume.disagreements where job_id = 'done_recent'")
+            .await,
+        1
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.disagreements").await,
+        1
+    );
+    assert_eq!(db.scalar("select count(*) from sume.events").await, 1);
+    // Off (the default), nothing of a job is touched however old.
+    let off = Retention::new(store, metrics, SweepConfig::default(), Clock::Database);
+    c.batch_execute(
+        "update sume.jobs set closed_at = now() - interval '9 years' where state <> 'open'",
+    )
+    .await
+    .unwrap();
+    assert_eq!(off.run_once().await.unwrap().jobs, 0);
+    assert_eq!(db.scalar("select count(*) from sume.jobs").await, 2);
 }
