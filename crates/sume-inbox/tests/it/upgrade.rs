@@ -9,15 +9,19 @@ use std::time::Duration;
 
 use crate::support::*;
 
-/// The previous release's `sume-inbox`, built on first use.
-fn previous_binary() -> String {
+/// The previous release's `sume-inbox`, built on first use; `None` in a shallow clone, which
+/// lacks the revision (the script says so).
+fn previous_binary() -> Option<String> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/prev-release");
     let out = Command::new(script)
         .stderr(Stdio::inherit())
         .output()
         .expect("run scripts/prev-release");
+    if out.status.code() == Some(3) {
+        return None;
+    }
     assert!(out.status.success(), "scripts/prev-release failed");
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    Some(String::from_utf8(out.stdout).unwrap().trim().to_owned())
 }
 
 /// A free loopback address (bound, then released for the child to bind).
@@ -166,7 +170,10 @@ async fn wait_closed(db: &TestDb, jobs: &[String]) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_previous_release_and_this_one_share_the_newest_schema() {
-    let binary = previous_binary();
+    let Some(binary) = previous_binary() else {
+        eprintln!("NOT RUN: a shallow clone lacks the previous release (see scripts/prev-release)");
+        return;
+    };
     let db = TestDb::new().await;
     let app = app_pool(&db).await;
     let old = OldDaemon::start(&binary, &db).await;
