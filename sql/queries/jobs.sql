@@ -141,3 +141,21 @@ select 1 from sume.jobs where job_id = $1 for share;
 -- name: jobs_listen
 -- The trigger sume.jobs_notify (0001_init.sql) sends each new job id on this channel.
 listen sume_jobs;
+
+-- name: jobs_list
+-- A page of jobs in job_id order after $1 (keyset), each filter ignored when null: state $2,
+-- order_id $3, closed_by $4, created in [$5, $6), closed in [$7, $8); at most $9 rows. The
+-- primary key drives the order; a filter that matches few jobs reads more rows per page.
+select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id, result,
+       created_at, updated_at, closed_at, close_reason, superseded_give_up
+from sume.jobs
+where job_id > $1
+  and ($2::text is null or state = $2)
+  and ($3::text is null or order_id = $3)
+  and ($4::text is null or closed_by = $4)
+  and ($5::timestamptz is null or created_at >= $5)
+  and ($6::timestamptz is null or created_at < $6)
+  and ($7::timestamptz is null or closed_at >= $7)
+  and ($8::timestamptz is null or closed_at < $8)
+order by job_id
+limit $9;

@@ -78,6 +78,7 @@ pub struct Metrics {
     orphan_jobs: Gauge,
     disagreements: Gauge,
     open_jobs: Gauge,
+    notification_queue_usage: Gauge<f64, AtomicU64>,
     pool_in_use: Gauge,
     pool_idle: Gauge,
     pool_waiting: Gauge,
@@ -124,6 +125,7 @@ impl Metrics {
             orphan_jobs: Gauge::default(),
             disagreements: Gauge::default(),
             open_jobs: Gauge::default(),
+            notification_queue_usage: Gauge::default(),
             pool_in_use: Gauge::default(),
             pool_idle: Gauge::default(),
             pool_waiting: Gauge::default(),
@@ -220,6 +222,7 @@ impl Metrics {
                 self.orphan_jobs.set(g.orphans);
                 self.disagreements.set(g.disagreements);
                 self.open_jobs.set(g.open_jobs);
+                self.notification_queue_usage.set(g.notification_queue);
             }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "metrics: database gauges unavailable");

@@ -116,7 +116,7 @@ pub struct JobsListener {
     pub client: tokio_postgres::Client,
 }
 
-fn job_row(r: &tokio_postgres::Row) -> JobRow {
+pub(super) fn job_row(r: &tokio_postgres::Row) -> JobRow {
     JobRow {
         job_id: r.get("job_id"),
         order_id: r.get("order_id"),

@@ -30,6 +30,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "daily_reads",
         include_str!("../../../../sql/0006_daily_reads.sql"),
     ),
+    (
+        7,
+        "close_feed",
+        include_str!("../../../../sql/0007_close_feed.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.

@@ -155,6 +155,11 @@ impl Metrics {
         );
         r.register("open_jobs", "Jobs still open", self.open_jobs.clone());
         r.register(
+            "db_notification_queue_usage",
+            "pg_notification_queue_usage(): share of PostgreSQL's NOTIFY queue in use; when full, closes and registrations fail",
+            self.notification_queue_usage.clone(),
+        );
+        r.register(
             "db_pool_in_use",
             "Pool connections in use",
             self.pool_in_use.clone(),

@@ -4,6 +4,7 @@
 mod attach;
 mod cli;
 mod dedupe;
+mod feed;
 mod health;
 mod ingest;
 mod metrics;
