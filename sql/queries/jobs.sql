@@ -159,3 +159,7 @@ where job_id > $1
   and ($8::timestamptz is null or closed_at < $8)
 order by job_id
 limit $9;
+
+-- name: jobs_closed_among
+-- Which of these jobs are closed: the polled wake-up of the waiters (WAIT_WAKEUP=poll).
+select job_id from sume.jobs where job_id = any($1) and state <> 'open';

@@ -153,6 +153,28 @@ fn spawn_ingest(
     handle
 }
 
+/// What the admin API's handlers share.
+fn admin_state(
+    config: &Config,
+    store: &Store,
+    metrics: &Arc<Metrics>,
+    health: &Health,
+    attach: AttachHandle,
+    waiters: crate::waiters::Waiters,
+    shutdown: &CancellationToken,
+) -> admin::AdminState {
+    admin::AdminState {
+        store: store.clone(),
+        attach,
+        key_names: Arc::new(config.api_keys.iter().map(|k| k.name.clone()).collect()),
+        metrics: metrics.clone(),
+        health: health.clone(),
+        waiters,
+        max_wait: config.wait.max_wait,
+        shutdown: shutdown.clone(),
+    }
+}
+
 /// The public port's router (the webhook, the health checks) and the admin API's.
 fn routers(
     config: &Config,
@@ -160,7 +182,7 @@ fn routers(
     metrics: &Arc<Metrics>,
     health: &Health,
     ingest: IngestHandle,
-    attach: AttachHandle,
+    admin_state: admin::AdminState,
 ) -> (axum::Router, axum::Router) {
     let webhook_app = webhook::router(webhook::WebhookState {
         secrets: Arc::new(config.webhook_secrets.clone()),
@@ -173,16 +195,7 @@ fn routers(
         health: Readiness::new(health.clone(), store.clone()),
         metrics: metrics.clone(),
     });
-    let admin_app = admin::router(
-        admin::AdminState {
-            store: store.clone(),
-            attach,
-            key_names: Arc::new(config.api_keys.iter().map(|k| k.name.clone()).collect()),
-            metrics: metrics.clone(),
-            health: health.clone(),
-        },
-        config.admin_token.clone(),
-    );
+    let admin_app = admin::router(admin_state, config.admin_token.clone());
     (webhook_app, admin_app)
 }
 
@@ -218,13 +231,31 @@ pub async fn run(
         &health,
     );
 
+    let waiters = crate::waiters::Waiters::new(config.wait.max_waiters);
+    tracker.spawn(crate::waiters::run(
+        store.clone(),
+        waiters.clone(),
+        config.wait.wakeup,
+        config.wait.poll_interval,
+        background.clone(),
+        health.clone(),
+    ));
+    let admin_state = admin_state(
+        &config,
+        &store,
+        &metrics,
+        &health,
+        attach_handle,
+        waiters,
+        &shutdown,
+    );
     let (webhook_app, admin_app) = routers(
         &config,
         &store,
         &metrics,
         &health,
         ingest_handle,
-        attach_handle,
+        admin_state,
     );
     tracing::info!(
         listen = %listeners.webhook.local_addr()?,

@@ -11,7 +11,9 @@ use sume_wire::Secret;
 use thiserror::Error;
 
 mod parse;
+mod wait;
 pub use parse::*;
+pub use wait::{parse_wakeup, WaitConfig, Wakeup};
 
 /// A setting that is missing or malformed. The message names it.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -79,6 +81,8 @@ pub struct Config {
     pub sweep: SweepConfig,
     /// SHUTDOWN_TIMEOUT: how long shutdown waits for in-flight work.
     pub shutdown_timeout: Duration,
+    /// The waiters of `GET /v1/jobs/{id}?wait=`.
+    pub wait: WaitConfig,
 }
 
 impl Config {
@@ -104,6 +108,7 @@ impl Config {
             attach: AttachConfig::default(),
             sweep: SweepConfig::default(),
             shutdown_timeout: Duration::from_secs(20),
+            wait: WaitConfig::default(),
         }
     }
 }

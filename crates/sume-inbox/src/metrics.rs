@@ -71,6 +71,10 @@ pub struct Metrics {
     pub port_timeouts: Family<TimeoutLabels, Counter>,
     /// Requests answered 503 at once because MAX_IN_FLIGHT were being handled.
     pub port_in_flight_refused: Counter,
+    /// Requests waiting for a job to close on this instance (set at scrape time).
+    pub waiters: Gauge,
+    /// Waits refused with 503 because MAX_WAITERS were waiting.
+    pub waiters_refused: Counter,
     db_up: Gauge,
     inbox_waiting: Gauge,
     inbox_oldest_age_seconds: Gauge<f64, AtomicU64>,
@@ -118,6 +122,8 @@ impl Metrics {
             port_connections_refused: Counter::default(),
             port_timeouts: Family::default(),
             port_in_flight_refused: Counter::default(),
+            waiters: Gauge::default(),
+            waiters_refused: Counter::default(),
             db_up: Gauge::default(),
             inbox_waiting: Gauge::default(),
             inbox_oldest_age_seconds: Gauge::default(),

@@ -117,6 +117,18 @@ pub struct ServeArgs {
     /// Requests handled at once on LISTEN_ADDR; beyond, 503 with Retry-After at once.
     #[arg(long, env = "MAX_IN_FLIGHT", default_value = "1024")]
     pub max_in_flight: String,
+    /// Requests waiting at once for a job to close (`?wait=`); beyond, 503 with Retry-After.
+    #[arg(long, env = "MAX_WAITERS", default_value = "1000")]
+    pub max_waiters: String,
+    /// The longest `wait` a request may ask for.
+    #[arg(long, env = "MAX_WAIT", default_value = "60s")]
+    pub max_wait: String,
+    /// What wakes waiters: `listen` (LISTEN sume_job_closed) or `poll`.
+    #[arg(long, env = "WAIT_WAKEUP", default_value = "listen")]
+    pub wait_wakeup: String,
+    /// How often waiters are polled (WAIT_WAKEUP=poll, or while LISTEN is unavailable).
+    #[arg(long, env = "WAIT_POLL_INTERVAL", default_value = "1s")]
+    pub wait_poll_interval: String,
     /// Ingest writer tasks.
     #[arg(long, env = "INGEST_WRITERS", default_value = "2")]
     pub ingest_writers: String,
@@ -218,6 +230,12 @@ impl ServeArgs {
             },
             sweep: self.sweep()?,
             shutdown_timeout: parse_duration("SHUTDOWN_TIMEOUT", &self.shutdown_timeout)?,
+            wait: WaitConfig::parse(
+                &self.max_waiters,
+                &self.max_wait,
+                &self.wait_wakeup,
+                &self.wait_poll_interval,
+            )?,
         };
         config.validate()?;
         Ok(config)

@@ -1,5 +1,5 @@
 //! `sume.jobs`, listed (`jobs_list` of `sql/queries/jobs.sql`): a page of jobs in id order
-//! with the filters of `GET /v1/jobs`.
+//! with the filters of `GET /v1/jobs`, and which of some jobs are closed (the waiters' poll).
 
 use chrono::{DateTime, Utc};
 
@@ -51,5 +51,14 @@ impl Store {
             )
             .await?;
         Ok(rows.iter().map(job_row).collect())
+    }
+}
+
+impl Store {
+    /// Which of these jobs are closed (the polled wake-up of the waiters).
+    pub async fn jobs_closed_among(&self, job_ids: &[String]) -> Result<Vec<String>, DbError> {
+        let client = self.client().await?;
+        let rows = sql::JOBS_CLOSED_AMONG.query(&client, &[&job_ids]).await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 }

@@ -114,6 +114,11 @@ impl Metrics {
             "Requests answered 503 at once because MAX_IN_FLIGHT were being handled",
             self.port_in_flight_refused.clone(),
         );
+        r.register(
+            "admin_waiters_refused",
+            "Waits refused with 503 because MAX_WAITERS requests were waiting",
+            self.waiters_refused.clone(),
+        );
     }
 
     /// What is read at scrape time: the fleet's numbers from the database, this instance's
@@ -175,6 +180,11 @@ impl Metrics {
             self.pool_waiting.clone(),
         );
         r.register("tasks_dead", dead, self.tasks_dead.clone());
+        r.register(
+            "admin_waiters",
+            "Requests waiting for a job to close on this instance (GET /v1/jobs/{id}?wait=)",
+            self.waiters.clone(),
+        );
         r.register(
             "sume_api_key_usable",
             "1 when the key's last check (a one-item job list) answered 200",

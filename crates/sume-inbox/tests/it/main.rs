@@ -19,3 +19,4 @@ mod shutdown;
 mod support;
 mod sweep;
 mod tls;
+mod wait;

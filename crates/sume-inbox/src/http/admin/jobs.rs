@@ -108,7 +108,32 @@ pub(super) async fn register(
     }
 }
 
-pub(super) async fn show(State(state): State<AdminState>, Path(job_id): Path<String>) -> Response {
+/// The query of `GET /v1/jobs/{job_id}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ShowQuery {
+    wait: Option<String>,
+}
+
+/// `GET /v1/jobs/{job_id}`, with `?wait=30s` until it is closed.
+pub(super) async fn show(
+    State(state): State<AdminState>,
+    Path(job_id): Path<String>,
+    query: Result<Query<ShowQuery>, QueryRejection>,
+) -> Response {
+    let wait = match query {
+        Ok(Query(ShowQuery { wait: Some(raw) })) => {
+            match super::wait::parse_wait(&raw, state.max_wait) {
+                Ok(d) => d,
+                Err(e) => return e.into_response(),
+            }
+        }
+        Ok(_) => std::time::Duration::ZERO,
+        Err(e) => return bad_query(e.body_text()).into_response(),
+    };
+    if !wait.is_zero() {
+        return super::wait::wait_for_close(&state, &job_id, wait).await;
+    }
     match state.store.jobs_get(&job_id).await {
         Ok(Some(row)) => Json(row).into_response(),
         Ok(None) => error(

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use sume_wire::Secret;
 
 mod jobs;
+mod wait;
 
 use super::error;
 use crate::attach::AttachHandle;
@@ -34,6 +35,12 @@ pub struct AdminState {
     pub metrics: Arc<Metrics>,
     /// The tasks' liveness, for the `tasks_dead` gauge.
     pub health: crate::health::Health,
+    /// Requests waiting for a job to close (`?wait=`).
+    pub waiters: crate::waiters::Waiters,
+    /// MAX_WAIT: the longest wait a request may ask for.
+    pub max_wait: std::time::Duration,
+    /// Cancelled at shutdown: waiting requests are answered at once.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// The admin API's routes, behind the bearer token when one is configured.
@@ -74,6 +81,7 @@ async fn require_token(State(token): State<Arc<Secret>>, request: Request, next:
 }
 
 async fn metrics(State(state): State<AdminState>) -> Response {
+    state.metrics.waiters.set(state.waiters.len() as i64);
     let body = state
         .metrics
         .render(&state.store, state.health.dead().len())
