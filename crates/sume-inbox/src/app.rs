@@ -172,6 +172,7 @@ fn admin_state(
         waiters,
         max_wait: config.wait.max_wait,
         shutdown: shutdown.clone(),
+        secrets: Arc::new(config.webhook_secrets.clone()),
     }
 }
 
@@ -183,6 +184,7 @@ fn routers(
     health: &Health,
     ingest: IngestHandle,
     admin_state: admin::AdminState,
+    admin_addr: std::net::SocketAddr,
 ) -> (axum::Router, axum::Router) {
     let webhook_app = webhook::router(webhook::WebhookState {
         secrets: Arc::new(config.webhook_secrets.clone()),
@@ -195,7 +197,12 @@ fn routers(
         health: Readiness::new(health.clone(), store.clone()),
         metrics: metrics.clone(),
     });
-    let admin_app = admin::router(admin_state, config.admin_token.clone());
+    let access = admin::Access {
+        operator: config.admin_token.clone(),
+        app: config.admin_app_token.clone(),
+        hosts: admin::Access::hosts_for(admin_addr, &config.admin_hosts),
+    };
+    let admin_app = admin::router(admin_state, access);
     (webhook_app, admin_app)
 }
 
@@ -256,6 +263,7 @@ pub async fn run(
         &health,
         ingest_handle,
         admin_state,
+        listeners.admin.local_addr()?,
     );
     tracing::info!(
         listen = %listeners.webhook.local_addr()?,

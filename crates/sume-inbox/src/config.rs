@@ -67,6 +67,11 @@ pub struct Config {
     pub admin_addr: SocketAddr,
     /// ADMIN_TOKEN: the bearer token of the admin API; required off loopback.
     pub admin_token: Option<Secret>,
+    /// ADMIN_APP_TOKEN: a token for the application's share of the admin API only (register,
+    /// read, wait, the feed); requires ADMIN_TOKEN.
+    pub admin_app_token: Option<Secret>,
+    /// ADMIN_HOSTS: the `Host` names the admin API answers besides its own address.
+    pub admin_hosts: Vec<String>,
     /// WEBHOOK_TOLERANCE: how far a signed timestamp may be from now.
     pub webhook_tolerance: Duration,
     /// MAX_BODY_BYTES: the largest webhook body taken (413 beyond).
@@ -101,6 +106,8 @@ impl Config {
             listen_addr: loopback,
             admin_addr: loopback,
             admin_token: None,
+            admin_app_token: None,
+            admin_hosts: Vec::new(),
             webhook_tolerance: Duration::from_secs(300),
             max_body_bytes: 1024 * 1024,
             port: PortConfig::default(),
@@ -302,6 +309,21 @@ impl Config {
                     self.admin_addr
                 ),
             ));
+        }
+        match (&self.admin_token, &self.admin_app_token) {
+            (None, Some(_)) => {
+                return Err(ConfigError::new(
+                    "ADMIN_APP_TOKEN",
+                    "requires ADMIN_TOKEN: without it the admin API asks for no token at all",
+                ))
+            }
+            (Some(op), Some(app)) if op.expose() == app.expose() => {
+                return Err(ConfigError::new(
+                    "ADMIN_APP_TOKEN",
+                    "must differ from ADMIN_TOKEN (the operator's)",
+                ))
+            }
+            _ => {}
         }
         // Timestamps are whole seconds: a tolerance under one would refuse every delivery.
         if self.webhook_tolerance < Duration::from_secs(1) {

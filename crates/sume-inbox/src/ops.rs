@@ -215,7 +215,7 @@ pub async fn stats(store: &Store, json: bool) -> Result<String, DbError> {
 }
 
 /// What replay did with one delivery.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Replayed {
     /// The event id or dead letter id.
     pub id: String,

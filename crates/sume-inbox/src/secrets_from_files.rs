@@ -6,12 +6,13 @@
 use crate::config::ConfigError;
 
 /// The settings that may come from a file, each with the variable that names the file.
-pub const FILE_VARIABLES: [(&str, &str); 5] = [
+pub const FILE_VARIABLES: [(&str, &str); 6] = [
     ("DATABASE_URL", "DATABASE_URL_FILE"),
     ("SUME_WEBHOOK_SECRET", "SUME_WEBHOOK_SECRET_FILE"),
     ("SUME_API_KEYS", "SUME_API_KEYS_FILE"),
     ("SUME_API_KEY", "SUME_API_KEY_FILE"),
     ("ADMIN_TOKEN", "ADMIN_TOKEN_FILE"),
+    ("ADMIN_APP_TOKEN", "ADMIN_APP_TOKEN_FILE"),
 ];
 
 /// Reads every `NAME_FILE` that is set into `NAME`. Call before any thread starts (it sets

@@ -92,9 +92,15 @@ pub struct ServeArgs {
     /// Where the admin API is served; loopback unless ADMIN_TOKEN is set.
     #[arg(long, env = "ADMIN_ADDR", default_value = "127.0.0.1:9090")]
     pub admin_addr: String,
-    /// Bearer token every admin request must carry.
+    /// Bearer token every admin request must carry (the operator's: every route).
     #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Bearer token of the application's routes only (register, read, wait, the feed).
+    #[arg(long, env = "ADMIN_APP_TOKEN", hide_env_values = true)]
+    pub admin_app_token: Option<String>,
+    /// Host names (`name` or `name:port`) the admin API answers besides its own address.
+    #[arg(long, env = "ADMIN_HOSTS", default_value = "")]
+    pub admin_hosts: String,
     /// How far a webhook's timestamp may be from now.
     #[arg(long, env = "WEBHOOK_TOLERANCE", default_value = "5m")]
     pub webhook_tolerance: String,
@@ -209,6 +215,13 @@ impl ServeArgs {
             listen_addr: parse_addr("LISTEN_ADDR", &self.listen_addr)?,
             admin_addr: parse_addr("ADMIN_ADDR", &self.admin_addr)?,
             admin_token,
+            admin_app_token: token("ADMIN_APP_TOKEN", &self.admin_app_token)?,
+            admin_hosts: self
+                .admin_hosts
+                .split(',')
+                .map(|h| h.trim().to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect(),
             webhook_tolerance: parse_duration("WEBHOOK_TOLERANCE", &self.webhook_tolerance)?,
             max_body_bytes: parse_bytes("MAX_BODY_BYTES", &self.max_body_bytes)?,
             port: PortConfig {
@@ -268,16 +281,7 @@ impl ServeArgs {
             }],
             (None, None) => Vec::new(),
         };
-        let admin_token = match given(&self.admin_token) {
-            Some(t) if t.trim().len() < 16 => {
-                return Err(ConfigError::new(
-                    "ADMIN_TOKEN",
-                    "must be at least 16 characters",
-                ))
-            }
-            Some(t) => Some(sume_wire::Secret::new(t.trim())),
-            None => None,
-        };
+        let admin_token = token("ADMIN_TOKEN", &self.admin_token)?;
         Ok((webhook_secrets, api_keys, admin_token))
     }
 
@@ -304,5 +308,17 @@ impl ServeArgs {
             },
             retention_batch: parse_count("RETENTION_BATCH", &self.retention_batch, 1)?,
         })
+    }
+}
+
+/// A bearer token: unset when empty, else at least 16 characters.
+fn token(
+    name: &'static str,
+    raw: &Option<String>,
+) -> Result<Option<sume_wire::Secret>, ConfigError> {
+    match raw.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(t) if t.len() < 16 => Err(ConfigError::new(name, "must be at least 16 characters")),
+        Some(t) => Ok(Some(sume_wire::Secret::new(t))),
+        None => Ok(None),
     }
 }

@@ -65,7 +65,7 @@ impl FromStr for FeedCursor {
 }
 
 /// One close, as the feed answers it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FeedEntry {
     /// This entry's position: resume after it with `closed_after=<cursor>`.
     pub cursor: String,
@@ -88,7 +88,7 @@ pub struct FeedEntry {
 }
 
 /// A page of the feed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FeedPage {
     /// The closes after the cursor asked for, oldest first.
     pub closes: Vec<FeedEntry>,

@@ -35,6 +35,7 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "close_feed",
         include_str!("../../../../sql/0007_close_feed.sql"),
     ),
+    (8, "audit", include_str!("../../../../sql/0008_audit.sql")),
 ];
 
 /// The schema version this binary expects.

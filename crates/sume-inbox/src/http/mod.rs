@@ -13,9 +13,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-/// An error answer: `{"error":{"code","message"}}` with a status.
+/// An error answer: `{"error":{"code","message"},"request_id"}` with a status; the request id
+/// is the admin request's (see `admin::access`), absent on the public port.
 pub fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    let body = serde_json::json!({ "error": { "code": code, "message": message.into() } });
+    let mut body = serde_json::json!({ "error": { "code": code, "message": message.into() } });
+    if let Some(id) = admin::current_request_id() {
+        body["request_id"] = serde_json::Value::String(id);
+    }
     (status, Json(body)).into_response()
 }
 

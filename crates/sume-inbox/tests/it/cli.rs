@@ -62,6 +62,20 @@ fn bad_settings_fail_at_start_naming_the_setting() {
         (vec![("IDLE_TIMEOUT", "2s")], "IDLE_TIMEOUT"),
         (vec![("MAX_CONNECTIONS", "0")], "MAX_CONNECTIONS"),
         (vec![("MAX_IN_FLIGHT", "many")], "MAX_IN_FLIGHT"),
+        (
+            vec![("ADMIN_APP_TOKEN", "an-application-token")],
+            "ADMIN_APP_TOKEN",
+        ),
+        (
+            vec![
+                ("ADMIN_TOKEN", "the-same-token-twice"),
+                ("ADMIN_APP_TOKEN", "the-same-token-twice"),
+            ],
+            "ADMIN_APP_TOKEN",
+        ),
+        (vec![("ADMIN_APP_TOKEN", "short")], "ADMIN_APP_TOKEN"),
+        (vec![("WAIT_WAKEUP", "notify")], "WAIT_WAKEUP"),
+        (vec![("MAX_WAIT", "forever")], "MAX_WAIT"),
     ] {
         let (ok, text) = serve(&with(&extra));
         assert!(!ok, "{extra:?} should fail");

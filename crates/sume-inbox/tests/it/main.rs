@@ -1,6 +1,7 @@
 //! Integration tests: real PostgreSQL (DATABASE_URL, started by `make test`), real HTTP on
 //! loopback, daemons running in this process through the same `run` as the binary.
 
+mod admin_api;
 mod attach;
 mod cli;
 mod dedupe;
@@ -8,6 +9,7 @@ mod feed;
 mod health;
 mod ingest;
 mod metrics;
+mod openapi_check;
 mod ops;
 mod outage;
 mod plans;

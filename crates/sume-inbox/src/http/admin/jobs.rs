@@ -16,20 +16,54 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{unavailable, AdminState};
-use crate::db::{FeedCursor, JobFilter, NewJob, Registered};
+use crate::db::{FeedCursor, FeedPage, JobFilter, JobRow, NewJob, Registered};
 use crate::http::{error, ApiError};
 
-#[derive(Debug, Deserialize)]
+/// The body of `POST /v1/jobs`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Registration {
+pub struct Registration {
+    /// Sume's job id, 1 to 255 characters.
     job_id: String,
+    /// The application's own reference.
     #[serde(default)]
     order_id: Option<String>,
+    /// The name of a key of SUME_API_KEYS.
     #[serde(default)]
     api_key: Option<String>,
+}
+
+/// A registration refused because the id is registered with another order or key.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Conflict {
+    /// `job_exists`.
+    pub error: super::openapi::ErrorDetail,
+    /// The job as it is registered.
+    pub job: JobRow,
+    /// The request's id.
+    pub request_id: String,
+}
+
+/// A page of the list of jobs.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct JobPage {
+    /// The jobs, in id order.
+    pub jobs: Vec<JobRow>,
+    /// Pass as `after` for the next page; `null` on the last page.
+    pub next_after: Option<String>,
+}
+
+/// `GET /v1/jobs` answers the feed (with `closed_after`) or the list.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum JobsAnswer {
+    /// With `closed_after`.
+    Feed(FeedPage),
+    /// Without.
+    List(JobPage),
 }
 
 /// `None` when the id is usable, else the 422 to answer.
@@ -45,6 +79,14 @@ fn bad_id(field: &str, value: &str) -> Option<Response> {
     })
 }
 
+/// `POST /v1/jobs`.
+#[utoipa::path(post, path = "/v1/jobs", tag = "application", request_body = Registration,
+    responses((status = 201, description = "Registered", body = JobRow),
+               (status = 200, description = "The same registration again", body = JobRow),
+               (status = 409, body = Conflict),
+               (status = 400, body = super::openapi::ErrorBody),
+               (status = 415, body = super::openapi::ErrorBody),
+               (status = 422, body = super::openapi::ErrorBody)))]
 pub(super) async fn register(
     State(state): State<AdminState>,
     body: Result<Json<Registration>, JsonRejection>,
@@ -86,6 +128,7 @@ pub(super) async fn register(
                     "message": "this job id is registered with another order_id or api_key",
                 },
                 "job": existing,
+                "request_id": super::current_request_id(),
             });
             return (StatusCode::CONFLICT, Json(body)).into_response();
         }
@@ -109,13 +152,21 @@ pub(super) async fn register(
 }
 
 /// The query of `GET /v1/jobs/{job_id}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
-pub(super) struct ShowQuery {
+pub struct ShowQuery {
+    /// Wait up to this long (e.g. `30s`, at most MAX_WAIT) for the job to close.
     wait: Option<String>,
 }
 
 /// `GET /v1/jobs/{job_id}`, with `?wait=30s` until it is closed.
+#[utoipa::path(get, path = "/v1/jobs/{job_id}", tag = "application",
+    params(("job_id" = String, Path, description = "Sume's job id"), ShowQuery),
+    responses((status = 200, body = JobRow, headers(("X-Wait-Outcome" = String,
+                   description = "with wait: closed, timeout or shutdown"))),
+               (status = 400, body = super::openapi::ErrorBody),
+               (status = 404, body = super::openapi::ErrorBody),
+               (status = 503, description = "MAX_WAITERS are waiting", body = super::openapi::ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AdminState>,
     Path(job_id): Path<String>,
@@ -146,18 +197,28 @@ pub(super) async fn show(
 }
 
 /// The query of `GET /v1/jobs`: the feed when `closed_after` is given, else the list.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
-pub(super) struct ListQuery {
+pub struct ListQuery {
+    /// The feed of closes after this cursor (`0`: from the start); takes only `limit`.
     closed_after: Option<String>,
+    /// Rows per page, 1 to 1000 (default 100).
     limit: Option<i64>,
+    /// The list: `next_after` of the previous page.
     after: Option<String>,
+    /// The list: `open`, `completed`, `failed`, `canceled` or `expired`.
     state: Option<String>,
+    /// The list: the application's reference.
     order_id: Option<String>,
+    /// The list: `webhook`, `poll` or `give_up`.
     closed_by: Option<String>,
+    /// The list: registered at or after (RFC 3339).
     created_from: Option<DateTime<Utc>>,
+    /// The list: registered before.
     created_to: Option<DateTime<Utc>>,
+    /// The list: closed at or after.
     closed_from: Option<DateTime<Utc>>,
+    /// The list: closed before.
     closed_to: Option<DateTime<Utc>>,
 }
 
@@ -227,6 +288,8 @@ impl ListQuery {
 }
 
 /// `GET /v1/jobs`: the feed of closes (`closed_after`) or the filtered list.
+#[utoipa::path(get, path = "/v1/jobs", tag = "application", params(ListQuery),
+    responses((status = 200, body = JobsAnswer), (status = 400, body = super::openapi::ErrorBody)))]
 pub(super) async fn list(
     State(state): State<AdminState>,
     query: Result<Query<ListQuery>, QueryRejection>,
@@ -252,7 +315,7 @@ pub(super) async fn list(
             Err(e) => return bad_query(e.to_string()).into_response(),
         };
         return match state.store.job_closes_after(cursor, limit).await {
-            Ok(page) => Json(page).into_response(),
+            Ok(page) => Json(JobsAnswer::Feed(page)).into_response(),
             Err(e) => unavailable("reading the feed of closes failed", &e),
         };
     }
@@ -265,7 +328,7 @@ pub(super) async fn list(
             let next_after = (jobs.len() as i64 == limit)
                 .then(|| jobs.last().map(|j| j.job_id.clone()))
                 .flatten();
-            Json(serde_json::json!({ "jobs": jobs, "next_after": next_after })).into_response()
+            Json(JobsAnswer::List(JobPage { jobs, next_after })).into_response()
         }
         Err(e) => unavailable("listing jobs failed", &e),
     }

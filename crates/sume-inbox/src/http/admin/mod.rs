@@ -1,21 +1,26 @@
-//! The admin API on ADMIN_ADDR: its state, its routes and what guards them. The handlers live
-//! in a file per concern (`jobs.rs`: registering, reading and listing jobs, the feed of closes).
-//!
-//! With ADMIN_TOKEN set, every request needs `Authorization: Bearer <token>`.
+//! The admin API on ADMIN_ADDR: its state and its routes. What guards them is [`access`]; the
+//! handlers live in a file per concern (`jobs.rs`: registering, reading and listing jobs, the
+//! feed of closes; `wait.rs`: waiting for a close; `operator.rs`: the operator's reads;
+//! `replay.rs`: the operator's writes and their audit); [`openapi`] describes them all.
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::{header, StatusCode};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use sha2::{Digest, Sha256};
 use sume_wire::Secret;
 
+pub mod access;
 mod jobs;
+pub mod openapi;
+mod operator;
+mod replay;
 mod wait;
+
+pub use access::{current_request_id, Access, Scope};
 
 use super::error;
 use crate::attach::AttachHandle;
@@ -41,45 +46,47 @@ pub struct AdminState {
     pub max_wait: std::time::Duration,
     /// Cancelled at shutdown: waiting requests are answered at once.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// SUME_WEBHOOK_SECRET: replay verifies stored deliveries again with them.
+    pub secrets: Arc<Vec<Secret>>,
 }
 
-/// The admin API's routes, behind the bearer token when one is configured.
-pub fn router(state: AdminState, token: Option<Secret>) -> Router {
-    let routes = Router::new()
+/// The admin API's routes: the application's (register, read, wait, the feed, the OpenAPI
+/// document) and the operator's (everything else), all behind [`access::guard`].
+pub fn router(state: AdminState, access: Access) -> Router {
+    let app = Router::new()
         .route("/v1/jobs", post(jobs::register).get(jobs::list))
         .route("/v1/jobs/{job_id}", get(jobs::show))
+        .route("/v1/openapi.json", get(openapi::serve));
+    let operator = Router::new()
+        .route("/v1/jobs/{job_id}/detail", get(operator::job_detail))
+        .route("/v1/inbox", get(operator::inbox))
+        .route("/v1/set-aside", get(operator::set_aside))
+        .route("/v1/orphans", get(operator::orphans))
+        .route("/v1/disagreements", get(operator::disagreements))
+        .route("/v1/dead-letters", get(operator::dead_letters))
+        .route("/v1/dead-letters/drop", post(replay::drop_dead_letters))
+        .route("/v1/dead-letters/replay", post(replay::replay_dead_letters))
+        .route("/v1/events/{event_id}/replay", post(replay::replay_event))
+        .route("/v1/stats", get(operator::stats))
+        .route("/v1/audit", get(operator::audit))
         .route("/metrics", get(metrics))
-        .with_state(state);
-    match token {
-        Some(token) => routes.layer(middleware::from_fn_with_state(
-            Arc::new(token),
-            require_token,
-        )),
-        None => routes,
-    }
+        .route_layer(middleware::from_fn(access::operator_only));
+    app.merge(operator)
+        .fallback(not_found)
+        .with_state(state)
+        .layer(middleware::from_fn_with_state(
+            Arc::new(access),
+            access::guard,
+        ))
 }
 
-/// Compares digests rather than the strings, so the time taken says nothing about the token.
-fn same_secret(a: &str, b: &str) -> bool {
-    Sha256::digest(a.as_bytes()) == Sha256::digest(b.as_bytes())
+async fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "not_found", "no such route")
 }
 
-async fn require_token(State(token): State<Arc<Secret>>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match given {
-        Some(given) if same_secret(given.trim(), token.expose()) => next.run(request).await,
-        _ => error(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing or wrong bearer token",
-        ),
-    }
-}
-
+/// `GET /metrics`: Prometheus' text format.
+#[utoipa::path(get, path = "/metrics", tag = "operator",
+    responses((status = 200, description = "The metrics", content_type = "application/openmetrics-text")))]
 async fn metrics(State(state): State<AdminState>) -> Response {
     state.metrics.waiters.set(state.waiters.len() as i64);
     let body = state
