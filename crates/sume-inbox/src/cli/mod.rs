@@ -10,11 +10,14 @@
 pub mod admin;
 pub mod healthcheck;
 pub mod serve;
+pub mod source;
 
 use clap::{Parser, Subcommand};
 use thiserror::Error;
 
-pub use admin::{AdminArgs, DeadLettersCommand, InboxCommand, JobsCommand, ReplayArgs};
+pub use admin::{
+    AdminArgs, AuditCommand, DeadLettersCommand, InboxCommand, JobsCommand, ReplayArgs,
+};
 pub use healthcheck::HealthcheckArgs;
 pub use serve::{MigrateArgs, ServeArgs};
 
@@ -69,6 +72,12 @@ pub enum Command {
     /// Re-verify stored deliveries with the current secrets and run them through the normal
     /// path again (idempotent): one event by id, or every dead letter not yet replayed.
     Replay(ReplayArgs),
+    /// What operators did: every replay and drop, through the CLI or the admin API.
+    Audit {
+        /// What to do with it.
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// The numbers an operator checks first.
     Stats(AdminArgs),
     /// Exit 0 when the local daemon answers /healthz (or /readyz with --ready): for container
@@ -140,6 +149,9 @@ pub async fn dispatch(command: Command) -> Result<(), CliError> {
             command: DeadLettersCommand::Drop { ids, admin },
         } => admin::dead_letters_drop(&ids, &admin).await,
         Command::Replay(args) => admin::replay(args).await,
+        Command::Audit {
+            command: AuditCommand::Ls { limit, admin },
+        } => admin::audit_ls(limit, &admin).await,
         Command::Stats(admin) => admin::stats(&admin).await,
         Command::Healthcheck(args) => healthcheck::healthcheck(args).await,
     }

@@ -25,7 +25,7 @@ pub struct NewJob {
 }
 
 /// A job as the admin API answers it.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct JobRow {
     /// Sume's job id.
     pub job_id: String,
@@ -92,7 +92,7 @@ pub struct PollDone<'a> {
 }
 
 /// Everything known about one job id.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct JobDetail {
     /// The id asked about.
     pub job_id: String,

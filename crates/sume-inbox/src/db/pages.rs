@@ -106,7 +106,7 @@ pub struct Disagreement {
 }
 
 /// One operator action.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct AuditEntry {
     /// Its id, newest highest.
     pub id: i64,

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::{sql, DbError, Store};
 
 /// The numbers an operator checks first (`sume-inbox stats`).
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Stats {
     /// Jobs not closed yet.
     pub open_jobs: i64,

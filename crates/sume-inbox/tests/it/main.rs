@@ -4,6 +4,7 @@
 mod admin_api;
 mod attach;
 mod cli;
+mod cli_remote;
 mod dedupe;
 mod feed;
 mod health;
