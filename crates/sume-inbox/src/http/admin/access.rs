@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use sume_wire::Secret;
+use tracing::Instrument;
 
 use crate::http::ApiError;
 
@@ -143,17 +144,23 @@ pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Ne
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let started = Instant::now();
+    // The span puts the request id on every log line written while the request is handled.
+    let span = tracing::info_span!("admin", request_id = %id);
     let mut response = REQUEST_ID
-        .scope(id.clone(), async {
-            match check(&access, &request) {
-                Ok(scope) => {
-                    let mut request = request;
-                    request.extensions_mut().insert(scope);
-                    next.run(request).await
+        .scope(
+            id.clone(),
+            async {
+                match check(&access, &request) {
+                    Ok(scope) => {
+                        let mut request = request;
+                        request.extensions_mut().insert(scope);
+                        next.run(request).await
+                    }
+                    Err(e) => e.into_response(),
                 }
-                Err(e) => e.into_response(),
             }
-        })
+            .instrument(span),
+        )
         .await;
     if let Ok(v) = HeaderValue::from_str(&id) {
         response.headers_mut().insert("x-request-id", v);
