@@ -153,6 +153,26 @@ fn spawn_ingest(
     handle
 }
 
+/// The waiters of `?wait=` and the task that wakes them.
+fn spawn_waiters(
+    config: &Config,
+    store: &Store,
+    tracker: &TaskTracker,
+    background: &CancellationToken,
+    health: &Health,
+) -> crate::waiters::Waiters {
+    let waiters = crate::waiters::Waiters::new(config.wait.max_waiters);
+    tracker.spawn(crate::waiters::run(
+        store.clone(),
+        waiters.clone(),
+        config.wait.wakeup,
+        config.wait.poll_interval,
+        background.clone(),
+        health.clone(),
+    ));
+    waiters
+}
+
 /// What the admin API's handlers share.
 fn admin_state(
     config: &Config,
@@ -206,6 +226,15 @@ fn routers(
     (webhook_app, admin_app)
 }
 
+/// Stops the tasks that outlive the servers, waiting at most `timeout` for them.
+async fn stop_tasks(background: &CancellationToken, tracker: &TaskTracker, timeout: Duration) {
+    background.cancel();
+    tracker.close();
+    if tokio::time::timeout(timeout, tracker.wait()).await.is_err() {
+        tracing::warn!("tasks did not stop within SHUTDOWN_TIMEOUT");
+    }
+}
+
 /// Runs the daemon until `shutdown` is cancelled.
 pub async fn run(
     config: Config,
@@ -238,15 +267,7 @@ pub async fn run(
         &health,
     );
 
-    let waiters = crate::waiters::Waiters::new(config.wait.max_waiters);
-    tracker.spawn(crate::waiters::run(
-        store.clone(),
-        waiters.clone(),
-        config.wait.wakeup,
-        config.wait.poll_interval,
-        background.clone(),
-        health.clone(),
-    ));
+    let waiters = spawn_waiters(&config, &store, &tracker, &background, &health);
     let admin_state = admin_state(
         &config,
         &store,
@@ -296,14 +317,7 @@ pub async fn run(
     };
     // The servers (and with them every ingest handle) are gone: the writers drain and stop.
     drop(servers);
-    background.cancel();
-    tracker.close();
-    if tokio::time::timeout(config.shutdown_timeout, tracker.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("tasks did not stop within SHUTDOWN_TIMEOUT");
-    }
+    stop_tasks(&background, &tracker, config.shutdown_timeout).await;
     tracing::info!("stopped");
     served.map_err(RunError::Io)
 }

@@ -10,10 +10,11 @@ use std::time::Duration;
 use sume_wire::Secret;
 use thiserror::Error;
 
+mod admin;
 mod parse;
-mod wait;
+use admin::check_admin_tokens;
+pub use admin::{parse_wakeup, WaitConfig, Wakeup};
 pub use parse::*;
-pub use wait::{parse_wakeup, WaitConfig, Wakeup};
 
 /// A setting that is missing or malformed. The message names it.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -310,21 +311,7 @@ impl Config {
                 ),
             ));
         }
-        match (&self.admin_token, &self.admin_app_token) {
-            (None, Some(_)) => {
-                return Err(ConfigError::new(
-                    "ADMIN_APP_TOKEN",
-                    "requires ADMIN_TOKEN: without it the admin API asks for no token at all",
-                ))
-            }
-            (Some(op), Some(app)) if op.expose() == app.expose() => {
-                return Err(ConfigError::new(
-                    "ADMIN_APP_TOKEN",
-                    "must differ from ADMIN_TOKEN (the operator's)",
-                ))
-            }
-            _ => {}
-        }
+        check_admin_tokens(self.admin_token.as_ref(), self.admin_app_token.as_ref())?;
         // Timestamps are whole seconds: a tolerance under one would refuse every delivery.
         if self.webhook_tolerance < Duration::from_secs(1) {
             return Err(ConfigError::new(

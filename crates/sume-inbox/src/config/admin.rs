@@ -1,9 +1,30 @@
-//! Settings of the waiters of `GET /v1/jobs/{id}?wait=`: how many, how long, and what wakes
-//! them.
+//! Settings of the admin API beyond its address: the rules its two tokens follow, and the
+//! waiters of `GET /v1/jobs/{id}?wait=` (how many, how long, what wakes them).
 
 use std::time::Duration;
 
+use sume_wire::Secret;
+
 use super::{parse_duration, ConfigError};
+
+/// ADMIN_APP_TOKEN needs ADMIN_TOKEN (without it no token is asked for at all) and must differ
+/// from it.
+pub(super) fn check_admin_tokens(
+    operator: Option<&Secret>,
+    app: Option<&Secret>,
+) -> Result<(), ConfigError> {
+    match (operator, app) {
+        (None, Some(_)) => Err(ConfigError::new(
+            "ADMIN_APP_TOKEN",
+            "requires ADMIN_TOKEN: without it the admin API asks for no token at all",
+        )),
+        (Some(op), Some(app)) if op.expose() == app.expose() => Err(ConfigError::new(
+            "ADMIN_APP_TOKEN",
+            "must differ from ADMIN_TOKEN (the operator's)",
+        )),
+        _ => Ok(()),
+    }
+}
 
 /// What wakes the waiters of an instance when a job closes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
