@@ -29,7 +29,10 @@ create index job_closes_closed_at on sume.job_closes (closed_at);
 -- and wake every listener of sume_job_closed with the job id only (a payload is capped at
 -- 8000 bytes; job ids at 255). The notification is delivered when the close commits; the
 -- feed stays the truth, a listener reads it after each wake-up.
-create function sume.jobs_closed() returns trigger language plpgsql as $$
+-- security definer: the row is written with the rights of the schema's owner, so a runtime
+-- role granted before this migration keeps closing jobs until its grants are renewed.
+create function sume.jobs_closed() returns trigger language plpgsql
+    security definer set search_path = pg_catalog, pg_temp as $$
 begin
     insert into sume.job_closes (job_id, state, closed_by, supersedes_give_up, closed_at)
     values (new.job_id, new.state, new.closed_by,
