@@ -51,3 +51,12 @@ where dead_letter_id = any (array(
     where received_at < coalesce($3, now()) - make_interval(secs => $1)
     order by received_at
     limit $2));
+
+-- name: dead_letters_page
+-- Newest first, keyset-paged in (received_at, dead_letter_id) descending order after ($1, $2)
+-- (null: from the newest), at most $3.
+select dead_letter_id, reason, header_event_id, length(body) as bytes, received_at, replayed_at
+from sume.dead_letters
+where $1::timestamptz is null or (received_at, dead_letter_id) < ($1, $2::text)
+order by received_at desc, dead_letter_id desc
+limit $3;

@@ -10,3 +10,11 @@ select kept_state, seen_state, seen_status, source, event_id, recorded_at
 from sume.disagreements
 where job_id = $1
 order by id;
+
+-- name: disagreements_page
+-- Every disagreement in id order after $1 (null: from the first), at most $2.
+select id, job_id, kept_state, seen_state, seen_status, source, event_id, recorded_at
+from sume.disagreements
+where $1::bigint is null or id > $1
+order by id
+limit $2;

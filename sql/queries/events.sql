@@ -160,3 +160,32 @@ where event_id = any (array(
       and set_aside_at < coalesce($3, now()) - make_interval(secs => $1)
     order by set_aside_at
     limit $2));
+
+-- name: events_waiting_page
+-- The inbox for the admin API: like events_waiting_list, keyset-paged in (received_at,
+-- event_id) order after ($2, $3) (null: from the oldest), at most $4.
+select e.event_id, e.job_id, e.event_type, e.status, e.received_at,
+       extract(epoch from now() - e.received_at)::float8 as age_secs,
+       exists (select 1 from sume.jobs j where j.job_id = e.job_id) as job_exists,
+       (select c.verdict from sume.inbox_checks c where c.job_id = e.job_id) as verdict
+from sume.events e
+where e.applied_at is null
+  and e.set_aside_at is null
+  and e.received_at <= now() - make_interval(secs => $1)
+  and ($2::timestamptz is null or (e.received_at, e.event_id) > ($2, $3::text))
+order by e.received_at, e.event_id
+limit $4;
+
+-- name: events_set_aside_page
+-- Events set aside as not ours, with why and every key's answer (the audit of the verdict),
+-- keyset-paged in (set_aside_at, event_id) order after ($1, $2) (null: from the first), at
+-- most $3.
+select e.event_id, e.job_id, e.status, e.received_at, e.set_aside_at, e.set_aside_reason,
+       c.answers, c.checked_at
+from sume.events e
+left join sume.inbox_checks c on c.job_id = e.job_id
+where e.set_aside_at is not null
+  and e.applied_at is null
+  and ($1::timestamptz is null or (e.set_aside_at, e.event_id) > ($1, $2::text))
+order by e.set_aside_at, e.event_id
+limit $3;

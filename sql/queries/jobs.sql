@@ -160,3 +160,25 @@ with gone as (
     delete from sume.disagreements d using gone where d.job_id = gone.job_id
 )
 select count(*) from gone;
+
+-- name: jobs_list
+-- A page of jobs in job_id order after $1 (keyset), each filter ignored when null: state $2,
+-- order_id $3, closed_by $4, created in [$5, $6), closed in [$7, $8); at most $9 rows. The
+-- primary key drives the order; a filter that matches few jobs reads more rows per page.
+select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id, result,
+       created_at, updated_at, closed_at, close_reason, superseded_give_up
+from sume.jobs
+where job_id > $1
+  and ($2::text is null or state = $2)
+  and ($3::text is null or order_id = $3)
+  and ($4::text is null or closed_by = $4)
+  and ($5::timestamptz is null or created_at >= $5)
+  and ($6::timestamptz is null or created_at < $6)
+  and ($7::timestamptz is null or closed_at >= $7)
+  and ($8::timestamptz is null or closed_at < $8)
+order by job_id
+limit $9;
+
+-- name: jobs_closed_among
+-- Which of these jobs are closed: the polled wake-up of the waiters (WAIT_WAKEUP=poll).
+select job_id from sume.jobs where job_id = any($1) and state <> 'open';

@@ -15,7 +15,11 @@ select
     (select count(*) from sume.disagreements) as disagreements,
     (select count(*) from sume.jobs where state = 'open' and next_poll_at is null)
       + (select count(*) from sume.jobs where state = 'open' and next_poll_at is not null)
-      as open_jobs;
+      as open_jobs,
+    -- The share of the notification queue in use (0 to 1): a listener that stops reading
+    -- fills it, and when it is full every transaction that notifies (a close, a registration)
+    -- fails at commit.
+    pg_notification_queue_usage() as notification_queue;
 
 -- name: stats_summary
 -- The numbers an operator checks first; each served by an index, whatever the table sizes.

@@ -198,6 +198,57 @@ fn spawn_ingest(
     handle
 }
 
+/// The waiters of `?wait=` and the task that wakes them.
+fn spawn_waiters(
+    config: &Config,
+    store: &Store,
+    tracker: &TaskTracker,
+    background: &CancellationToken,
+    health: &Health,
+) -> crate::waiters::Waiters {
+    let waiters = crate::waiters::Waiters::new(config.wait.max_waiters);
+    // Behind a transaction pooler without LISTEN_DATABASE_URL there is nothing to LISTEN on.
+    let wakeup = match config.wait.wakeup {
+        crate::config::Wakeup::Listen if !store.can_listen() => {
+            tracing::info!("no direct connection for LISTEN: waiters are woken by polling");
+            crate::config::Wakeup::Poll
+        }
+        wakeup => wakeup,
+    };
+    tracker.spawn(crate::waiters::run(
+        store.clone(),
+        waiters.clone(),
+        wakeup,
+        config.wait.poll_interval,
+        background.clone(),
+        health.clone(),
+    ));
+    waiters
+}
+
+/// What the admin API's handlers share.
+fn admin_state(
+    config: &Config,
+    store: &Store,
+    metrics: &Arc<Metrics>,
+    health: &Health,
+    attach: AttachHandle,
+    waiters: crate::waiters::Waiters,
+    shutdown: &CancellationToken,
+) -> admin::AdminState {
+    admin::AdminState {
+        store: store.clone(),
+        attach,
+        key_names: Arc::new(config.api_keys.iter().map(|k| k.name.clone()).collect()),
+        metrics: metrics.clone(),
+        health: health.clone(),
+        waiters,
+        max_wait: config.wait.max_wait,
+        shutdown: shutdown.clone(),
+        secrets: Arc::new(config.webhook_secrets.clone()),
+    }
+}
+
 /// The public port's router (the webhook, the health checks) and the admin API's.
 fn routers(
     config: &Config,
@@ -205,7 +256,8 @@ fn routers(
     metrics: &Arc<Metrics>,
     health: &Health,
     ingest: IngestHandle,
-    attach: AttachHandle,
+    admin_state: admin::AdminState,
+    admin_addr: std::net::SocketAddr,
 ) -> (axum::Router, axum::Router) {
     let webhook_app = webhook::router(webhook::WebhookState {
         secrets: Arc::new(config.webhook_secrets.clone()),
@@ -219,17 +271,22 @@ fn routers(
         health: Readiness::new(health.clone(), store.clone()),
         metrics: metrics.clone(),
     });
-    let admin_app = admin::router(
-        admin::AdminState {
-            store: store.clone(),
-            attach,
-            key_names: Arc::new(config.api_keys.iter().map(|k| k.name.clone()).collect()),
-            metrics: metrics.clone(),
-            health: health.clone(),
-        },
-        config.admin_token.clone(),
-    );
+    let access = admin::Access {
+        operator: config.admin_token.clone(),
+        app: config.admin_app_token.clone(),
+        hosts: admin::Access::hosts_for(admin_addr, &config.admin_hosts),
+    };
+    let admin_app = admin::router(admin_state, access);
     (webhook_app, admin_app)
+}
+
+/// Stops the tasks that outlive the servers, waiting at most `timeout` for them.
+async fn stop_tasks(background: &CancellationToken, tracker: &TaskTracker, timeout: Duration) {
+    background.cancel();
+    tracker.close();
+    if tokio::time::timeout(timeout, tracker.wait()).await.is_err() {
+        tracing::warn!("tasks did not stop within SHUTDOWN_TIMEOUT");
+    }
 }
 
 /// Runs the daemon until `shutdown` is cancelled.
@@ -261,13 +318,24 @@ pub async fn run(
         &health,
     );
 
+    let waiters = spawn_waiters(&config, &store, &tracker, &background, &health);
+    let admin_state = admin_state(
+        &config,
+        &store,
+        &metrics,
+        &health,
+        attach_handle,
+        waiters,
+        &shutdown,
+    );
     let (webhook_app, admin_app) = routers(
         &config,
         &store,
         &metrics,
         &health,
         ingest_handle,
-        attach_handle,
+        admin_state,
+        listeners.admin.local_addr()?,
     );
     tracing::info!(
         listen = %listeners.webhook.local_addr()?,
@@ -300,14 +368,7 @@ pub async fn run(
     };
     // The servers (and with them every ingest handle) are gone: the writers drain and stop.
     drop(servers);
-    background.cancel();
-    tracker.close();
-    if tokio::time::timeout(config.shutdown_timeout, tracker.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("tasks did not stop within SHUTDOWN_TIMEOUT");
-    }
+    stop_tasks(&background, &tracker, config.shutdown_timeout).await;
     tracing::info!("stopped");
     served.map_err(RunError::Io)
 }

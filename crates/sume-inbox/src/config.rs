@@ -10,9 +10,12 @@ use std::time::Duration;
 use sume_wire::Secret;
 use thiserror::Error;
 
+mod admin;
 mod database;
 mod parse;
 mod retention;
+use admin::check_admin_tokens;
+pub use admin::{parse_wakeup, WaitConfig, Wakeup};
 pub use database::*;
 pub use parse::*;
 pub use retention::*;
@@ -71,6 +74,11 @@ pub struct Config {
     pub admin_addr: SocketAddr,
     /// ADMIN_TOKEN: the bearer token of the admin API; required off loopback.
     pub admin_token: Option<Secret>,
+    /// ADMIN_APP_TOKEN: a token for the application's share of the admin API only (register,
+    /// read, wait, the feed); requires ADMIN_TOKEN.
+    pub admin_app_token: Option<Secret>,
+    /// ADMIN_HOSTS: the `Host` names the admin API answers besides its own address.
+    pub admin_hosts: Vec<String>,
     /// WEBHOOK_TOLERANCE: how far a signed timestamp may be from now.
     pub webhook_tolerance: Duration,
     /// MAX_BODY_BYTES: the largest webhook body taken (413 beyond).
@@ -85,6 +93,8 @@ pub struct Config {
     pub sweep: SweepConfig,
     /// SHUTDOWN_TIMEOUT: how long shutdown waits for in-flight work.
     pub shutdown_timeout: Duration,
+    /// The waiters of `GET /v1/jobs/{id}?wait=`.
+    pub wait: WaitConfig,
 }
 
 impl Config {
@@ -104,6 +114,8 @@ impl Config {
             listen_addr: loopback,
             admin_addr: loopback,
             admin_token: None,
+            admin_app_token: None,
+            admin_hosts: Vec::new(),
             webhook_tolerance: Duration::from_secs(300),
             max_body_bytes: 1024 * 1024,
             port: PortConfig::default(),
@@ -111,6 +123,7 @@ impl Config {
             attach: AttachConfig::default(),
             sweep: SweepConfig::default(),
             shutdown_timeout: Duration::from_secs(20),
+            wait: WaitConfig::default(),
         }
     }
 }
@@ -312,6 +325,7 @@ impl Config {
                 ),
             ));
         }
+        check_admin_tokens(self.admin_token.as_ref(), self.admin_app_token.as_ref())?;
         // Timestamps are whole seconds: a tolerance under one would refuse every delivery.
         if self.webhook_tolerance < Duration::from_secs(1) {
             return Err(ConfigError::new(
@@ -396,93 +410,4 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn settings_that_cannot_work_are_refused_by_name() {
-        let refused = |change: &dyn Fn(&mut Config)| {
-            let mut c = Config::local("postgres://localhost/x", "whsec_x");
-            change(&mut c);
-            c.validate().unwrap_err().name
-        };
-        assert!(Config::local("postgres://localhost/x", "whsec_x")
-            .validate()
-            .is_ok());
-        assert_eq!(
-            refused(&|c| c.attach.scan_interval = Duration::ZERO),
-            "ATTACH_SCAN_INTERVAL"
-        );
-        assert_eq!(
-            refused(&|c| c.ingest.timeout = Duration::ZERO),
-            "INGEST_TIMEOUT"
-        );
-        assert_eq!(
-            refused(&|c| c.webhook_tolerance = Duration::from_millis(500)),
-            "WEBHOOK_TOLERANCE"
-        );
-        assert_eq!(
-            refused(&|c| c.port.header_timeout = Duration::ZERO),
-            "HEADER_TIMEOUT"
-        );
-        assert_eq!(
-            refused(&|c| c.port.max_body_memory = c.max_body_bytes - 1),
-            "MAX_BODY_MEMORY"
-        );
-        assert_eq!(
-            refused(&|c| c.port.max_body_memory = 5 << 30),
-            "MAX_BODY_MEMORY"
-        );
-        assert_eq!(
-            refused(&|c| c.port.body_timeout = Duration::ZERO),
-            "BODY_TIMEOUT"
-        );
-        assert_eq!(
-            refused(&|c| c.port.idle_timeout = Duration::from_secs(1)),
-            "IDLE_TIMEOUT"
-        );
-        assert_eq!(
-            refused(&|c| c.sweep.inbox_grace = Duration::ZERO),
-            "INBOX_GRACE"
-        );
-        assert_eq!(
-            refused(&|c| c.sweep.interval = Duration::ZERO),
-            "SWEEP_INTERVAL"
-        );
-        assert_eq!(
-            refused(&|c| c.shutdown_timeout = Duration::ZERO),
-            "SHUTDOWN_TIMEOUT"
-        );
-        assert_eq!(
-            refused(&|c| c.sweep.poll_max_interval = c.sweep.poll_after / 2),
-            "POLL_MAX_INTERVAL"
-        );
-        assert_eq!(
-            refused(&|c| c.sume_api_url = "http://sume.example/api/v1".into()),
-            "SUME_API_URL"
-        );
-        for ok in [
-            "http://127.0.0.1:8090/v1",
-            "http://localhost:8090/v1",
-            "http://[::1]:8090/v1",
-        ] {
-            let mut c = Config::local("postgres://localhost/x", "whsec_x");
-            c.sume_api_url = ok.into();
-            assert!(c.validate().is_ok(), "{ok}");
-        }
-        let mut c = Config::local("postgres://localhost/x", "whsec_x");
-        c.sume_api_url = "http://sim:8090/v1".into();
-        c.sume_api_allow_plaintext = true;
-        assert!(c.validate().is_ok(), "allowed explicitly");
-    }
-
-    #[test]
-    fn a_lease_must_outlive_its_requests() {
-        let mut config = Config::local("postgres://db/x", "s");
-        config.sweep.request_timeout = Duration::from_secs(60);
-        assert_eq!(config.validate().unwrap_err().name, "SWEEP_LEASE");
-        let mut ok = config.clone();
-        ok.sweep.request_timeout = Duration::from_secs(10);
-        assert!(ok.validate().is_ok());
-    }
-}
+mod tests;

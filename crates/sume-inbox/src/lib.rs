@@ -36,6 +36,7 @@ pub mod secrets_from_files;
 pub mod signal;
 pub mod sweep;
 pub mod telemetry;
+pub mod waiters;
 
 pub use app::{run, Listeners};
 pub use config::Config;

@@ -76,6 +76,10 @@ pub struct Metrics {
     pub port_in_flight_refused: Counter,
     /// Webhooks answered 503 at once because MAX_BODY_MEMORY was held by other bodies.
     pub port_body_memory_refused: Counter,
+    /// Requests waiting for a job to close on this instance (set at scrape time).
+    pub waiters: Gauge,
+    /// Waits refused with 503 because MAX_WAITERS were waiting.
+    pub waiters_refused: Counter,
     db_up: Gauge,
     inbox_waiting: Gauge,
     inbox_oldest_age_seconds: Gauge<f64, AtomicU64>,
@@ -83,6 +87,7 @@ pub struct Metrics {
     orphan_jobs: Gauge,
     disagreements: Gauge,
     open_jobs: Gauge,
+    notification_queue_usage: Gauge<f64, AtomicU64>,
     pool_in_use: Gauge,
     pool_idle: Gauge,
     pool_waiting: Gauge,
@@ -124,6 +129,8 @@ impl Metrics {
             port_timeouts: Family::default(),
             port_in_flight_refused: Counter::default(),
             port_body_memory_refused: Counter::default(),
+            waiters: Gauge::default(),
+            waiters_refused: Counter::default(),
             db_up: Gauge::default(),
             inbox_waiting: Gauge::default(),
             inbox_oldest_age_seconds: Gauge::default(),
@@ -131,6 +138,7 @@ impl Metrics {
             orphan_jobs: Gauge::default(),
             disagreements: Gauge::default(),
             open_jobs: Gauge::default(),
+            notification_queue_usage: Gauge::default(),
             pool_in_use: Gauge::default(),
             pool_idle: Gauge::default(),
             pool_waiting: Gauge::default(),
@@ -243,6 +251,7 @@ impl Metrics {
                 self.orphan_jobs.set(g.orphans);
                 self.disagreements.set(g.disagreements);
                 self.open_jobs.set(g.open_jobs);
+                self.notification_queue_usage.set(g.notification_queue);
             }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "metrics: database gauges unavailable");

@@ -1,8 +1,10 @@
 //! The admin commands: `jobs show`, `inbox ls`, `dead-letters ls`, `replay`, `stats`.
 //!
-//! They talk to the database directly (no daemon needs to run), print for a terminal by
-//! default and JSON with `--json`. Only `replay` writes, and only what the normal path would:
-//! an event back into the inbox, a dead letter's event into it, an attach; all idempotent.
+//! The commands read from the database directly (no daemon needs to run) or, with
+//! `--admin-url`, from the admin API (`cli/source.rs`); this module renders what they read, for
+//! a terminal by default and JSON with `--json`, and holds replay, which the admin API runs
+//! too. Only `replay` writes, and only what the normal path would: an event back into the
+//! inbox, a dead letter's event into it, an attach; all idempotent.
 
 use std::fmt::Write;
 use std::time::Duration;
@@ -11,7 +13,7 @@ use serde::Serialize;
 use sume_wire::Secret;
 
 use crate::db::{DbError, Store};
-use crate::db::{JobDetail, StoredDelivery};
+use crate::db::{DeadLetterRow, JobDetail, Stats, StoredDelivery, WaitingEvent};
 use crate::delivery::{verify_delivery, Delivery, Received};
 
 /// Renders `value` as JSON, or as text with `text`.
@@ -28,15 +30,14 @@ fn ago(secs: f64) -> String {
 }
 
 /// `jobs show ID`. Answers the output and whether anything is known about the id.
-pub async fn jobs_show(store: &Store, job_id: &str, json: bool) -> Result<(String, bool), DbError> {
-    let d = store.job_detail(job_id).await?;
+pub fn render_job_detail(d: &JobDetail, json: bool) -> (String, bool) {
     let known = d.job.is_some() || !d.events.is_empty();
-    let out = render(&d, json, |d| {
+    let out = render(d, json, |d| {
         let mut s = job_text(d);
         history_text(&mut s, d);
         s
     });
-    Ok((out, known))
+    (out, known)
 }
 
 /// The job row of `jobs show`, or why there is none.
@@ -121,16 +122,8 @@ fn history_text(s: &mut String, d: &JobDetail) {
 }
 
 /// `inbox ls [--older-than D]`.
-pub async fn inbox_ls(
-    store: &Store,
-    older_than: Duration,
-    limit: i64,
-    json: bool,
-) -> Result<String, DbError> {
-    let rows = store
-        .events_waiting_list(older_than.as_secs_f64(), limit)
-        .await?;
-    Ok(render(&rows, json, |rows| {
+pub fn render_inbox(rows: &[WaitingEvent], json: bool) -> String {
+    render(&rows, json, |rows| {
         if rows.is_empty() {
             return "the inbox holds no waiting event of that age\n".to_owned();
         }
@@ -138,7 +131,7 @@ pub async fn inbox_ls(
             "{:<40} {:<32} {:<10} {:>10}  {}\n",
             "EVENT", "JOB", "STATUS", "AGE", "WAITING FOR"
         );
-        for r in rows {
+        for r in rows.iter() {
             let why = match (r.job_exists, r.verdict.as_deref()) {
                 (true, _) => "attach (row exists)".to_owned(),
                 (false, Some("orphan")) => "its row: ORPHAN (Sume knows the job)".to_owned(),
@@ -155,13 +148,12 @@ pub async fn inbox_ls(
             );
         }
         s
-    }))
+    })
 }
 
 /// `dead-letters ls`.
-pub async fn dead_letters_ls(store: &Store, limit: i64, json: bool) -> Result<String, DbError> {
-    let rows = store.dead_letters_list(limit).await?;
-    Ok(render(&rows, json, |rows| {
+pub fn render_dead_letters(rows: &[DeadLetterRow], json: bool) -> String {
+    render(&rows, json, |rows| {
         if rows.is_empty() {
             return "no dead letters\n".to_owned();
         }
@@ -169,7 +161,7 @@ pub async fn dead_letters_ls(store: &Store, limit: i64, json: bool) -> Result<St
             "{:<72} {:>7}  {:<25} {}\n",
             "ID", "BYTES", "RECEIVED", "REASON"
         );
-        for r in rows {
+        for r in rows.iter() {
             let replayed = r
                 .replayed_at
                 .map(|t| format!(" (replayed {})", t.to_rfc3339()))
@@ -184,13 +176,12 @@ pub async fn dead_letters_ls(store: &Store, limit: i64, json: bool) -> Result<St
             );
         }
         s
-    }))
+    })
 }
 
 /// `stats`.
-pub async fn stats(store: &Store, json: bool) -> Result<String, DbError> {
-    let st = store.stats_summary().await?;
-    Ok(render(&st, json, |st| {
+pub fn render_stats(st: &Stats, json: bool) -> String {
+    render(st, json, |st| {
         format!(
             "open jobs ............ {}\n\
              inbox waiting ........ {} (oldest {})\n\
@@ -211,11 +202,11 @@ pub async fn stats(store: &Store, json: bool) -> Result<String, DbError> {
             st.schema_version,
             crate::db::migrate::latest()
         )
-    }))
+    })
 }
 
 /// What replay did with one delivery.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Replayed {
     /// The event id or dead letter id.
     pub id: String,
@@ -231,7 +222,8 @@ pub struct Replayed {
 }
 
 /// Replay's answer for a stored delivery the current secrets do not verify.
-const NOT_VERIFIED: &str = "does not verify with the current SUME_WEBHOOK_SECRET; left as it is";
+pub const NOT_VERIFIED: &str =
+    "does not verify with the current SUME_WEBHOOK_SECRET; left as it is";
 
 /// Verifies a stored delivery again with the current secrets and reads it, as the webhook
 /// handler did. Freshness is not checked: the delivery was fresh when it arrived, and replay
@@ -374,6 +366,27 @@ pub fn render_replayed(items: &[Replayed], json: bool) -> String {
         items
             .iter()
             .map(|r| format!("{}: {}\n", r.id, r.result))
+            .collect()
+    })
+}
+
+/// `audit ls`: what operators did, newest first.
+pub fn render_audit(entries: &[crate::db::AuditEntry], json: bool) -> String {
+    render(&entries, json, |entries| {
+        if entries.is_empty() {
+            return "no operator action recorded\n".to_owned();
+        }
+        entries
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}  {:<22} {:<36} {}\n",
+                    e.at.to_rfc3339(),
+                    e.action,
+                    e.actor,
+                    e.detail
+                )
+            })
             .collect()
     })
 }

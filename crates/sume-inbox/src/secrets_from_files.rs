@@ -6,7 +6,7 @@
 use crate::config::ConfigError;
 
 /// The settings that may come from a file, each with the variable that names the file.
-pub const FILE_VARIABLES: [(&str, &str); 7] = [
+pub const FILE_VARIABLES: [(&str, &str); 8] = [
     ("DATABASE_URL", "DATABASE_URL_FILE"),
     ("MIGRATE_DATABASE_URL", "MIGRATE_DATABASE_URL_FILE"),
     ("LISTEN_DATABASE_URL", "LISTEN_DATABASE_URL_FILE"),
@@ -14,6 +14,7 @@ pub const FILE_VARIABLES: [(&str, &str); 7] = [
     ("SUME_API_KEYS", "SUME_API_KEYS_FILE"),
     ("SUME_API_KEY", "SUME_API_KEY_FILE"),
     ("ADMIN_TOKEN", "ADMIN_TOKEN_FILE"),
+    ("ADMIN_APP_TOKEN", "ADMIN_APP_TOKEN_FILE"),
 ];
 
 /// Reads every `NAME_FILE` that is set into `NAME`. Call before any thread starts (it sets

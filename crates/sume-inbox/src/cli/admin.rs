@@ -1,23 +1,31 @@
-//! The operator's commands over the database: `jobs show`, `inbox ls`, `dead-letters ls`,
-//! `replay`, `stats`. They need DATABASE_URL, not a running daemon; [`crate::ops`] renders
-//! their answers.
+//! The operator's commands: `jobs show`, `inbox ls`, `dead-letters ls`, `dead-letters drop`,
+//! `replay`, `stats`, `audit ls`. They read the database (DATABASE_URL, no daemon needed) or,
+//! with `--admin-url`, a daemon's admin API ([`super::source`]); [`crate::ops`] renders their
+//! answers.
 
 use clap::{ArgGroup, Args, Subcommand};
 
+use super::source::{Remote, Source};
 use super::CliError;
 use crate::config;
 use crate::db::Store;
 use crate::ops;
 
-/// What every admin command takes.
+/// What every admin command takes: the database, or a daemon's admin API.
 #[derive(Debug, Args)]
 pub struct AdminArgs {
-    /// PostgreSQL connection URL.
+    /// PostgreSQL connection URL (unless --admin-url is given).
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: String,
+    pub database_url: Option<String>,
     /// `transaction` when DATABASE_URL is a transaction pooler (unnamed statements only).
     #[arg(long, env = "DB_POOLER", default_value = "none")]
     pub db_pooler: String,
+    /// A daemon's admin API (e.g. http://127.0.0.1:9090), used instead of the database.
+    #[arg(long, env = "SUME_INBOX_ADMIN_URL")]
+    pub admin_url: Option<String>,
+    /// The operator's token of that API (its ADMIN_TOKEN).
+    #[arg(long, env = "SUME_INBOX_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -76,6 +84,20 @@ pub enum DeadLettersCommand {
     },
 }
 
+/// `audit ...`
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// What operators did (replay, drop), newest first.
+    Ls {
+        /// The most entries to list.
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+        /// The database and the output format.
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+}
+
 /// `replay`'s settings.
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("what").required(true).args(["event_id", "dead_letters"])))]
@@ -88,20 +110,20 @@ pub struct ReplayArgs {
     /// The most dead letters to replay in one run.
     #[arg(long, default_value_t = 1000)]
     pub limit: i64,
-    /// The secrets to verify with (comma separated).
+    /// The secrets to verify with (comma separated); through --admin-url, the daemon's own.
     #[arg(long, env = "SUME_WEBHOOK_SECRET", hide_env_values = true)]
-    pub webhook_secret: String,
+    pub webhook_secret: Option<String>,
     /// The database and the output format.
     #[command(flatten)]
     pub admin: AdminArgs,
 }
 
 /// A small pool for an admin command, once the schema is known to be there.
-async fn open_store(admin: &AdminArgs) -> Result<Store, CliError> {
+async fn open_store(database_url: &str, pooler: &str) -> Result<Store, CliError> {
     let no_schema =
         || CliError::Failed("the database has no sume schema yet: run `sume-inbox migrate`".into());
-    let mut store = Store::new(&admin.database_url, 2)?;
-    if config::parse_pooler(&admin.db_pooler)? == config::Pooler::Transaction {
+    let mut store = Store::new(database_url, 2)?;
+    if config::parse_pooler(pooler)? == config::Pooler::Transaction {
         store = store.behind_pooler(None);
     }
     match store.schema_migrations_version().await {
@@ -112,10 +134,23 @@ async fn open_store(admin: &AdminArgs) -> Result<Store, CliError> {
     }
 }
 
+/// The admin API when `--admin-url` is given, else the database.
+async fn open(admin: &AdminArgs) -> Result<Source, CliError> {
+    let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+    match (given(&admin.admin_url), given(&admin.database_url)) {
+        (Some(url), _) => Ok(Source::Api(Remote::new(&url, given(&admin.admin_token))?)),
+        (None, Some(db)) => Ok(Source::Db(open_store(&db, &admin.db_pooler).await?)),
+        (None, None) => Err(CliError::Failed(
+            "set DATABASE_URL, or --admin-url (SUME_INBOX_ADMIN_URL) with the operator's token"
+                .into(),
+        )),
+    }
+}
+
 /// `jobs show ID`: fails when nothing at all is known about the id.
 pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> {
-    let store = open_store(admin).await?;
-    let (out, known) = ops::jobs_show(&store, job_id, admin.json).await?;
+    let detail = open(admin).await?.job_detail(job_id).await?;
+    let (out, known) = ops::render_job_detail(&detail, admin.json);
     print!("{out}");
     if !known {
         return Err(CliError::Failed(format!(
@@ -128,25 +163,21 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
 /// `inbox ls`.
 pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
     let older_than = config::parse_duration("--older-than", older_than)?;
-    let store = open_store(admin).await?;
-    print!(
-        "{}",
-        ops::inbox_ls(&store, older_than, limit, admin.json).await?
-    );
+    let rows = open(admin).await?.inbox(older_than, limit).await?;
+    print!("{}", ops::render_inbox(&rows, admin.json));
     Ok(())
 }
 
 /// `dead-letters ls`.
 pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
-    let store = open_store(admin).await?;
-    print!("{}", ops::dead_letters_ls(&store, limit, admin.json).await?);
+    let rows = open(admin).await?.dead_letters(limit).await?;
+    print!("{}", ops::render_dead_letters(&rows, admin.json));
     Ok(())
 }
 
 /// `dead-letters drop ID...`: fails when an id names no dead letter (the others are dropped).
 pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), CliError> {
-    let store = open_store(admin).await?;
-    let dropped = store.dead_letters_drop(ids).await?;
+    let dropped = open(admin).await?.drop_dead_letters(ids).await?;
     let missing: Vec<&String> = ids.iter().filter(|id| !dropped.contains(id)).collect();
     print!("{}", ops::render_dropped(&dropped, &missing, admin.json));
     if !missing.is_empty() {
@@ -162,12 +193,23 @@ pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), 
 /// `replay`: fails when the one event asked for could not be replayed, or when any delivery
 /// does not verify with the current secrets.
 pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
-    let secrets = config::parse_secrets("SUME_WEBHOOK_SECRET", &args.webhook_secret)?;
-    let store = open_store(&args.admin).await?;
-    let items = match &args.event_id {
-        Some(id) => vec![ops::replay_event(&store, &secrets, id).await?],
-        None => ops::replay_dead_letters(&store, &secrets, args.limit).await?,
+    let source = open(&args.admin).await?;
+    let secrets = match (&source, args.webhook_secret.as_deref()) {
+        (Source::Api(_), _) => Vec::new(),
+        (Source::Db(_), Some(raw)) if !raw.trim().is_empty() => {
+            config::parse_secrets("SUME_WEBHOOK_SECRET", raw)?
+        }
+        (Source::Db(_), _) => {
+            return Err(config::ConfigError::new(
+                "SUME_WEBHOOK_SECRET",
+                "is required to replay from the database (or use --admin-url)",
+            )
+            .into())
+        }
     };
+    let items = source
+        .replay(args.event_id.as_deref(), args.limit, &secrets)
+        .await?;
     print!("{}", ops::render_replayed(&items, args.admin.json));
     if args.event_id.is_some() && !items.iter().all(|r| r.ok) {
         return Err(CliError::Failed("replay failed".into()));
@@ -183,7 +225,14 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
 
 /// `stats`.
 pub async fn stats(admin: &AdminArgs) -> Result<(), CliError> {
-    let store = open_store(admin).await?;
-    print!("{}", ops::stats(&store, admin.json).await?);
+    let st = open(admin).await?.stats().await?;
+    print!("{}", ops::render_stats(&st, admin.json));
+    Ok(())
+}
+
+/// `audit ls`.
+pub async fn audit_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
+    let entries = open(admin).await?.audit(limit).await?;
+    print!("{}", ops::render_audit(&entries, admin.json));
     Ok(())
 }

@@ -12,11 +12,14 @@ pub mod admin;
 pub mod healthcheck;
 pub mod reconcile;
 pub mod serve;
+pub mod source;
 
 use clap::{Parser, Subcommand};
 use thiserror::Error;
 
-pub use admin::{AdminArgs, DeadLettersCommand, InboxCommand, JobsCommand, ReplayArgs};
+pub use admin::{
+    AdminArgs, AuditCommand, DeadLettersCommand, InboxCommand, JobsCommand, ReplayArgs,
+};
 pub use healthcheck::HealthcheckArgs;
 pub use reconcile::ReconcileArgs;
 pub use serve::{MigrateArgs, ServeArgs};
@@ -72,6 +75,12 @@ pub enum Command {
     /// Re-verify stored deliveries with the current secrets and run them through the normal
     /// path again (idempotent): one event by id, or every dead letter not yet replayed.
     Replay(ReplayArgs),
+    /// What operators did: every replay and drop, through the CLI or the admin API.
+    Audit {
+        /// What to do with it.
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// The numbers an operator checks first.
     Stats(AdminArgs),
     /// After a database restore or a failover: read Sume's job list (within the fleet's read
@@ -146,6 +155,9 @@ pub async fn dispatch(command: Command) -> Result<(), CliError> {
             command: DeadLettersCommand::Drop { ids, admin },
         } => admin::dead_letters_drop(&ids, &admin).await,
         Command::Replay(args) => admin::replay(args).await,
+        Command::Audit {
+            command: AuditCommand::Ls { limit, admin },
+        } => admin::audit_ls(limit, &admin).await,
         Command::Stats(admin) => admin::stats(&admin).await,
         Command::Reconcile(args) => reconcile::reconcile(args).await,
         Command::Healthcheck(args) => healthcheck::healthcheck(args).await,

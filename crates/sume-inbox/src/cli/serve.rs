@@ -125,9 +125,15 @@ pub struct ServeArgs {
     /// Where the admin API is served; loopback unless ADMIN_TOKEN is set.
     #[arg(long, env = "ADMIN_ADDR", default_value = "127.0.0.1:9090")]
     pub admin_addr: String,
-    /// Bearer token every admin request must carry.
+    /// Bearer token every admin request must carry (the operator's: every route).
     #[arg(long, env = "ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Bearer token of the application's routes only (register, read, wait, the feed).
+    #[arg(long, env = "ADMIN_APP_TOKEN", hide_env_values = true)]
+    pub admin_app_token: Option<String>,
+    /// Host names (`name` or `name:port`) the admin API answers besides its own address.
+    #[arg(long, env = "ADMIN_HOSTS", default_value = "")]
+    pub admin_hosts: String,
     /// How far a webhook's timestamp may be from now.
     #[arg(long, env = "WEBHOOK_TOLERANCE", default_value = "5m")]
     pub webhook_tolerance: String,
@@ -154,6 +160,18 @@ pub struct ServeArgs {
     /// 503 with Retry-After at once.
     #[arg(long, env = "MAX_BODY_MEMORY", default_value = "64MiB")]
     pub max_body_memory: String,
+    /// Requests waiting at once for a job to close (`?wait=`); beyond, 503 with Retry-After.
+    #[arg(long, env = "MAX_WAITERS", default_value = "1000")]
+    pub max_waiters: String,
+    /// The longest `wait` a request may ask for.
+    #[arg(long, env = "MAX_WAIT", default_value = "60s")]
+    pub max_wait: String,
+    /// What wakes waiters: `listen` (LISTEN sume_job_closed) or `poll`.
+    #[arg(long, env = "WAIT_WAKEUP", default_value = "listen")]
+    pub wait_wakeup: String,
+    /// How often waiters are polled (WAIT_WAKEUP=poll, or while LISTEN is unavailable).
+    #[arg(long, env = "WAIT_POLL_INTERVAL", default_value = "1s")]
+    pub wait_poll_interval: String,
     /// Ingest writer tasks.
     #[arg(long, env = "INGEST_WRITERS", default_value = "2")]
     pub ingest_writers: String,
@@ -255,6 +273,13 @@ impl ServeArgs {
             listen_addr: parse_addr("LISTEN_ADDR", &self.listen_addr)?,
             admin_addr: parse_addr("ADMIN_ADDR", &self.admin_addr)?,
             admin_token,
+            admin_app_token: token("ADMIN_APP_TOKEN", &self.admin_app_token)?,
+            admin_hosts: self
+                .admin_hosts
+                .split(',')
+                .map(|h| h.trim().to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect(),
             webhook_tolerance: parse_duration("WEBHOOK_TOLERANCE", &self.webhook_tolerance)?,
             max_body_bytes: parse_bytes("MAX_BODY_BYTES", &self.max_body_bytes)?,
             port: PortConfig {
@@ -280,6 +305,12 @@ impl ServeArgs {
             },
             sweep: self.sweep()?,
             shutdown_timeout: parse_duration("SHUTDOWN_TIMEOUT", &self.shutdown_timeout)?,
+            wait: WaitConfig::parse(
+                &self.max_waiters,
+                &self.max_wait,
+                &self.wait_wakeup,
+                &self.wait_poll_interval,
+            )?,
         };
         config.validate()?;
         Ok(config)
@@ -312,16 +343,7 @@ impl ServeArgs {
             }],
             (None, None) => Vec::new(),
         };
-        let admin_token = match given(&self.admin_token) {
-            Some(t) if t.trim().len() < 16 => {
-                return Err(ConfigError::new(
-                    "ADMIN_TOKEN",
-                    "must be at least 16 characters",
-                ))
-            }
-            Some(t) => Some(sume_wire::Secret::new(t.trim())),
-            None => None,
-        };
+        let admin_token = token("ADMIN_TOKEN", &self.admin_token)?;
         Ok((webhook_secrets, api_keys, admin_token))
     }
 
@@ -349,5 +371,17 @@ impl ServeArgs {
             retention_batch: parse_count("RETENTION_BATCH", &self.retention_batch, 1)?,
             job_retention: parse_job_retention(Some(&self.job_retention))?,
         })
+    }
+}
+
+/// A bearer token: unset when empty, else at least 16 characters.
+fn token(
+    name: &'static str,
+    raw: &Option<String>,
+) -> Result<Option<sume_wire::Secret>, ConfigError> {
+    match raw.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(t) if t.len() < 16 => Err(ConfigError::new(name, "must be at least 16 characters")),
+        Some(t) => Ok(Some(sume_wire::Secret::new(t))),
+        None => Ok(None),
     }
 }

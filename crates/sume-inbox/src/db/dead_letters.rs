@@ -26,7 +26,7 @@ pub struct NewDeadLetter {
 }
 
 /// A dead letter, for `dead-letters ls`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct DeadLetterRow {
     /// Its key.
     pub dead_letter_id: String,

@@ -9,7 +9,7 @@ use super::{sql, DbError, Store};
 use crate::close::JobFold;
 
 /// A recorded disagreement, for `jobs show`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct DisagreementRow {
     /// The job's state, which was kept.
     pub kept_state: String,

@@ -35,7 +35,7 @@ pub struct NewEvent {
 }
 
 /// One event of a job, for `jobs show`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct EventRow {
     /// The dedupe key.
     pub event_id: String,
@@ -56,7 +56,7 @@ pub struct EventRow {
 }
 
 /// An event waiting in the inbox, for `inbox ls`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct WaitingEvent {
     /// The dedupe key.
     pub event_id: String,

@@ -50,7 +50,7 @@ pub enum Concluded {
 }
 
 /// An inbox check, for `jobs show`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct CheckRow {
     /// `pending`, `foreign` or `orphan`.
     pub verdict: String,

@@ -3,11 +3,9 @@
 
 use super::{Session, Tx};
 use chrono::{DateTime, Utc};
-use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
 use sume_wire::JobState;
-use tokio::sync::mpsc;
 
 use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, Store};
 use crate::clock::Clock;
@@ -25,7 +23,7 @@ pub struct NewJob {
 }
 
 /// A job as the admin API answers it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct JobRow {
     /// Sume's job id.
     pub job_id: String,
@@ -92,7 +90,7 @@ pub struct PollDone<'a> {
 }
 
 /// Everything known about one job id.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct JobDetail {
     /// The id asked about.
     pub job_id: String,
@@ -106,17 +104,10 @@ pub struct JobDetail {
     pub inbox_check: Option<CheckRow>,
 }
 
-/// A connection outside the pool that receives the ids of newly committed job rows.
-pub struct JobsListener {
-    /// Each notification's payload: one job id.
-    pub job_ids: mpsc::UnboundedReceiver<String>,
-    /// Ends with the connection's error when it is lost.
-    pub connection: tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
-    /// Dropping it closes the connection.
-    pub client: tokio_postgres::Client,
-}
+/// A connection listening for newly committed job rows.
+pub type JobsListener = super::Listener;
 
-fn job_row(r: &tokio_postgres::Row) -> JobRow {
+pub(super) fn job_row(r: &tokio_postgres::Row) -> JobRow {
     JobRow {
         job_id: r.get("job_id"),
         order_id: r.get("order_id"),
@@ -278,36 +269,7 @@ impl Store {
     /// Opens a connection outside the pool that listens for newly committed job rows (to
     /// LISTEN_DATABASE_URL when set); an error when this store has no LISTEN connection.
     pub async fn jobs_listen(&self) -> Result<JobsListener, DbError> {
-        let url = self.listen_url.as_deref().ok_or_else(|| {
-            DbError::Config("no direct connection for LISTEN behind the pooler".into())
-        })?;
-        let target = super::target(url)?;
-        let (client, mut connection) = target
-            .config
-            .connect(target.tls)
-            .await
-            .map_err(DbError::Connect)?;
-        let (tx, job_ids) = mpsc::unbounded_channel();
-        let connection = tokio::spawn(async move {
-            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-            while let Some(message) = messages.next().await {
-                if let tokio_postgres::AsyncMessage::Notification(n) = message? {
-                    if tx.send(n.payload().to_owned()).is_err() {
-                        break;
-                    }
-                }
-            }
-            Ok(())
-        });
-        client
-            .batch_execute(sql::JOBS_LISTEN.sql())
-            .await
-            .map_err(|e| DbError::query(sql::JOBS_LISTEN.name(), e))?;
-        Ok(JobsListener {
-            job_ids,
-            connection,
-            client,
-        })
+        self.listen(sql::JOBS_LISTEN).await
     }
 }
 

@@ -30,6 +30,12 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "daily_reads",
         include_str!("../../../../sql/0006_daily_reads.sql"),
     ),
+    (
+        7,
+        "close_feed",
+        include_str!("../../../../sql/0007_close_feed.sql"),
+    ),
+    (8, "audit", include_str!("../../../../sql/0008_audit.sql")),
 ];
 
 /// The schema version this binary expects.

@@ -1,5 +1,5 @@
-//! Retention: removing applied events, set-aside events, dead letters and settled foreign
-//! checks older than RETENTION, in small batches.
+//! Retention: removing applied events, set-aside events, dead letters, settled foreign
+//! checks and entries of the feed of closes older than RETENTION, in small batches.
 //!
 //! Batched deletes rather than time partitions: the inbox is deduplicated by `event_id`, and a
 //! primary key on a partitioned table must include the partition key, so partitions by time
@@ -22,6 +22,8 @@ pub struct Removed {
     pub inbox_checks: u64,
     /// Closed jobs (JOB_RETENTION, off by default), with their disagreements.
     pub jobs: u64,
+    /// Entries of the feed of closes (their jobs stay, unless JOB_RETENTION removes them).
+    pub feed: u64,
 }
 
 impl Removed {
@@ -32,14 +34,16 @@ impl Removed {
             + self.dead_letters
             + self.inbox_checks
             + self.jobs
+            + self.feed
     }
 }
 
-const STATEMENTS: [Statement; 4] = [
+const STATEMENTS: [Statement; 5] = [
     sql::EVENTS_DELETE_APPLIED,
     sql::EVENTS_DELETE_SET_ASIDE,
     sql::DEAD_LETTERS_DELETE_EXPIRED,
     sql::INBOX_CHECKS_DELETE_SETTLED,
+    sql::JOB_CLOSES_DELETE_OLD,
 ];
 
 impl Store {
@@ -56,7 +60,7 @@ impl Store {
     ) -> Result<Removed, DbError> {
         let client = self.client().await?;
         let now = clock.now();
-        let mut removed = [0u64; 4];
+        let mut removed = [0u64; 5];
         for (i, statement) in STATEMENTS.iter().enumerate() {
             let age = if *statement == sql::DEAD_LETTERS_DELETE_EXPIRED {
                 match dead_letters_older_than_secs {
@@ -80,6 +84,7 @@ impl Store {
             dead_letters: removed[2],
             inbox_checks: removed[3],
             jobs: 0,
+            feed: removed[4],
         })
     }
 

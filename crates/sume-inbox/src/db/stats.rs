@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::{sql, DbError, Store};
 
 /// The numbers an operator checks first (`sume-inbox stats`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Stats {
     /// Jobs not closed yet.
     pub open_jobs: i64,
@@ -43,6 +43,8 @@ pub struct Gauges {
     pub disagreements: i64,
     /// Jobs not closed yet.
     pub open_jobs: i64,
+    /// `pg_notification_queue_usage()`, 0 to 1.
+    pub notification_queue: f64,
 }
 
 impl Store {
@@ -74,6 +76,7 @@ impl Store {
             orphans: row.get("orphans"),
             disagreements: row.get("disagreements"),
             open_jobs: row.get("open_jobs"),
+            notification_queue: row.get("notification_queue"),
         })
     }
 }

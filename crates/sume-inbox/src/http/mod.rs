@@ -14,8 +14,41 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-/// An error answer: `{"error":{"code","message"}}` with a status.
+/// An error answer: `{"error":{"code","message"},"request_id"}` with a status; the request id
+/// is the admin request's (see `admin::access`), absent on the public port.
 pub fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    let body = serde_json::json!({ "error": { "code": code, "message": message.into() } });
+    let mut body = serde_json::json!({ "error": { "code": code, "message": message.into() } });
+    if let Some(id) = admin::current_request_id() {
+        body["request_id"] = serde_json::Value::String(id);
+    }
     (status, Json(body)).into_response()
+}
+
+/// An error answer held as data until it is sent: what a check returns, so that a handler can
+/// use `?` and a caller can read the code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The stable, machine-readable code (`invalid_query`, `not_found`, ...).
+    pub code: &'static str,
+    /// What a person reads.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        error(self.status, self.code, self.message)
+    }
 }

@@ -129,6 +129,11 @@ impl Metrics {
             "Webhooks answered 503 at once because MAX_BODY_MEMORY was held by other bodies",
             self.port_body_memory_refused.clone(),
         );
+        r.register(
+            "admin_waiters_refused",
+            "Waits refused with 503 because MAX_WAITERS requests were waiting",
+            self.waiters_refused.clone(),
+        );
     }
 
     /// What is read at scrape time: the fleet's numbers from the database, this instance's
@@ -170,6 +175,11 @@ impl Metrics {
         );
         r.register("open_jobs", "Jobs still open", self.open_jobs.clone());
         r.register(
+            "db_notification_queue_usage",
+            "pg_notification_queue_usage(): share of PostgreSQL's NOTIFY queue in use; when full, closes and registrations fail",
+            self.notification_queue_usage.clone(),
+        );
+        r.register(
             "db_pool_in_use",
             "Pool connections in use",
             self.pool_in_use.clone(),
@@ -185,6 +195,11 @@ impl Metrics {
             self.pool_waiting.clone(),
         );
         r.register("tasks_dead", dead, self.tasks_dead.clone());
+        r.register(
+            "admin_waiters",
+            "Requests waiting for a job to close on this instance (GET /v1/jobs/{id}?wait=)",
+            self.waiters.clone(),
+        );
         r.register(
             "sume_api_key_usable",
             "1 when the key's last check (a one-item job list) answered 200",

@@ -261,7 +261,7 @@ impl StatusReader {
 
 /// The kernel's host name (gethostname(2): no file to read, so it works inside a sandbox that
 /// hides /proc/sys).
-fn kernel_hostname() -> Option<String> {
+pub(crate) fn kernel_hostname() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length; the kernel writes a NUL-terminated name.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

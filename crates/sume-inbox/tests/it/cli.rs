@@ -85,6 +85,20 @@ fn bad_settings_fail_at_start_naming_the_setting() {
         ),
         (vec![("JOB_RETENTION", "1d")], "JOB_RETENTION"),
         (vec![("JOB_RETENTION", "a while")], "JOB_RETENTION"),
+        (
+            vec![("ADMIN_APP_TOKEN", "an-application-token")],
+            "ADMIN_APP_TOKEN",
+        ),
+        (
+            vec![
+                ("ADMIN_TOKEN", "the-same-token-twice"),
+                ("ADMIN_APP_TOKEN", "the-same-token-twice"),
+            ],
+            "ADMIN_APP_TOKEN",
+        ),
+        (vec![("ADMIN_APP_TOKEN", "short")], "ADMIN_APP_TOKEN"),
+        (vec![("WAIT_WAKEUP", "notify")], "WAIT_WAKEUP"),
+        (vec![("MAX_WAIT", "forever")], "MAX_WAIT"),
     ] {
         let (ok, text) = serve(&with(&extra));
         assert!(!ok, "{extra:?} should fail");

@@ -1,12 +1,16 @@
 //! Integration tests: real PostgreSQL (DATABASE_URL, started by `make test`), real HTTP on
 //! loopback, daemons running in this process through the same `run` as the binary.
 
+mod admin_api;
 mod attach;
 mod cli;
+mod cli_remote;
 mod dedupe;
+mod feed;
 mod health;
 mod ingest;
 mod metrics;
+mod openapi_check;
 mod ops;
 mod outage;
 mod plans;
@@ -23,3 +27,4 @@ mod sweep;
 mod tls;
 mod upgrade;
 mod vectors;
+mod wait;

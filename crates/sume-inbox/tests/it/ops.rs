@@ -160,6 +160,14 @@ async fn admin_commands_show_and_replay_what_is_stored() {
     assert_eq!(job_state(&db, "job_forged").await.as_deref(), Some("open"));
     let (ok, _, err) = admin(&db, &["replay"]);
     assert!(!ok && err.contains("required"), "{err}");
+    // Every replay made through the database is in the audit log, with who ran it.
+    let (ok, out, _) = admin(&db, &["audit", "ls", "--json"]);
+    assert!(ok, "{out}");
+    let entries = json(&out);
+    let entries = entries.as_array().unwrap();
+    assert_eq!(entries.len(), 5, "{entries:?}");
+    assert_eq!(entries[0]["action"], "replay_event");
+    assert!(entries[0]["actor"].as_str().unwrap().starts_with("cli:"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

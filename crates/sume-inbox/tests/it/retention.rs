@@ -47,7 +47,10 @@ async fn retention_removes_only_what_is_old_and_settled() {
          insert into sume.dead_letters (dead_letter_id, reason, body, signed_at, signature, received_at)
          values ('dl_1', 'x', '\\x00', 0, 'v1=00', now() - interval '30 days'),
                 ('dl_2', 'x', '\\x00', 0, 'v1=00', now() - interval '30 days'),
-                ('dl_3', 'x', '\\x00', 0, 'v1=00', now());",
+                ('dl_3', 'x', '\\x00', 0, 'v1=00', now());
+         insert into sume.job_closes (job_id, state, closed_by, closed_at)
+         values ('closed_old', 'completed', 'webhook', now() - interval '30 days'),
+                ('closed_new', 'completed', 'webhook', now());",
     )
     .await
     .unwrap();
@@ -68,6 +71,10 @@ async fn retention_removes_only_what_is_old_and_settled() {
     assert_eq!(first.events_set_aside, 3);
     assert_eq!(first.dead_letters, 2);
     assert_eq!(first.inbox_checks, 3);
+    assert_eq!(
+        first.feed, 1,
+        "the feed's old entry goes, the recent one stays"
+    );
     // The retention service takes the rest (it needs no API key), on a clock the test moves.
     let cfg = SweepConfig {
         retention: Duration::from_secs(14 * 86_400),
@@ -109,6 +116,7 @@ async fn retention_removes_only_what_is_old_and_settled() {
             dead_letters: 0,
             inbox_checks: 1,
             jobs: 0,
+            feed: 1,
         }
     );
     assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);

@@ -320,6 +320,15 @@ async fn dropped_webhooks_are_closed_by_poll() {
         20
     );
     assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.job_closes where closed_by = 'poll'"
+        )
+        .await,
+        20,
+        "each poll close is an entry of the feed"
+    );
+    assert_eq!(
         count(&db, "select count(*) from sume.events").await,
         0,
         "no webhook ever came"
@@ -814,6 +823,11 @@ async fn webhook_and_poll_racing_close_each_job_once() {
     .await;
     assert_eq!(by_webhook + by_poll, 60);
     assert_eq!(
+        count(&db, "select count(*) from sume.job_closes").await,
+        60,
+        "one feed entry per job, whichever path closed it"
+    );
+    assert_eq!(
         count(
             &db,
             "select count(*) from sume.events where outcome = 'closed'"
@@ -917,6 +931,15 @@ async fn an_open_job_is_polled_with_backoff_then_given_up_as_expired() {
     );
     assert_eq!(row.get::<_, String>(3), "expired");
     assert_eq!(row.get::<_, DateTime<Utc>>(4), sweep.now());
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.job_closes where closed_by = 'give_up' and state = 'expired'"
+        )
+        .await,
+        1,
+        "the give-up is an entry of the feed"
+    );
     sweep.advance(sweep.config.poll_max_interval * 2);
     assert_eq!(sweep.poll_once().await, PollStats::default());
 }

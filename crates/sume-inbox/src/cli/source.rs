@@ -1,0 +1,285 @@
+//! Where the admin commands read and write: the database (`DATABASE_URL`), or a daemon's
+//! admin API (`--admin-url` / `SUME_INBOX_ADMIN_URL` with the operator's token), so that an
+//! operator needs no database credentials. Both answer the same types; writes made through the
+//! database are recorded in the audit log here, those made through the API by the daemon.
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use sume_wire::Secret;
+
+use super::CliError;
+use crate::db::{AuditEntry, DeadLetterRow, JobDetail, Stats, Store, WaitingEvent};
+use crate::ops::{self, Replayed};
+
+/// The admin API of one daemon.
+pub struct Remote {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+    actor: String,
+}
+
+/// What an admin command talks to.
+pub enum Source {
+    /// The database, directly.
+    Db(Store),
+    /// A daemon's admin API.
+    Api(Remote),
+}
+
+/// `cli:<user>@<host>`: who acts, for the audit log.
+pub fn actor() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    let host = crate::sweep::kernel_hostname().unwrap_or_else(|| "unknown".into());
+    format!("cli:{user}@{host}")
+}
+
+/// A path segment, percent-encoded (event ids hold slashes).
+fn segment(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
+}
+
+impl Remote {
+    /// A client of the admin API at `base` (e.g. `http://127.0.0.1:9090`).
+    pub fn new(base: &str, token: Option<String>) -> Result<Remote, CliError> {
+        let base = base.trim_end_matches('/').to_owned();
+        match url::Url::parse(&base) {
+            Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
+            _ => {
+                return Err(CliError::Failed(format!(
+                    "--admin-url: {base:?} is not an http(s) URL"
+                )))
+            }
+        }
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(120))
+            .build()
+            .map_err(|e| CliError::Failed(format!("--admin-url: {e}")))?;
+        Ok(Remote {
+            http,
+            base,
+            token,
+            actor: actor(),
+        })
+    }
+
+    /// Sends a request; answers the JSON of a 2xx, `None` for a 404, else the API's error.
+    async fn send<T: DeserializeOwned>(
+        &self,
+        post: Option<Value>,
+        path: &str,
+    ) -> Result<Option<T>, CliError> {
+        let url = format!("{}{path}", self.base);
+        let mut req = match &post {
+            Some(body) => self.http.post(&url).json(body),
+            None => self.http.get(&url),
+        };
+        req = req.header("x-actor", &self.actor);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let failed = |e: String| CliError::Failed(format!("{url}: {e}"));
+        let r = req.send().await.map_err(|e| failed(e.to_string()))?;
+        let status = r.status();
+        let body: Value = r.json().await.map_err(|e| failed(e.to_string()))?;
+        if status.as_u16() == 404 && path.ends_with("/detail") {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            let code = body["error"]["code"].as_str().unwrap_or("error");
+            let message = body["error"]["message"].as_str().unwrap_or("");
+            let id = body["request_id"].as_str().unwrap_or("-");
+            return Err(failed(format!("{status} {code}: {message} (request {id})")));
+        }
+        serde_json::from_value(body)
+            .map(Some)
+            .map_err(|e| failed(format!("unexpected answer: {e}")))
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CliError> {
+        self.send(None, path)
+            .await?
+            .ok_or_else(|| CliError::Failed(format!("{path}: not found")))
+    }
+
+    async fn post<T: DeserializeOwned>(&self, path: &str, body: Value) -> Result<T, CliError> {
+        self.send(Some(body), path)
+            .await?
+            .ok_or_else(|| CliError::Failed(format!("{path}: not found")))
+    }
+
+    /// One page's rows under `field`.
+    async fn rows<T: DeserializeOwned>(&self, path: &str, field: &str) -> Result<Vec<T>, CliError> {
+        let mut page: Value = self.get(path).await?;
+        serde_json::from_value(page[field].take())
+            .map_err(|e| CliError::Failed(format!("{path}: unexpected answer: {e}")))
+    }
+}
+
+impl Source {
+    /// A job and everything about it (an empty detail when nothing is known).
+    pub async fn job_detail(&self, job_id: &str) -> Result<JobDetail, CliError> {
+        match self {
+            Source::Db(store) => Ok(store.job_detail(job_id).await?),
+            Source::Api(api) => {
+                let path = format!("/v1/jobs/{}/detail", segment(job_id));
+                Ok(api.send(None, &path).await?.unwrap_or(JobDetail {
+                    job_id: job_id.to_owned(),
+                    job: None,
+                    events: Vec::new(),
+                    disagreements: Vec::new(),
+                    inbox_check: None,
+                }))
+            }
+        }
+    }
+
+    /// Waiting events at least `older_than` old, oldest first.
+    pub async fn inbox(
+        &self,
+        older_than: Duration,
+        limit: i64,
+    ) -> Result<Vec<WaitingEvent>, CliError> {
+        match self {
+            Source::Db(store) => Ok(store
+                .events_waiting_list(older_than.as_secs_f64(), limit)
+                .await?),
+            Source::Api(api) => {
+                let path = format!(
+                    "/v1/inbox?older_than={}s&limit={}",
+                    older_than.as_secs(),
+                    limit.clamp(1, 1000)
+                );
+                api.rows(&path, "events").await
+            }
+        }
+    }
+
+    /// Dead letters, newest first.
+    pub async fn dead_letters(&self, limit: i64) -> Result<Vec<DeadLetterRow>, CliError> {
+        match self {
+            Source::Db(store) => Ok(store.dead_letters_list(limit).await?),
+            Source::Api(api) => {
+                let path = format!("/v1/dead-letters?limit={}", limit.clamp(1, 1000));
+                api.rows(&path, "dead_letters").await
+            }
+        }
+    }
+
+    /// The operator's audit log, newest first.
+    pub async fn audit(&self, limit: i64) -> Result<Vec<AuditEntry>, CliError> {
+        match self {
+            Source::Db(store) => Ok(store.audit_log_page(None, limit).await?),
+            Source::Api(api) => {
+                let path = format!("/v1/audit?limit={}", limit.clamp(1, 1000));
+                api.rows(&path, "entries").await
+            }
+        }
+    }
+
+    /// The numbers an operator checks first.
+    pub async fn stats(&self) -> Result<Stats, CliError> {
+        match self {
+            Source::Db(store) => Ok(store.stats_summary().await?),
+            Source::Api(api) => api.get("/v1/stats").await,
+        }
+    }
+
+    /// Drops dead letters; answers those removed (audited).
+    pub async fn drop_dead_letters(&self, ids: &[String]) -> Result<Vec<String>, CliError> {
+        match self {
+            Source::Db(store) => {
+                let dropped = store.dead_letters_drop(ids).await?;
+                let missing: Vec<&String> = ids.iter().filter(|i| !dropped.contains(i)).collect();
+                let detail = json!({ "dropped": dropped, "not_found": missing });
+                store
+                    .audit_log_insert(&actor(), "drop_dead_letters", &detail, None)
+                    .await?;
+                Ok(dropped)
+            }
+            Source::Api(api) => {
+                let mut answer: Value = api
+                    .post("/v1/dead-letters/drop", json!({ "ids": ids }))
+                    .await?;
+                serde_json::from_value(answer["dropped"].take())
+                    .map_err(|e| CliError::Failed(format!("unexpected answer: {e}")))
+            }
+        }
+    }
+
+    /// Replays one event, or every dead letter (`None`), up to `limit` (audited).
+    pub async fn replay(
+        &self,
+        event_id: Option<&str>,
+        limit: i64,
+        secrets: &[Secret],
+    ) -> Result<Vec<Replayed>, CliError> {
+        let items = match self {
+            Source::Db(store) => {
+                let (action, items) = match event_id {
+                    Some(id) => (
+                        "replay_event",
+                        vec![ops::replay_event(store, secrets, id).await?],
+                    ),
+                    None => (
+                        "replay_dead_letters",
+                        ops::replay_dead_letters(store, secrets, limit).await?,
+                    ),
+                };
+                let detail = json!({ "event_id": event_id, "limit": limit, "result": items });
+                store
+                    .audit_log_insert(&actor(), action, &detail, None)
+                    .await?;
+                items
+            }
+            Source::Api(api) => match event_id {
+                Some(id) => {
+                    let path = format!("/v1/events/{}/replay", segment(id));
+                    match api.send::<Replayed>(Some(json!({})), &path).await {
+                        Err(CliError::Failed(m)) if m.contains("404") => vec![Replayed {
+                            id: id.to_owned(),
+                            job_id: None,
+                            result: "no such event (dead letters are replayed with --dead-letters)"
+                                .into(),
+                            ok: false,
+                            not_verified: false,
+                        }],
+                        other => vec![other?.unwrap_or_else(|| unreachable_none(id))],
+                    }
+                }
+                None => {
+                    let mut answer: Value = api
+                        .post("/v1/dead-letters/replay", json!({ "limit": limit }))
+                        .await?;
+                    serde_json::from_value(answer["replayed"].take())
+                        .map_err(|e| CliError::Failed(format!("unexpected answer: {e}")))?
+                }
+            },
+        };
+        // The API does not say "not verified" apart from its message.
+        Ok(items
+            .into_iter()
+            .map(|mut r| {
+                r.not_verified |= r.result == ops::NOT_VERIFIED;
+                r
+            })
+            .collect())
+    }
+}
+
+/// A replay answered 2xx always has a body; this stands for a body that was `null`.
+fn unreachable_none(id: &str) -> Replayed {
+    Replayed {
+        id: id.to_owned(),
+        job_id: None,
+        result: "the admin API answered nothing".into(),
+        ok: false,
+        not_verified: false,
+    }
+}

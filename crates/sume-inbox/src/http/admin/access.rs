@@ -1,0 +1,245 @@
+//! What every admin request passes through, outermost first:
+//!
+//! 1. a request id: the caller's `X-Request-Id` when it is a short token, else a new one; it
+//!    is on every answer, in every error's body and in the request's log line;
+//! 2. the `Host` check: a loopback port is still reachable from a browser through DNS
+//!    rebinding (a page whose name resolves to 127.0.0.1), so only the admin address itself,
+//!    `localhost` on its port and the names of ADMIN_HOSTS are answered;
+//! 3. writes must say `Content-Type: application/json` (a browser cannot send that to another
+//!    origin without asking first);
+//! 4. the token and its scope: with ADMIN_TOKEN set, the operator's token opens every route,
+//!    ADMIN_APP_TOKEN only the application's (register, read, wait, the feed).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rand::Rng;
+use sha2::{Digest, Sha256};
+use sume_wire::Secret;
+use tracing::Instrument;
+
+use crate::http::ApiError;
+
+tokio::task_local! {
+    /// The id of the admin request being handled, for error bodies.
+    pub(crate) static REQUEST_ID: String;
+}
+
+/// The request id of the admin request this task is handling, if any.
+pub fn current_request_id() -> Option<String> {
+    REQUEST_ID.try_with(|id| id.clone()).ok()
+}
+
+/// Who a token says the caller is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// The application: register, read, wait, the feed.
+    App,
+    /// The operator: everything.
+    Operator,
+}
+
+impl Scope {
+    /// As the audit table records it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::App => "app",
+            Scope::Operator => "operator",
+        }
+    }
+}
+
+/// The tokens and names the admin API accepts.
+#[derive(Debug, Clone)]
+pub struct Access {
+    /// ADMIN_TOKEN; `None`: no token is asked for (loopback only).
+    pub operator: Option<Secret>,
+    /// ADMIN_APP_TOKEN.
+    pub app: Option<Secret>,
+    /// Accepted `Host` values (lower case, with port); `None`: any (a wildcard address).
+    pub hosts: Option<Vec<String>>,
+}
+
+impl Access {
+    /// The hosts a daemon bound at `bound` answers: its address, `localhost` on its port, and
+    /// `extra` (ADMIN_HOSTS, each as given and with the port). Bound to a wildcard address
+    /// (0.0.0.0), where a token is required anyway, any host unless `extra` names some.
+    pub fn hosts_for(bound: SocketAddr, extra: &[String]) -> Option<Vec<String>> {
+        let port = bound.port();
+        let mut hosts: Vec<String> = Vec::new();
+        for h in extra {
+            hosts.push(h.clone());
+            if !h.contains(':') {
+                hosts.push(format!("{h}:{port}"));
+            }
+        }
+        if bound.ip().is_unspecified() {
+            return (!hosts.is_empty()).then_some(hosts);
+        }
+        hosts.push(bound.to_string());
+        if bound.ip().is_loopback() {
+            hosts.extend([format!("localhost:{port}"), format!("127.0.0.1:{port}")]);
+            hosts.push(format!("[::1]:{port}"));
+        }
+        Some(hosts)
+    }
+
+    /// The scope of this `Authorization` header's token, or why it has none.
+    fn scope(&self, authorization: Option<&str>) -> Result<Scope, ApiError> {
+        let Some(operator) = &self.operator else {
+            return Ok(Scope::Operator);
+        };
+        let given = authorization
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        match given {
+            Some(t) if same_secret(t, operator.expose()) => Ok(Scope::Operator),
+            Some(t)
+                if self
+                    .app
+                    .as_ref()
+                    .is_some_and(|a| same_secret(t, a.expose())) =>
+            {
+                Ok(Scope::App)
+            }
+            _ => Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing or wrong bearer token",
+            )),
+        }
+    }
+}
+
+/// Compares digests rather than the strings, so the time taken says nothing about the token.
+fn same_secret(a: &str, b: &str) -> bool {
+    Sha256::digest(a.as_bytes()) == Sha256::digest(b.as_bytes())
+}
+
+/// The caller's id when it is 1 to 64 characters of `[A-Za-z0-9._-]`, else a new one.
+fn request_id(request: &Request) -> String {
+    let given = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            (1..=64).contains(&v.len())
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        });
+    match given {
+        Some(id) => id.to_owned(),
+        None => format!("req_{:016x}", rand::thread_rng().gen::<u64>()),
+    }
+}
+
+/// The outermost layer: the request id, the checks that need no route, and the log line.
+pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    let id = request_id(&request);
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let started = Instant::now();
+    // The span puts the request id on every log line written while the request is handled.
+    let span = tracing::info_span!("admin", request_id = %id);
+    let mut response = REQUEST_ID
+        .scope(
+            id.clone(),
+            async {
+                match check(&access, &request) {
+                    Ok(scope) => {
+                        let mut request = request;
+                        request.extensions_mut().insert(scope);
+                        next.run(request).await
+                    }
+                    Err(e) => e.into_response(),
+                }
+            }
+            .instrument(span),
+        )
+        .await;
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    let status = response.status().as_u16();
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    tracing::info!(request_id = %id, %method, %path, status, ms, "admin request");
+    response
+}
+
+/// The Host, the content type of a write, and the token's scope.
+fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
+    let header = |name| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    if let Some(hosts) = &access.hosts {
+        let host = header(header::HOST).unwrap_or("").to_ascii_lowercase();
+        if !hosts.contains(&host) {
+            return Err(ApiError::new(
+                StatusCode::MISDIRECTED_REQUEST,
+                "unknown_host",
+                format!("Host {host:?} is not this admin API's address (see ADMIN_HOSTS)"),
+            ));
+        }
+    }
+    let scope = access.scope(header(header::AUTHORIZATION))?;
+    let write = !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    let json = header(header::CONTENT_TYPE).is_some_and(|t| {
+        let t = t.to_ascii_lowercase();
+        t == "application/json" || t.starts_with("application/json;")
+    });
+    if write && !json {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "a write must be sent with Content-Type: application/json",
+        ));
+    }
+    Ok(scope)
+}
+
+/// The layer of the operator's routes: the application's token is not enough.
+pub async fn operator_only(request: Request, next: Next) -> Response {
+    match request.extensions().get::<Scope>() {
+        Some(Scope::Operator) => next.run(request).await,
+        _ => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "this route needs the operator's token (ADMIN_TOKEN)",
+        )
+        .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_the_address_localhost_and_the_named_ones() {
+        let lo: SocketAddr = "127.0.0.1:9090".parse().unwrap();
+        let hosts = Access::hosts_for(lo, &["admin.internal".into()]).unwrap();
+        for h in [
+            "127.0.0.1:9090",
+            "localhost:9090",
+            "[::1]:9090",
+            "admin.internal:9090",
+        ] {
+            assert!(hosts.contains(&h.to_owned()), "{h}");
+        }
+        assert!(!hosts.contains(&"evil.example:9090".to_owned()));
+        let any: SocketAddr = "0.0.0.0:9090".parse().unwrap();
+        assert_eq!(Access::hosts_for(any, &[]), None);
+        assert!(Access::hosts_for(any, &["a.b".into()]).is_some());
+    }
+}

@@ -1,0 +1,335 @@
+//! Jobs on the admin API:
+//!
+//! - `POST /v1/jobs` `{"job_id","order_id"?,"api_key"?}`: registers the job and attaches its
+//!   waiting events at once; 201 with the job when new, 200 when the same registration was
+//!   repeated, 409 when the id is already registered with another order or key.
+//! - `GET /v1/jobs/{job_id}`: the job, or 404.
+//! - `GET /v1/jobs?closed_after=<cursor>&limit=N`: the feed of closes from a cursor (`0` for
+//!   the start), `{"closes":[...],"next_cursor"}`; every close comes once in order, none is
+//!   skipped when closes commit out of order.
+//! - `GET /v1/jobs?state=&order_id=&closed_by=&created_from=&created_to=&closed_from=
+//!   &closed_to=&after=&limit=`: jobs in id order, `{"jobs":[...],"next_after"}`.
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::{unavailable, AdminState};
+use crate::db::{FeedCursor, FeedPage, JobFilter, JobRow, NewJob, Registered};
+use crate::http::{error, ApiError};
+
+/// The body of `POST /v1/jobs`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Registration {
+    /// Sume's job id, 1 to 255 characters.
+    job_id: String,
+    /// The application's own reference.
+    #[serde(default)]
+    order_id: Option<String>,
+    /// The name of a key of SUME_API_KEYS.
+    #[serde(default)]
+    api_key: Option<String>,
+}
+
+/// A registration refused because the id is registered with another order or key.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Conflict {
+    /// `job_exists`.
+    pub error: super::openapi::ErrorDetail,
+    /// The job as it is registered.
+    pub job: JobRow,
+    /// The request's id.
+    pub request_id: String,
+}
+
+/// A page of the list of jobs.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct JobPage {
+    /// The jobs, in id order.
+    pub jobs: Vec<JobRow>,
+    /// Pass as `after` for the next page; `null` on the last page.
+    pub next_after: Option<String>,
+}
+
+/// `GET /v1/jobs` answers the feed (with `closed_after`) or the list.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum JobsAnswer {
+    /// With `closed_after`.
+    Feed(FeedPage),
+    /// Without.
+    List(JobPage),
+}
+
+/// `None` when the id is usable, else the 422 to answer.
+fn bad_id(field: &str, value: &str) -> Option<Response> {
+    let usable =
+        !value.trim().is_empty() && value.len() <= 255 && !value.chars().any(char::is_control);
+    (!usable).then(|| {
+        error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            format!("{field} must be 1 to 255 characters without control characters"),
+        )
+    })
+}
+
+/// `POST /v1/jobs`.
+#[utoipa::path(post, path = "/v1/jobs", tag = "application", request_body = Registration,
+    responses((status = 201, description = "Registered", body = JobRow),
+               (status = 200, description = "The same registration again", body = JobRow),
+               (status = 409, body = Conflict),
+               (status = 400, body = super::openapi::ErrorBody),
+               (status = 415, body = super::openapi::ErrorBody),
+               (status = 422, body = super::openapi::ErrorBody)))]
+pub(super) async fn register(
+    State(state): State<AdminState>,
+    body: Result<Json<Registration>, JsonRejection>,
+) -> Response {
+    let Json(reg) = match body {
+        Ok(b) => b,
+        Err(e) => return error(e.status(), "invalid_body", e.body_text()),
+    };
+    if let Some(r) = bad_id("job_id", &reg.job_id) {
+        return r;
+    }
+    if let Some(r) = reg.order_id.as_deref().and_then(|o| bad_id("order_id", o)) {
+        return r;
+    }
+    if let Some(key) = &reg.api_key {
+        if !state.key_names.is_empty() && !state.key_names.contains(key) {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_api_key",
+                format!(
+                    "api_key {key:?} is not a configured key name (configured: {})",
+                    state.key_names.join(", ")
+                ),
+            );
+        }
+    }
+    let job = NewJob {
+        job_id: reg.job_id,
+        order_id: reg.order_id,
+        api_key: reg.api_key,
+    };
+    let status = match state.store.register_job(&job).await {
+        Ok(Registered::Created) => StatusCode::CREATED,
+        Ok(Registered::Existing) => StatusCode::OK,
+        Ok(Registered::Conflict(existing)) => {
+            let body = serde_json::json!({
+                "error": {
+                    "code": "job_exists",
+                    "message": "this job id is registered with another order_id or api_key",
+                },
+                "job": existing,
+                "request_id": super::current_request_id(),
+            });
+            return (StatusCode::CONFLICT, Json(body)).into_response();
+        }
+        Err(e) => {
+            return unavailable("job registration failed", &e);
+        }
+    };
+    if let Err(e) = state.attach.attach_now(vec![job.job_id.clone()]).await {
+        // The row is committed; its notification and the catch-up scan will attach it.
+        tracing::warn!(job_id = %job.job_id, error = %e, "attach after registration failed");
+    }
+    match state.store.jobs_get(&job.job_id).await {
+        Ok(Some(row)) => (status, Json(row)).into_response(),
+        Ok(None) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "job vanished",
+        ),
+        Err(e) => unavailable("reading the job failed", &e),
+    }
+}
+
+/// The query of `GET /v1/jobs/{job_id}`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ShowQuery {
+    /// Wait up to this long (e.g. `30s`, at most MAX_WAIT) for the job to close.
+    wait: Option<String>,
+}
+
+/// `GET /v1/jobs/{job_id}`, with `?wait=30s` until it is closed.
+#[utoipa::path(get, path = "/v1/jobs/{job_id}", tag = "application",
+    params(("job_id" = String, Path, description = "Sume's job id"), ShowQuery),
+    responses((status = 200, body = JobRow, headers(("X-Wait-Outcome" = String,
+                   description = "with wait: closed, timeout or shutdown"))),
+               (status = 400, body = super::openapi::ErrorBody),
+               (status = 404, body = super::openapi::ErrorBody),
+               (status = 503, description = "MAX_WAITERS are waiting", body = super::openapi::ErrorBody)))]
+pub(super) async fn show(
+    State(state): State<AdminState>,
+    Path(job_id): Path<String>,
+    query: Result<Query<ShowQuery>, QueryRejection>,
+) -> Response {
+    let wait = match query {
+        Ok(Query(ShowQuery { wait: Some(raw) })) => {
+            match super::wait::parse_wait(&raw, state.max_wait) {
+                Ok(d) => d,
+                Err(e) => return e.into_response(),
+            }
+        }
+        Ok(_) => std::time::Duration::ZERO,
+        Err(e) => return bad_query(e.body_text()).into_response(),
+    };
+    if !wait.is_zero() {
+        return super::wait::wait_for_close(&state, &job_id, wait).await;
+    }
+    match state.store.jobs_get(&job_id).await {
+        Ok(Some(row)) => Json(row).into_response(),
+        Ok(None) => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no job {job_id:?}"),
+        ),
+        Err(e) => unavailable("reading the job failed", &e),
+    }
+}
+
+/// The query of `GET /v1/jobs`: the feed when `closed_after` is given, else the list.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// The feed of closes after this cursor (`0`: from the start); takes only `limit`.
+    closed_after: Option<String>,
+    /// Rows per page, 1 to 1000 (default 100).
+    limit: Option<i64>,
+    /// The list: `next_after` of the previous page.
+    after: Option<String>,
+    /// The list: `open`, `completed`, `failed`, `canceled` or `expired`.
+    state: Option<String>,
+    /// The list: the application's reference.
+    order_id: Option<String>,
+    /// The list: `webhook`, `poll` or `give_up`.
+    closed_by: Option<String>,
+    /// The list: registered at or after (RFC 3339).
+    created_from: Option<DateTime<Utc>>,
+    /// The list: registered before.
+    created_to: Option<DateTime<Utc>>,
+    /// The list: closed at or after.
+    closed_from: Option<DateTime<Utc>>,
+    /// The list: closed before.
+    closed_to: Option<DateTime<Utc>>,
+}
+
+/// Most rows one page answers; also the default.
+pub(super) const MAX_LIMIT: i64 = 1000;
+const DEFAULT_LIMIT: i64 = 100;
+
+fn bad_query(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message)
+}
+
+/// `limit` when given, checked: 1 to [`MAX_LIMIT`].
+pub(super) fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
+    match limit {
+        None => Ok(DEFAULT_LIMIT),
+        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        Some(n) => Err(bad_query(format!(
+            "limit must be 1 to {MAX_LIMIT}, not {n}"
+        ))),
+    }
+}
+
+fn one_of(field: &str, value: &Option<String>, allowed: &[&str]) -> Result<(), ApiError> {
+    match value {
+        Some(v) if !allowed.contains(&v.as_str()) => Err(bad_query(format!(
+            "{field} must be one of {}, not {v:?}",
+            allowed.join(", ")
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl ListQuery {
+    fn is_filtered(&self) -> bool {
+        self.after.is_some()
+            || self.state.is_some()
+            || self.order_id.is_some()
+            || self.closed_by.is_some()
+            || self.created_from.is_some()
+            || self.created_to.is_some()
+            || self.closed_from.is_some()
+            || self.closed_to.is_some()
+    }
+
+    fn filter(self) -> Result<(JobFilter, String), ApiError> {
+        one_of(
+            "state",
+            &self.state,
+            &["open", "completed", "failed", "canceled", "expired"],
+        )?;
+        one_of(
+            "closed_by",
+            &self.closed_by,
+            &["webhook", "poll", "give_up"],
+        )?;
+        let filter = JobFilter {
+            state: self.state,
+            order_id: self.order_id,
+            closed_by: self.closed_by,
+            created_from: self.created_from,
+            created_to: self.created_to,
+            closed_from: self.closed_from,
+            closed_to: self.closed_to,
+        };
+        Ok((filter, self.after.unwrap_or_default()))
+    }
+}
+
+/// `GET /v1/jobs`: the feed of closes (`closed_after`) or the filtered list.
+#[utoipa::path(get, path = "/v1/jobs", tag = "application", params(ListQuery),
+    responses((status = 200, body = JobsAnswer), (status = 400, body = super::openapi::ErrorBody)))]
+pub(super) async fn list(
+    State(state): State<AdminState>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Response {
+    let Query(query) = match query {
+        Ok(q) => q,
+        Err(e) => return bad_query(e.body_text()).into_response(),
+    };
+    let limit = match page_limit(query.limit) {
+        Ok(n) => n,
+        Err(r) => return r.into_response(),
+    };
+    if let Some(cursor) = &query.closed_after {
+        if query.is_filtered() {
+            return bad_query(
+                "closed_after reads the feed of closes, which takes only limit; \
+                 the filters and after belong to the list of jobs",
+            )
+            .into_response();
+        }
+        let cursor: FeedCursor = match cursor.parse() {
+            Ok(c) => c,
+            Err(e) => return bad_query(e.to_string()).into_response(),
+        };
+        return match state.store.job_closes_after(cursor, limit).await {
+            Ok(page) => Json(JobsAnswer::Feed(page)).into_response(),
+            Err(e) => unavailable("reading the feed of closes failed", &e),
+        };
+    }
+    let (filter, after) = match query.filter() {
+        Ok(f) => f,
+        Err(r) => return r.into_response(),
+    };
+    match state.store.jobs_list(&filter, &after, limit).await {
+        Ok(jobs) => {
+            let next_after = (jobs.len() as i64 == limit)
+                .then(|| jobs.last().map(|j| j.job_id.clone()))
+                .flatten();
+            Json(JobsAnswer::List(JobPage { jobs, next_after })).into_response()
+        }
+        Err(e) => unavailable("listing jobs failed", &e),
+    }
+}

@@ -1,0 +1,114 @@
+//! The admin API on ADMIN_ADDR: its state and its routes. What guards them is [`access`]; the
+//! handlers live in a file per concern (`jobs.rs`: registering, reading and listing jobs, the
+//! feed of closes; `wait.rs`: waiting for a close; `operator.rs`: the operator's reads;
+//! `replay.rs`: the operator's writes and their audit); [`openapi`] describes them all.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use sume_wire::Secret;
+
+pub mod access;
+mod jobs;
+pub mod openapi;
+mod operator;
+mod replay;
+mod wait;
+
+pub use access::{current_request_id, Access, Scope};
+
+use super::error;
+use crate::attach::AttachHandle;
+use crate::db::Store;
+use crate::metrics::Metrics;
+
+/// What the admin API needs.
+#[derive(Clone)]
+pub struct AdminState {
+    /// The database.
+    pub store: Store,
+    /// To attach a job's waiting events as soon as it is registered.
+    pub attach: AttachHandle,
+    /// Names of the configured API keys; empty means any name is accepted.
+    pub key_names: Arc<Vec<String>>,
+    /// What `/metrics` encodes.
+    pub metrics: Arc<Metrics>,
+    /// The tasks' liveness, for the `tasks_dead` gauge.
+    pub health: crate::health::Health,
+    /// Requests waiting for a job to close (`?wait=`).
+    pub waiters: crate::waiters::Waiters,
+    /// MAX_WAIT: the longest wait a request may ask for.
+    pub max_wait: std::time::Duration,
+    /// Cancelled at shutdown: waiting requests are answered at once.
+    pub shutdown: tokio_util::sync::CancellationToken,
+    /// SUME_WEBHOOK_SECRET: replay verifies stored deliveries again with them.
+    pub secrets: Arc<Vec<Secret>>,
+}
+
+/// The admin API's routes: the application's (register, read, wait, the feed, the OpenAPI
+/// document) and the operator's (everything else), all behind [`access::guard`].
+pub fn router(state: AdminState, access: Access) -> Router {
+    let app = Router::new()
+        .route("/v1/jobs", post(jobs::register).get(jobs::list))
+        .route("/v1/jobs/{job_id}", get(jobs::show))
+        .route("/v1/openapi.json", get(openapi::serve));
+    let operator = Router::new()
+        .route("/v1/jobs/{job_id}/detail", get(operator::job_detail))
+        .route("/v1/inbox", get(operator::inbox))
+        .route("/v1/set-aside", get(operator::set_aside))
+        .route("/v1/orphans", get(operator::orphans))
+        .route("/v1/disagreements", get(operator::disagreements))
+        .route("/v1/dead-letters", get(operator::dead_letters))
+        .route("/v1/dead-letters/drop", post(replay::drop_dead_letters))
+        .route("/v1/dead-letters/replay", post(replay::replay_dead_letters))
+        .route("/v1/events/{event_id}/replay", post(replay::replay_event))
+        .route("/v1/stats", get(operator::stats))
+        .route("/v1/audit", get(operator::audit))
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn(access::operator_only));
+    app.merge(operator)
+        .fallback(not_found)
+        .with_state(state)
+        .layer(middleware::from_fn_with_state(
+            Arc::new(access),
+            access::guard,
+        ))
+}
+
+async fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "not_found", "no such route")
+}
+
+/// `GET /metrics`: Prometheus' text format.
+#[utoipa::path(get, path = "/metrics", tag = "operator",
+    responses((status = 200, description = "The metrics", content_type = "application/openmetrics-text")))]
+async fn metrics(State(state): State<AdminState>) -> Response {
+    state.metrics.waiters.set(state.waiters.len() as i64);
+    let body = state
+        .metrics
+        .render(&state.store, state.health.dead().len())
+        .await;
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// A 503 for a database failure, logged with what was being done.
+pub(crate) fn unavailable(doing: &str, e: &crate::db::DbError) -> Response {
+    tracing::error!(error = %e, "{doing}");
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        "database unavailable",
+    )
+}

@@ -1,0 +1,285 @@
+//! The operator's reads on the admin API, what `sume-inbox` prints from the database: a job
+//! with its timeline, the inbox, set-aside events, orphans, disagreements, dead letters, the
+//! stats and the audit log. Every list is keyset-paged: `limit` (1 to 1000, default 100) and
+//! `after=<next_after>` of the previous page, `null` on the last.
+
+use std::time::Duration;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+
+use super::jobs::page_limit;
+use super::{unavailable, AdminState};
+use crate::db::{
+    AuditEntry, DbError, DeadLetterRow, Disagreement, JobDetail, Orphan, PageKey, SetAsideEvent,
+    Stats, WaitingEvent,
+};
+use crate::http::ApiError;
+
+/// `limit` and `after`, the query of every list (the inbox adds `older_than`).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    /// Rows per page, 1 to 1000 (default 100).
+    pub limit: Option<i64>,
+    /// `next_after` of the previous page.
+    pub after: Option<String>,
+    /// Inbox only: events at least this old, e.g. `10m`.
+    pub older_than: Option<String>,
+}
+
+macro_rules! page {
+    ($name:ident, $field:ident, $row:ty, $doc:literal) => {
+        #[doc = $doc]
+        #[derive(Debug, Serialize, utoipa::ToSchema)]
+        pub struct $name {
+            /// The rows of this page.
+            pub $field: Vec<$row>,
+            /// Pass as `after` for the next page; `null` on the last page.
+            pub next_after: Option<String>,
+        }
+    };
+}
+
+page!(
+    InboxPage,
+    events,
+    WaitingEvent,
+    "A page of waiting events, oldest first."
+);
+page!(
+    SetAsidePage,
+    events,
+    SetAsideEvent,
+    "A page of set-aside events."
+);
+page!(OrphanPage, orphans, Orphan, "A page of orphans, by job id.");
+page!(
+    DisagreementPage,
+    disagreements,
+    Disagreement,
+    "A page of disagreements."
+);
+page!(
+    DeadLetterPage,
+    dead_letters,
+    DeadLetterRow,
+    "A page of dead letters, newest first."
+);
+page!(
+    AuditPage,
+    entries,
+    AuditEntry,
+    "A page of the audit log, newest first."
+);
+
+fn bad_query(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message)
+}
+
+/// The checked query: the limit, and `after` as the page needs it.
+fn read<T>(
+    query: Result<Query<PageQuery>, QueryRejection>,
+    after: impl FnOnce(&str) -> Option<T>,
+) -> Result<(i64, Option<T>, PageQuery), ApiError> {
+    let Query(q) = query.map_err(|e| bad_query(e.body_text()))?;
+    let limit = page_limit(q.limit)?;
+    let key = match q.after.as_deref() {
+        None => None,
+        Some(raw) => Some(after(raw).ok_or_else(|| {
+            bad_query(format!(
+                "after must be the next_after of an earlier page, not {raw:?}"
+            ))
+        })?),
+    };
+    Ok((limit, key, q))
+}
+
+/// A full page's last row gives the next key; a short page is the last.
+fn next<R>(rows: &[R], limit: i64, key: impl Fn(&R) -> String) -> Option<String> {
+    (rows.len() as i64 == limit)
+        .then(|| rows.last().map(key))
+        .flatten()
+}
+
+fn respond<T: Serialize>(what: &str, result: Result<T, DbError>) -> Response {
+    match result {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => unavailable(what, &e),
+    }
+}
+
+/// `GET /v1/jobs/{job_id}/detail`: the job, every event of it, its disagreements and inbox check.
+#[utoipa::path(get, path = "/v1/jobs/{job_id}/detail", tag = "operator",
+    params(("job_id" = String, Path, description = "Sume's job id")),
+    responses((status = 200, body = JobDetail), (status = 404, body = super::openapi::ErrorBody)))]
+pub(super) async fn job_detail(
+    State(state): State<AdminState>,
+    Path(job_id): Path<String>,
+) -> Response {
+    match state.store.job_detail(&job_id).await {
+        Ok(d) if d.job.is_none() && d.events.is_empty() => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no job and no event for {job_id:?}"),
+        )
+        .into_response(),
+        r => respond("reading the job failed", r),
+    }
+}
+
+/// `GET /v1/inbox`: events waiting for their job, oldest first, with what each waits for.
+#[utoipa::path(get, path = "/v1/inbox", tag = "operator", params(PageQuery),
+    responses((status = 200, body = InboxPage), (status = 400, body = super::openapi::ErrorBody)))]
+pub(super) async fn inbox(
+    State(state): State<AdminState>,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Response {
+    let (limit, after, q) = match read(query, PageKey::decode) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let older_than = match q.older_than.as_deref().map(humantime::parse_duration) {
+        None => Duration::ZERO,
+        Some(Ok(d)) => d,
+        Some(Err(_)) => return bad_query("older_than must be a duration like 10m").into_response(),
+    };
+    let rows = state
+        .store
+        .events_waiting_page(older_than.as_secs_f64(), after.as_ref(), limit)
+        .await;
+    respond(
+        "reading the inbox failed",
+        rows.map(|events| InboxPage {
+            next_after: next(&events, limit, |e| {
+                PageKey::of(e.received_at, &e.event_id).encode()
+            }),
+            events,
+        }),
+    )
+}
+
+/// `GET /v1/set-aside`: events set aside as another workspace's, with each key's answer.
+#[utoipa::path(get, path = "/v1/set-aside", tag = "operator", params(PageQuery),
+    responses((status = 200, body = SetAsidePage), (status = 400, body = super::openapi::ErrorBody)))]
+pub(super) async fn set_aside(
+    State(state): State<AdminState>,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Response {
+    let (limit, after, _) = match read(query, PageKey::decode) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let rows = state
+        .store
+        .events_set_aside_page(after.as_ref(), limit)
+        .await;
+    respond(
+        "reading set-aside events failed",
+        rows.map(|events| SetAsidePage {
+            next_after: next(&events, limit, |e| {
+                PageKey::of(e.set_aside_at, &e.event_id).encode()
+            }),
+            events,
+        }),
+    )
+}
+
+/// `GET /v1/orphans`: jobs Sume knows, with events here, and no row.
+#[utoipa::path(get, path = "/v1/orphans", tag = "operator", params(PageQuery),
+    responses((status = 200, body = OrphanPage), (status = 400, body = super::openapi::ErrorBody)))]
+pub(super) async fn orphans(
+    State(state): State<AdminState>,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Response {
+    let (limit, after, _) = match read(query, |s| Some(s.to_owned())) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let rows = state
+        .store
+        .inbox_checks_orphans_page(after.as_deref(), limit)
+        .await;
+    respond(
+        "reading orphans failed",
+        rows.map(|orphans| OrphanPage {
+            next_after: next(&orphans, limit, |o| o.job_id.clone()),
+            orphans,
+        }),
+    )
+}
+
+/// `GET /v1/disagreements`: terminal statuses that contradicted a job's first one.
+#[utoipa::path(get, path = "/v1/disagreements", tag = "operator", params(PageQuery),
+    responses((status = 200, body = DisagreementPage), (status = 400, body = super::openapi::ErrorBody)))]
+pub(super) async fn disagreements(
+    State(state): State<AdminState>,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Response {
+    let (limit, after, _) = match read(query, |s| s.parse::<i64>().ok()) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let rows = state.store.disagreements_page(after, limit).await;
+    respond(
+        "reading disagreements failed",
+        rows.map(|disagreements| DisagreementPage {
+            next_after: next(&disagreements, limit, |d| d.id.to_string()),
+            disagreements,
+        }),
+    )
+}
+
+/// `GET /v1/dead-letters`: verified deliveries that name no job, newest first.
+#[utoipa::path(get, path = "/v1/dead-letters", tag = "operator", params(PageQuery),
+    responses((status = 200, body = DeadLetterPage), (status = 400, body = super::openapi::ErrorBody)))]
+pub(super) async fn dead_letters(
+    State(state): State<AdminState>,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Response {
+    let (limit, after, _) = match read(query, PageKey::decode) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let rows = state.store.dead_letters_page(after.as_ref(), limit).await;
+    respond(
+        "reading dead letters failed",
+        rows.map(|dead_letters| DeadLetterPage {
+            next_after: next(&dead_letters, limit, |d| {
+                PageKey::of(d.received_at, &d.dead_letter_id).encode()
+            }),
+            dead_letters,
+        }),
+    )
+}
+
+/// `GET /v1/stats`: the numbers an operator checks first.
+#[utoipa::path(get, path = "/v1/stats", tag = "operator", responses((status = 200, body = Stats)))]
+pub(super) async fn stats(State(state): State<AdminState>) -> Response {
+    respond("reading stats failed", state.store.stats_summary().await)
+}
+
+/// `GET /v1/audit`: what operators did, newest first.
+#[utoipa::path(get, path = "/v1/audit", tag = "operator", params(PageQuery),
+    responses((status = 200, body = AuditPage), (status = 400, body = super::openapi::ErrorBody)))]
+pub(super) async fn audit(
+    State(state): State<AdminState>,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Response {
+    let (limit, before, _) = match read(query, |s| s.parse::<i64>().ok()) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let rows = state.store.audit_log_page(before, limit).await;
+    respond(
+        "reading the audit log failed",
+        rows.map(|entries| AuditPage {
+            next_after: next(&entries, limit, |e| e.id.to_string()),
+            entries,
+        }),
+    )
+}

@@ -1,0 +1,188 @@
+//! The operator's writes on the admin API, each recorded in the audit log (who, what, when,
+//! the request): replaying an event, replaying dead letters, dropping dead letters. Replay is
+//! what `sume-inbox replay` does ([`crate::ops`]): the stored delivery is verified again with
+//! the current secrets and goes back through the normal path, so replaying twice changes
+//! nothing the second time.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{current_request_id, unavailable, AdminState};
+use crate::http::ApiError;
+use crate::ops::{self, Replayed};
+
+/// `X-Actor`, when a caller names who acts (1 to 64 printable characters), after `api:operator`.
+fn actor(headers: &HeaderMap) -> String {
+    let named = headers
+        .get("x-actor")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| (1..=64).contains(&v.len()) && !v.chars().any(char::is_control));
+    match named {
+        Some(name) => format!("api:operator ({name})"),
+        None => "api:operator".to_owned(),
+    }
+}
+
+/// Records the action; a failure to record is an error of the answer, not silence.
+async fn audited(
+    state: &AdminState,
+    headers: &HeaderMap,
+    action: &str,
+    detail: Value,
+) -> Result<(), Response> {
+    state
+        .store
+        .audit_log_insert(
+            &actor(headers),
+            action,
+            &detail,
+            current_request_id().as_deref(),
+        )
+        .await
+        .map_err(|e| unavailable("recording the audit entry failed", &e))
+}
+
+fn body_error(e: JsonRejection) -> Response {
+    ApiError::new(e.status(), "invalid_body", e.body_text()).into_response()
+}
+
+/// The body of `POST /v1/events/{event_id}/replay`: nothing (`{}`).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayEvent {}
+
+/// `POST /v1/events/{event_id}/replay`: a set-aside event back into the inbox, a waiting one
+/// attached; an applied one is left as it is.
+#[utoipa::path(post, path = "/v1/events/{event_id}/replay", tag = "operator",
+    params(("event_id" = String, Path, description = "The event's dedupe key")),
+    request_body = ReplayEvent,
+    responses((status = 200, body = Replayed), (status = 404, body = super::openapi::ErrorBody),
+               (status = 415, body = super::openapi::ErrorBody)))]
+pub(super) async fn replay_event(
+    State(state): State<AdminState>,
+    Path(event_id): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<ReplayEvent>, JsonRejection>,
+) -> Response {
+    if let Err(e) = body {
+        return body_error(e);
+    }
+    let replayed = match ops::replay_event(&state.store, &state.secrets, &event_id).await {
+        Ok(r) => r,
+        Err(e) => return unavailable("replay failed", &e),
+    };
+    if replayed.job_id.is_none() {
+        return ApiError::new(StatusCode::NOT_FOUND, "not_found", replayed.result).into_response();
+    }
+    let detail = serde_json::json!({ "event_id": event_id, "result": replayed });
+    if let Err(r) = audited(&state, &headers, "replay_event", detail).await {
+        return r;
+    }
+    Json(replayed).into_response()
+}
+
+/// The body of `POST /v1/dead-letters/replay`.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayDeadLetters {
+    /// The most dead letters to replay (default 1000).
+    #[serde(default)]
+    pub limit: Option<i64>,
+}
+
+/// What a replay of dead letters did with each.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ReplayedList {
+    /// One entry per dead letter looked at.
+    pub replayed: Vec<Replayed>,
+}
+
+/// `POST /v1/dead-letters/replay`: every dead letter not replayed yet is read again; one that
+/// now names a job is stored and attached.
+#[utoipa::path(post, path = "/v1/dead-letters/replay", tag = "operator",
+    request_body = ReplayDeadLetters,
+    responses((status = 200, body = ReplayedList), (status = 400, body = super::openapi::ErrorBody)))]
+pub(super) async fn replay_dead_letters(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    body: Result<Json<ReplayDeadLetters>, JsonRejection>,
+) -> Response {
+    let limit = match body {
+        Ok(Json(b)) => b.limit.unwrap_or(1000),
+        Err(e) => return body_error(e),
+    };
+    if !(1..=10_000).contains(&limit) {
+        return ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            "limit must be 1 to 10000",
+        )
+        .into_response();
+    }
+    let replayed = match ops::replay_dead_letters(&state.store, &state.secrets, limit).await {
+        Ok(r) => r,
+        Err(e) => return unavailable("replay failed", &e),
+    };
+    let detail = serde_json::json!({ "limit": limit, "result": replayed });
+    if let Err(r) = audited(&state, &headers, "replay_dead_letters", detail).await {
+        return r;
+    }
+    Json(ReplayedList { replayed }).into_response()
+}
+
+/// The body of `POST /v1/dead-letters/drop`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DropDeadLetters {
+    /// The dead letters' ids, 1 to 1000.
+    pub ids: Vec<String>,
+}
+
+/// What a drop did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Dropped {
+    /// Removed now.
+    pub dropped: Vec<String>,
+    /// Named no dead letter (dropped before, or never stored).
+    pub not_found: Vec<String>,
+}
+
+/// `POST /v1/dead-letters/drop`: an operator's decision that these dead letters are not wanted.
+#[utoipa::path(post, path = "/v1/dead-letters/drop", tag = "operator",
+    request_body = DropDeadLetters,
+    responses((status = 200, body = Dropped), (status = 422, body = super::openapi::ErrorBody)))]
+pub(super) async fn drop_dead_letters(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    body: Result<Json<DropDeadLetters>, JsonRejection>,
+) -> Response {
+    let ids = match body {
+        Ok(Json(b)) => b.ids,
+        Err(e) => return body_error(e),
+    };
+    if ids.is_empty() || ids.len() > 1000 {
+        return ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            "ids must hold 1 to 1000 dead letter ids",
+        )
+        .into_response();
+    }
+    let dropped = match state.store.dead_letters_drop(&ids).await {
+        Ok(d) => d,
+        Err(e) => return unavailable("dropping dead letters failed", &e),
+    };
+    let not_found: Vec<String> = ids.into_iter().filter(|i| !dropped.contains(i)).collect();
+    let answer = Dropped { dropped, not_found };
+    let detail = serde_json::json!({ "dropped": answer.dropped, "not_found": answer.not_found });
+    if let Err(r) = audited(&state, &headers, "drop_dead_letters", detail).await {
+        return r;
+    }
+    Json(answer).into_response()
+}

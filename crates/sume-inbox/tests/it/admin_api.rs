@@ -1,0 +1,315 @@
+//! The admin API over HTTP: the two token scopes, the Host check, JSON writes, request ids in
+//! every answer and error, the operator's pages, replay that changes nothing twice, the audit
+//! log, and answers that validate against the served OpenAPI document.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::openapi_check::Document;
+use crate::support::*;
+
+const OPERATOR: &str = "operator-token-0123456789";
+const APP: &str = "application-token-0123456789";
+
+struct Api {
+    http: reqwest::Client,
+    daemon: Daemon,
+}
+
+impl Api {
+    async fn start(db: &TestDb) -> Api {
+        let mut c = config(&db.url);
+        c.admin_token = Some(sume_wire::Secret::new(OPERATOR));
+        c.admin_app_token = Some(sume_wire::Secret::new(APP));
+        Api {
+            http: reqwest::Client::new(),
+            daemon: Daemon::start(c).await,
+        }
+    }
+
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value, reqwest::header::HeaderMap) {
+        let mut req = self.http.request(method, self.daemon.admin_url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status();
+        let headers = r.headers().clone();
+        let text = r.text().await.unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value, headers)
+    }
+
+    async fn get(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        let (s, v, h) = self.call(Method::GET, path, Some(token), None).await;
+        assert!(h.contains_key("x-request-id"), "{path}");
+        (s, v)
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let (s, v, _) = self
+            .call(Method::POST, path, Some(OPERATOR), Some(body))
+            .await;
+        (s, v)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scopes_the_host_and_json_writes_hold_and_errors_carry_the_request_id() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let (s, body, h) = api.call(Method::GET, "/v1/stats", None, None).await;
+    assert_eq!(s, 401);
+    assert_eq!(body["error"]["code"], "unauthorized");
+    assert_eq!(body["request_id"], h["x-request-id"].to_str().unwrap());
+    // The application's token: its own routes, nothing of the operator's.
+    let (s, _) = api.get("/v1/jobs", APP).await;
+    assert_eq!(s, 200);
+    let (s, _) = api.get("/v1/openapi.json", APP).await;
+    assert_eq!(s, 200);
+    let reg = json!({"job_id": "job_app", "order_id": "o-1"});
+    let (s, _, _) = api
+        .call(Method::POST, "/v1/jobs", Some(APP), Some(reg))
+        .await;
+    assert_eq!(s, 201);
+    for path in [
+        "/v1/stats",
+        "/v1/inbox",
+        "/v1/audit",
+        "/metrics",
+        "/v1/jobs/job_app/detail",
+    ] {
+        let (s, body) = api.get(path, APP).await;
+        assert_eq!(s, 403, "{path}");
+        assert_eq!(body["error"]["code"], "forbidden", "{path}");
+    }
+    let (s, _, _) = api
+        .call(
+            Method::POST,
+            "/v1/dead-letters/drop",
+            Some(APP),
+            Some(json!({"ids": ["x"]})),
+        )
+        .await;
+    assert_eq!(s, 403);
+    let (s, _) = api.get("/v1/stats", OPERATOR).await;
+    assert_eq!(s, 200);
+    // A write that is not JSON is refused before anything happens.
+    let r = api
+        .http
+        .post(api.daemon.admin_url("/v1/jobs"))
+        .bearer_auth(APP)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("job_id=job_form")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
+    assert_eq!(job_state(&db, "job_form").await, None);
+    // A Host that is not the admin address (DNS rebinding) is refused; the caller's request id
+    // comes back.
+    let r = api
+        .http
+        .get(api.daemon.admin_url("/v1/jobs"))
+        .bearer_auth(APP)
+        .header(
+            "host",
+            format!("rebound.example:{}", api.daemon.admin.port()),
+        )
+        .header("x-request-id", "trace-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 421);
+    assert_eq!(r.headers()["x-request-id"], "trace-42");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["request_id"], "trace-42");
+    assert_eq!(body["error"]["code"], "unknown_host");
+    let (s, body) = api.get("/v1/nothing-here", OPERATOR).await;
+    assert_eq!(
+        (s.as_u16(), body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    api.daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let hook = api.daemon.url("/webhooks/sume");
+    Delivery::status("job_aside", "failed")
+        .send(&api.http, &hook)
+        .await;
+    let mut garbage = Delivery::completed("job_none");
+    garbage.body = r#"{"hello":"no job here"}"#.into();
+    garbage.event_id = None;
+    garbage.send(&api.http, &hook).await;
+    let c = db.client().await;
+    c.execute(
+        "update sume.events set set_aside_at = now(), set_aside_reason = 'foreign'
+         where job_id = 'job_aside'",
+        &[],
+    )
+    .await
+    .unwrap();
+    let (_, aside) = api.get("/v1/set-aside", OPERATOR).await;
+    assert_eq!(aside["events"][0]["job_id"], "job_aside");
+    let event = aside["events"][0]["event_id"].as_str().unwrap().to_owned();
+    // Event ids hold slashes (`{job_id}/{type}`): one path segment, percent-encoded.
+    let path = format!("/v1/events/{}/replay", event.replace('/', "%2F"));
+    let (s, first) = api.post(&path, json!({})).await;
+    assert_eq!(s, 200, "{first}");
+    assert!(first["result"]
+        .as_str()
+        .unwrap()
+        .contains("back in the inbox"));
+    c.execute("insert into sume.jobs (job_id) values ('job_aside')", &[])
+        .await
+        .unwrap();
+    wait_for("job_aside attached", Duration::from_secs(10), || async {
+        job_state(&db, "job_aside").await.as_deref() == Some("failed")
+    })
+    .await;
+    for _ in 0..2 {
+        let (s, again) = api.post(&path, json!({})).await;
+        assert_eq!(s, 200);
+        assert!(again["result"]
+            .as_str()
+            .unwrap()
+            .contains("already applied"));
+    }
+    let (s, _) = api.post("/v1/events/evt_nobody/replay", json!({})).await;
+    assert_eq!(s, 404);
+    // Dead letters: replayed once (still unreadable), then nothing to replay; dropped once.
+    let (_, letters) = api.get("/v1/dead-letters", OPERATOR).await;
+    let letter = letters["dead_letters"][0]["dead_letter_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, r1) = api.post("/v1/dead-letters/replay", json!({})).await;
+    assert!(r1["replayed"][0]["result"]
+        .as_str()
+        .unwrap()
+        .contains("still names no job"));
+    let (_, r2) = api
+        .post("/v1/dead-letters/drop", json!({"ids": [letter]}))
+        .await;
+    assert_eq!(r2["dropped"], json!([letter]));
+    let (_, r3) = api
+        .post("/v1/dead-letters/drop", json!({"ids": [letter]}))
+        .await;
+    assert_eq!(r3, json!({"dropped": [], "not_found": [letter]}));
+    let (s, _) = api.post("/v1/dead-letters/drop", json!({"ids": []})).await;
+    assert_eq!(s, 422);
+    // One close in the feed, however many replays.
+    let (_, feed) = api.get("/v1/jobs?closed_after=0", APP).await;
+    assert_eq!(feed["closes"].as_array().unwrap().len(), 1);
+    // The audit log: every operator write, newest first, who and which request.
+    let (_, audit) = api.get("/v1/audit?limit=2", OPERATOR).await;
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(entries[0]["action"], "drop_dead_letters");
+    assert_eq!(entries[0]["actor"], "api:operator");
+    assert!(entries[0]["request_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("req_"));
+    let before = audit["next_after"].as_str().unwrap();
+    let (_, rest) = api
+        .get(&format!("/v1/audit?after={before}"), OPERATOR)
+        .await;
+    let actions: Vec<&str> = rest["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "replay_dead_letters",
+            "replay_event",
+            "replay_event",
+            "replay_event"
+        ]
+    );
+    api.daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_validate_against_the_served_openapi_document() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let (_, doc) = api.get("/v1/openapi.json", APP).await;
+    assert_eq!(doc["openapi"], "3.1.0");
+    let doc = Document(doc);
+    let hook = api.daemon.url("/webhooks/sume");
+    let c = db.client().await;
+    c.batch_execute(
+        "insert into sume.jobs (job_id, order_id) values ('job_a', 'o-a'), ('job_b', null);
+         insert into sume.disagreements (job_id, kept_state, seen_state, seen_status, source)
+         values ('job_a', 'completed', 'failed', 'failed', 'poll');
+         insert into sume.inbox_checks (job_id, verdict, answers, checked_at)
+         values ('job_orphan', 'orphan', '{\"main\": \"200 running\"}', now());",
+    )
+    .await
+    .unwrap();
+    Delivery::completed("job_a").send(&api.http, &hook).await;
+    Delivery::completed("job_waiting")
+        .send(&api.http, &hook)
+        .await;
+    let mut garbage = Delivery::completed("x");
+    garbage.body = "not json".into();
+    garbage.event_id = None;
+    garbage.send(&api.http, &hook).await;
+    wait_for("job_a closed", Duration::from_secs(10), || async {
+        job_state(&db, "job_a").await.as_deref() == Some("completed")
+    })
+    .await;
+    api.post("/v1/dead-letters/replay", json!({})).await;
+    for (path, token) in [
+        ("/v1/jobs/job_a", APP),
+        ("/v1/jobs/job_b?wait=10ms", APP),
+        ("/v1/jobs?limit=1", APP),
+        ("/v1/jobs?closed_after=0", APP),
+        ("/v1/jobs/job_nobody", APP),
+        ("/v1/jobs?state=nope", APP),
+        ("/v1/jobs/job_a/detail", OPERATOR),
+        ("/v1/inbox", OPERATOR),
+        ("/v1/set-aside", OPERATOR),
+        ("/v1/orphans", OPERATOR),
+        ("/v1/disagreements", OPERATOR),
+        ("/v1/dead-letters", OPERATOR),
+        ("/v1/stats", OPERATOR),
+        ("/v1/audit", OPERATOR),
+        ("/v1/inbox?after=garbage", OPERATOR),
+    ] {
+        let (s, body) = api.get(path, token).await;
+        let route = path.split('?').next().unwrap();
+        doc.check("get", route, s.as_u16(), &body)
+            .unwrap_or_else(|e| panic!("GET {path} ({s}): {e}\n{body:#}"));
+    }
+    let (s, body, _) = api
+        .call(
+            Method::POST,
+            "/v1/jobs",
+            Some(APP),
+            Some(json!({"job_id": "job_a", "order_id": "other"})),
+        )
+        .await;
+    doc.check("post", "/v1/jobs", s.as_u16(), &body)
+        .unwrap_or_else(|e| panic!("POST /v1/jobs ({s}): {e}\n{body:#}"));
+    assert_eq!(s, 409);
+    api.daemon.stop().await;
+}
