@@ -51,6 +51,39 @@ impl Postgres {
     }
 }
 
+impl Postgres {
+    /// Stops the cluster at once (`devpg kill`: `pg_ctl stop -m immediate`), as in a crash:
+    /// no checkpoint, every backend gone, recovery from the WAL at the next start.
+    pub fn kill(&self) -> anyhow::Result<()> {
+        run_devpg(self.devpg("kill"))
+    }
+
+    /// Starts the cluster again on its port and waits until it accepts connections.
+    pub fn restart(&self) -> anyhow::Result<()> {
+        run_devpg(self.devpg("start"))
+    }
+
+    /// The `scripts/devpg CMD DIR` command for this cluster, to run where blocking is fine
+    /// (e.g. on a thread of its own while the load goes on); see [`run_devpg`].
+    pub fn devpg(&self, cmd: &str) -> Command {
+        let mut c = Command::new(&self.script);
+        c.arg(cmd)
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        c
+    }
+}
+
+/// Runs a command of [`Postgres::devpg`]; fails unless it succeeds.
+pub fn run_devpg(mut cmd: Command) -> anyhow::Result<()> {
+    let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed ({status})");
+    }
+    Ok(())
+}
+
 impl Drop for Postgres {
     fn drop(&mut self) {
         let cmd = if self.keep { "stop" } else { "destroy" };
