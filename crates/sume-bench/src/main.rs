@@ -16,6 +16,7 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => sume_bench::run::run(args).await,
+            Command::Chaos(args) => sume_bench::chaos::main(args).await,
             Command::BaselineServer(args) => {
                 sume_bench::baseline::serve(
                     &args.database_url,

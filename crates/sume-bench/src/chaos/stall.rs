@@ -1,0 +1,349 @@
+//! Thousands of stalled connections beside genuine deliveries: a third send half a request
+//! head and stall, a third send a whole signed head and part of the body and stall, a third
+//! send a whole delivery, take its answer and sit idle. While they are all open, genuine
+//! signed deliveries are sent one after another on fresh connections; each must be answered
+//! 2xx and stored. Then every stalled connection must be closed by the server, within its
+//! timeout (HEADER_TIMEOUT, BODY_TIMEOUT with a 408, IDLE_TIMEOUT) and the run's patience.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::bail;
+use rand::Rng;
+use sume_wire::{headers, Secret};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::load::Conn;
+use crate::sql;
+use crate::stack;
+use crate::webhook::{Delivery, Generator};
+
+use super::args::ChaosArgs;
+use super::world::World;
+
+/// Genuine deliveries sent while the stalled connections are open.
+const GENUINE: usize = 20;
+
+/// How a connection stalls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stall {
+    /// Half a request head, then nothing: HEADER_TIMEOUT's.
+    Header,
+    /// A signed head and part of its body, then nothing: BODY_TIMEOUT's (answered 408).
+    Body,
+    /// A whole delivery answered, then nothing: IDLE_TIMEOUT's.
+    Idle,
+}
+
+/// How the connections of one kind fared.
+#[derive(Debug, Clone)]
+pub struct StallKind {
+    /// Which kind.
+    pub kind: Stall,
+    /// The daemon's timeout for it.
+    pub timeout: Duration,
+    /// Connections opened.
+    pub opened: usize,
+    /// Closed by the server within the timeout plus the run's patience.
+    pub closed: usize,
+    /// Times from the connection's last byte sent (or answer read) to its close: median, max.
+    pub median: Duration,
+    /// See `median`.
+    pub max: Duration,
+    /// Body stalls answered 408 before the close.
+    pub answered_408: usize,
+}
+
+/// What the stall scenario showed.
+#[derive(Debug, Clone)]
+pub struct StallResult {
+    /// Connections open at once, as the daemon counted them, before the genuine deliveries.
+    pub open_seen: u64,
+    /// Genuine deliveries answered 2xx and found stored, of [`GENUINE`].
+    pub genuine_ok: usize,
+    /// Their answer times: median and max.
+    pub genuine_median: Duration,
+    /// See `genuine_median`.
+    pub genuine_max: Duration,
+    /// Each kind of stall.
+    pub kinds: Vec<StallKind>,
+    /// What did not hold.
+    pub problems: Vec<String>,
+}
+
+/// Runs the scenario on a fresh daemon with the short timeouts of `args`.
+pub(super) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<StallResult> {
+    stack::ensure_fd_limit(args.stalls as u64 + 1024)?;
+    let url = world.database("chaos_stall").await?;
+    let fmt = |d: Duration| humantime::format_duration(d).to_string();
+    let settings = [
+        ("HEADER_TIMEOUT", fmt(args.header_timeout)),
+        ("BODY_TIMEOUT", fmt(args.body_timeout)),
+        ("IDLE_TIMEOUT", fmt(args.idle_timeout)),
+    ];
+    let mut daemon = world.daemon(&url, "stall", &settings)?;
+    daemon.wait_ready(args.patience).await?;
+    eprint!("sume-bench chaos: stall, {} connections ... ", args.stalls);
+    let run_id = format!("{:06x}", rand::thread_rng().gen::<u32>() & 0xff_ffff);
+    let generator = Arc::new(Generator::new(Secret::new(world.secret.clone()), run_id));
+    let kinds = [Stall::Header, Stall::Body, Stall::Idle];
+    // Opened 256 at a time, so that all are open long before the first timeout.
+    let gate = Arc::new(Semaphore::new(256));
+    let mut closing = JoinSet::new();
+    for i in 0..args.stalls {
+        let kind = kinds[i % 3];
+        let (gate, generator, addr) = (gate.clone(), generator.clone(), daemon.listen);
+        let patience = args.patience + timeout_of(args, kind);
+        closing.spawn(async move {
+            let permit = gate.acquire_owned().await.expect("open gate");
+            let stalled = open(addr, kind, &generator).await;
+            drop(permit);
+            anyhow::Ok((kind, wait_closed(stalled?, patience).await))
+        });
+    }
+    let wanted = args.stalls as f64;
+    let open_seen = wait_open(&daemon, wanted, args.patience).await;
+    let (genuine_ok, mut times) = genuine(daemon.listen, &generator, &url).await?;
+    times.sort();
+    let mut closes: Vec<(Stall, Option<Closed>)> = Vec::new();
+    while let Some(done) = closing.join_next().await {
+        closes.push(done??);
+    }
+    let mut result = StallResult {
+        open_seen,
+        genuine_ok,
+        genuine_median: times.get(times.len() / 2).copied().unwrap_or_default(),
+        genuine_max: times.last().copied().unwrap_or_default(),
+        kinds: kinds
+            .iter()
+            .map(|&k| summarise(k, timeout_of(args, k), &closes))
+            .collect(),
+        problems: Vec::new(),
+    };
+    judge(&mut result, args);
+    if daemon.alive().is_err() || !daemon.healthy().await {
+        result
+            .problems
+            .push("the daemon is not alive and healthy after the stalls".into());
+    }
+    daemon.stop();
+    eprintln!(
+        "{} open, genuine {}/{GENUINE} in {:.0} ms (max), every stalled one closed: {}",
+        result.open_seen,
+        result.genuine_ok,
+        result.genuine_max.as_secs_f64() * 1e3,
+        result.kinds.iter().all(|k| k.closed == k.opened)
+    );
+    Ok(result)
+}
+
+fn timeout_of(args: &ChaosArgs, kind: Stall) -> Duration {
+    match kind {
+        Stall::Header => args.header_timeout,
+        Stall::Body => args.body_timeout,
+        Stall::Idle => args.idle_timeout,
+    }
+}
+
+/// A stalled connection and when it sent (or read) its last byte.
+struct Stalled {
+    stream: TcpStream,
+    since: Instant,
+}
+
+/// Opens one connection of `kind` and leaves it stalled.
+async fn open(addr: SocketAddr, kind: Stall, generator: &Generator) -> anyhow::Result<Stalled> {
+    let mut stream = TcpStream::connect(addr).await?;
+    let d = generator.next(chrono::Utc::now().timestamp());
+    let head = request_head(&d);
+    match kind {
+        Stall::Header => stream.write_all(&head.as_bytes()[..head.len() / 2]).await?,
+        Stall::Body => {
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(&d.body[..d.body.len() / 2]).await?;
+        }
+        Stall::Idle => {
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(&d.body).await?;
+            let answer = read_head(&mut stream).await?;
+            if !answer.starts_with("HTTP/1.1 2") {
+                bail!("an idle connection's delivery was answered {answer:?}");
+            }
+        }
+    }
+    Ok(Stalled {
+        stream,
+        since: Instant::now(),
+    })
+}
+
+fn request_head(d: &Delivery) -> String {
+    format!(
+        "POST /webhooks/sume HTTP/1.1\r\nhost: inbox\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n{}: {}\r\n{}: {}\r\n{}: {}\r\n\r\n",
+        d.body.len(),
+        headers::EVENT_ID,
+        d.event_id,
+        headers::TIMESTAMP,
+        d.timestamp,
+        headers::SIGNATURE,
+        d.signature
+    )
+}
+
+/// Reads one response head (to the blank line); the body of a 2xx here is empty.
+async fn read_head(stream: &mut TcpStream) -> anyhow::Result<String> {
+    let mut all = Vec::new();
+    let mut buf = [0u8; 1024];
+    let read = async {
+        while !all.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => all.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(30), read)
+        .await
+        .is_err()
+    {
+        bail!("no answer within 30 s");
+    }
+    Ok(String::from_utf8_lossy(&all).into_owned())
+}
+
+/// How a stalled connection ended.
+struct Closed {
+    after: Duration,
+    got_408: bool,
+}
+
+/// Reads until the server closes; `None` when it was still open after `patience`.
+async fn wait_closed(mut s: Stalled, patience: Duration) -> Option<Closed> {
+    let mut all = Vec::new();
+    let mut buf = [0u8; 1024];
+    let read = async {
+        loop {
+            match s.stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => all.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(patience, read).await.ok()?;
+    Some(Closed {
+        after: s.since.elapsed(),
+        got_408: all.starts_with(b"HTTP/1.1 408"),
+    })
+}
+
+/// Waits (up to `patience`) until the daemon counts `wanted` open connections; answers the
+/// most it counted.
+async fn wait_open(daemon: &super::world::Daemon, wanted: f64, patience: Duration) -> u64 {
+    let deadline = Instant::now() + patience;
+    let mut most = 0.0f64;
+    while Instant::now() < deadline {
+        most = most.max(daemon.metric("sume_inbox_port_connections_open").await);
+        if most >= wanted {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    most as u64
+}
+
+/// Sends [`GENUINE`] signed deliveries one after another on fresh connections; answers how
+/// many were answered 2xx and are stored, and how long each answer took.
+async fn genuine(
+    addr: SocketAddr,
+    generator: &Generator,
+    url: &str,
+) -> anyhow::Result<(usize, Vec<Duration>)> {
+    let mut acked = Vec::new();
+    let mut times = Vec::new();
+    for _ in 0..GENUINE {
+        let d = generator.next(chrono::Utc::now().timestamp());
+        let started = Instant::now();
+        let answer = match Conn::open(addr).await {
+            Ok(mut c) => c.send(&d).await,
+            Err(_) => None,
+        };
+        times.push(started.elapsed());
+        if answer.is_some_and(|s| s.is_success()) {
+            acked.push(d.event_id);
+        }
+    }
+    let db = crate::stages::client(url).await?;
+    let stored: std::collections::HashSet<String> = db
+        .query(sql::EVENTS_RECEIVED_IDS.sql(), &[])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    Ok((
+        acked.iter().filter(|id| stored.contains(*id)).count(),
+        times,
+    ))
+}
+
+fn summarise(kind: Stall, timeout: Duration, closes: &[(Stall, Option<Closed>)]) -> StallKind {
+    let mine: Vec<&Option<Closed>> = closes
+        .iter()
+        .filter(|c| c.0 == kind)
+        .map(|c| &c.1)
+        .collect();
+    let mut times: Vec<Duration> = mine
+        .iter()
+        .filter_map(|c| c.as_ref().map(|c| c.after))
+        .collect();
+    times.sort();
+    StallKind {
+        kind,
+        timeout,
+        opened: mine.len(),
+        closed: times.len(),
+        median: times.get(times.len() / 2).copied().unwrap_or_default(),
+        max: times.last().copied().unwrap_or_default(),
+        answered_408: mine
+            .iter()
+            .filter(|c| c.as_ref().is_some_and(|c| c.got_408))
+            .count(),
+    }
+}
+
+fn judge(r: &mut StallResult, args: &ChaosArgs) {
+    if r.genuine_ok != GENUINE {
+        r.problems.push(format!(
+            "{} of {GENUINE} genuine deliveries were answered 2xx and stored beside the stalls",
+            r.genuine_ok
+        ));
+    }
+    if r.open_seen < args.stalls as u64 {
+        r.problems.push(format!(
+            "the daemon counted at most {} open connections of the {} stalled",
+            r.open_seen, args.stalls
+        ));
+    }
+    for k in &r.kinds {
+        if k.closed != k.opened {
+            r.problems.push(format!(
+                "{:?}: {} of {} stalled connections still open {:?} past the timeout",
+                k.kind,
+                k.opened - k.closed,
+                k.opened,
+                args.patience
+            ));
+        }
+        if k.kind == Stall::Body && k.answered_408 != k.opened {
+            r.problems.push(format!(
+                "{} of {} stalled bodies were answered 408",
+                k.answered_408, k.opened
+            ));
+        }
+    }
+}
