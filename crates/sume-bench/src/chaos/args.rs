@@ -68,9 +68,14 @@ pub struct ChaosArgs {
     /// Jobs of the race in flight at once.
     #[arg(long, default_value_t = 64)]
     pub race_concurrency: usize,
-    /// Stalled connections of the stall scenario (a third each: headers, body, idle).
+    /// Stalled connections of the stall scenario: `--stalled-bodies` stalled in their body,
+    /// the rest half in their headers, half idle after a delivery.
     #[arg(long, default_value_t = 6_000)]
     pub stalls: usize,
+    /// Of the stalls, how many stall in their body. Each holds a request slot until
+    /// BODY_TIMEOUT; beyond the daemon's MAX_IN_FLIGHT (1024) every request is answered 503.
+    #[arg(long, default_value_t = 500)]
+    pub stalled_bodies: usize,
     /// The daemon's INGEST_TIMEOUT; the lock scenario holds its lock for twice this and more.
     #[arg(long, default_value = "2s", value_parser = duration)]
     pub ingest_timeout: Duration,
@@ -125,6 +130,7 @@ impl ChaosArgs {
             race_jobs: 300,
             race_concurrency: 32,
             stalls: 600,
+            stalled_bodies: 200,
             ingest_timeout: Duration::from_secs(1),
             pg_down: Duration::from_secs(1),
             header_timeout: Duration::from_secs(2),

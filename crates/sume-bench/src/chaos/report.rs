@@ -171,25 +171,28 @@ fn race_lines(s: &mut String, r: &RaceResult) {
 fn stall_table(s: &mut String, st: &StallResult) {
     let _ = writeln!(
         s,
-        "\nStalls: {} connections open at once (the daemon's count); {} of 20 genuine signed \
-         deliveries beside them answered 2xx and stored, in {} median, {} max.\n",
+        "\nStalls: {} connections open at once (the daemon's count; {} opened again after the \
+         kernel reset them in the burst); {} of 20 genuine signed deliveries beside them \
+         answered 2xx and stored, in {} median, {} max.\n",
         thousands(st.open_seen),
+        st.reopened,
         st.genuine_ok,
         ms(Some(st.genuine_median)),
         ms(Some(st.genuine_max)),
     );
     s.push_str(
-        "| stalled in | timeout | connections | closed by the server | time to close (median, max) | answered 408 |\n\
-         | --- | --: | --: | --: | --: | --: |\n",
+        "| stalled in | timeout | connections | closed by the server | of them before half the timeout | time to close (median, max) | answered 408 |\n\
+         | --- | --: | --: | --: | --: | --: | --: |\n",
     );
     for k in &st.kinds {
         let _ = writeln!(
             s,
-            "| {:?} | {} | {} | {} | {}, {} | {} |",
+            "| {:?} | {} | {} | {} | {} | {}, {} | {} |",
             k.kind,
             humantime::format_duration(k.timeout),
             thousands(k.opened as u64),
             thousands(k.closed as u64),
+            k.early,
             ms(Some(k.median)),
             ms(Some(k.max)),
             k.answered_408,

@@ -1,11 +1,17 @@
-//! Thousands of stalled connections beside genuine deliveries: a third send half a request
-//! head and stall, a third send a whole signed head and part of the body and stall, a third
-//! send a whole delivery, take its answer and sit idle. While they are all open, genuine
+//! Thousands of stalled connections beside genuine deliveries: `--stalled-bodies` of them send
+//! a whole signed head and part of the body and stall; of the rest, half send half a request
+//! head and stall, half send a whole delivery, take its answer and sit idle.
+//!
+//! A stalled body holds one of the daemon's `MAX_IN_FLIGHT` (1024) request slots until
+//! `BODY_TIMEOUT`, and past that limit every request is answered 503 at once (by design: the
+//! limit bounds the memory bodies take, and Sume retries), so the stalled bodies are kept
+//! below it; the genuine deliveries then get through. While they are all open, genuine
 //! signed deliveries are sent one after another on fresh connections; each must be answered
 //! 2xx and stored. Then every stalled connection must be closed by the server, within its
 //! timeout (HEADER_TIMEOUT, BODY_TIMEOUT with a 408, IDLE_TIMEOUT) and the run's patience.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,6 +63,9 @@ pub struct StallKind {
     pub max: Duration,
     /// Body stalls answered 408 before the close.
     pub answered_408: usize,
+    /// Closed before half their timeout: reset early rather than timed out (the kernel's
+    /// listen-queue overflow, see [`StallResult::reopened`]).
+    pub early: usize,
 }
 
 /// What the stall scenario showed.
@@ -64,6 +73,9 @@ pub struct StallKind {
 pub struct StallResult {
     /// Connections open at once, as the daemon counted them, before the genuine deliveries.
     pub open_seen: u64,
+    /// Connections that had to be opened again: reset by the kernel before the daemon took
+    /// them, when a burst of connections overflowed the listen queue (SYN cookies).
+    pub reopened: u64,
     /// Genuine deliveries answered 2xx and found stored, of [`GENUINE`].
     pub genuine_ok: usize,
     /// Their answer times: median and max.
@@ -94,14 +106,20 @@ pub(super) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<Stall
     let kinds = [Stall::Header, Stall::Body, Stall::Idle];
     // Opened 256 at a time, so that all are open long before the first timeout.
     let gate = Arc::new(Semaphore::new(256));
+    let reopened = Arc::new(AtomicU64::new(0));
     let mut closing = JoinSet::new();
     for i in 0..args.stalls {
-        let kind = kinds[i % 3];
+        let kind = match i {
+            i if i < args.stalled_bodies.min(args.stalls) => Stall::Body,
+            i if i % 2 == 0 => Stall::Header,
+            _ => Stall::Idle,
+        };
         let (gate, generator, addr) = (gate.clone(), generator.clone(), daemon.listen);
+        let reopened = reopened.clone();
         let patience = args.patience + timeout_of(args, kind);
         closing.spawn(async move {
             let permit = gate.acquire_owned().await.expect("open gate");
-            let stalled = open(addr, kind, &generator).await;
+            let stalled = open_retrying(addr, kind, &generator, &reopened).await;
             drop(permit);
             anyhow::Ok((kind, wait_closed(stalled?, patience).await))
         });
@@ -116,6 +134,7 @@ pub(super) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<Stall
     }
     let mut result = StallResult {
         open_seen,
+        reopened: reopened.load(Ordering::Relaxed),
         genuine_ok,
         genuine_median: times.get(times.len() / 2).copied().unwrap_or_default(),
         genuine_max: times.last().copied().unwrap_or_default(),
@@ -154,6 +173,39 @@ fn timeout_of(args: &ChaosArgs, kind: Stall) -> Duration {
 struct Stalled {
     stream: TcpStream,
     since: Instant,
+}
+
+/// [`open`], again (up to five times) when the connection is reset before it is answered:
+/// a burst of thousands of connections can overflow the listen queue, and the kernel then
+/// resets some of them, as a client retrying would see.
+async fn open_retrying(
+    addr: SocketAddr,
+    kind: Stall,
+    generator: &Generator,
+    reopened: &AtomicU64,
+) -> anyhow::Result<Stalled> {
+    let mut attempt = 1;
+    loop {
+        match open(addr, kind, generator).await {
+            Err(e) if attempt < 5 && is_reset(&e) => {
+                reopened.fetch_add(1, Ordering::Relaxed);
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn is_reset(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionRefused
+            )
+        })
+    })
 }
 
 /// Opens one connection of `kind` and leaves it stalled.
@@ -202,18 +254,16 @@ async fn read_head(stream: &mut TcpStream) -> anyhow::Result<String> {
     let mut buf = [0u8; 1024];
     let read = async {
         while !all.windows(4).any(|w| w == b"\r\n\r\n") {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => all.extend_from_slice(&buf[..n]),
+            match stream.read(&mut buf).await? {
+                0 => bail!("the connection closed without an answer"),
+                n => all.extend_from_slice(&buf[..n]),
             }
         }
+        anyhow::Ok(())
     };
-    if tokio::time::timeout(Duration::from_secs(30), read)
+    tokio::time::timeout(Duration::from_secs(30), read)
         .await
-        .is_err()
-    {
-        bail!("no answer within 30 s");
-    }
+        .map_err(|_| anyhow::anyhow!("no answer within 30 s"))??;
     Ok(String::from_utf8_lossy(&all).into_owned())
 }
 
@@ -313,6 +363,7 @@ fn summarise(kind: Stall, timeout: Duration, closes: &[(Stall, Option<Closed>)])
             .iter()
             .filter(|c| c.as_ref().is_some_and(|c| c.got_408))
             .count(),
+        early: times.iter().filter(|t| **t < timeout / 2).count(),
     }
 }
 
