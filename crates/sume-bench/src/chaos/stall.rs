@@ -20,7 +20,6 @@ use rand::Rng;
 use sume_wire::{headers, Secret};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -31,6 +30,9 @@ use crate::webhook::{Delivery, Generator};
 
 use super::args::ChaosArgs;
 use super::world::World;
+
+/// Connections opened at once, before the daemon is given time to take them.
+const BATCH: usize = 250;
 
 /// Genuine deliveries sent while the stalled connections are open.
 const GENUINE: usize = 20;
@@ -104,25 +106,24 @@ pub(super) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<Stall
     let run_id = format!("{:06x}", rand::thread_rng().gen::<u32>() & 0xff_ffff);
     let generator = Arc::new(Generator::new(Secret::new(world.secret.clone()), run_id));
     let kinds = [Stall::Header, Stall::Body, Stall::Idle];
-    // Opened 256 at a time, so that all are open long before the first timeout.
-    let gate = Arc::new(Semaphore::new(256));
     let reopened = Arc::new(AtomicU64::new(0));
     let mut closing = JoinSet::new();
-    for i in 0..args.stalls {
-        let kind = match i {
-            i if i < args.stalled_bodies.min(args.stalls) => Stall::Body,
-            i if i % 2 == 0 => Stall::Header,
-            _ => Stall::Idle,
-        };
-        let (gate, generator, addr) = (gate.clone(), generator.clone(), daemon.listen);
-        let reopened = reopened.clone();
-        let patience = args.patience + timeout_of(args, kind);
-        closing.spawn(async move {
-            let permit = gate.acquire_owned().await.expect("open gate");
-            let stalled = open_retrying(addr, kind, &generator, &reopened).await;
-            drop(permit);
-            anyhow::Ok((kind, wait_closed(stalled?, patience).await))
-        });
+    for first in (0..args.stalls).step_by(BATCH) {
+        let mut opening = JoinSet::new();
+        for i in first..(first + BATCH).min(args.stalls) {
+            let kind = kind_of(i, args);
+            let (generator, addr, reopened) = (generator.clone(), daemon.listen, reopened.clone());
+            opening.spawn(
+                async move { (kind, open_retrying(addr, kind, &generator, &reopened).await) },
+            );
+        }
+        while let Some(done) = opening.join_next().await {
+            let (kind, stalled) = done?;
+            let (stalled, patience) = (stalled?, args.patience + timeout_of(args, kind));
+            closing.spawn(async move { (kind, wait_closed(stalled, patience).await) });
+        }
+        // The daemon takes what the kernel queued before the next burst is sent.
+        wait_open(&daemon, closing.len() as f64, Duration::from_secs(2)).await;
     }
     let wanted = args.stalls as f64;
     let open_seen = wait_open(&daemon, wanted, args.patience).await;
@@ -130,7 +131,7 @@ pub(super) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<Stall
     times.sort();
     let mut closes: Vec<(Stall, Option<Closed>)> = Vec::new();
     while let Some(done) = closing.join_next().await {
-        closes.push(done??);
+        closes.push(done?);
     }
     let mut result = StallResult {
         open_seen,
@@ -159,6 +160,16 @@ pub(super) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<Stall
         result.kinds.iter().all(|k| k.closed == k.opened)
     );
     Ok(result)
+}
+
+/// Connection `i` stalls in its body (the first `--stalled-bodies`), else in its headers or
+/// idle, alternately.
+fn kind_of(i: usize, args: &ChaosArgs) -> Stall {
+    match i {
+        i if i < args.stalled_bodies.min(args.stalls) => Stall::Body,
+        i if i.is_multiple_of(2) => Stall::Header,
+        _ => Stall::Idle,
+    }
 }
 
 fn timeout_of(args: &ChaosArgs, kind: Stall) -> Duration {
