@@ -49,7 +49,11 @@ impl World {
             Some(url) => (None, url.clone()),
             None => {
                 eprintln!("sume-bench chaos: starting a throwaway PostgreSQL");
-                let pg = Postgres::start(&args.devpg, &work_dir.join("pg"), false)?;
+                // Out of the range other throwaway clusters take (scripts/devpg scans
+                // 25432-25999), so that none takes the port while this one is crashed: its
+                // clients would then reach a server without their database.
+                let port = quiet_port()?;
+                let pg = Postgres::start_on(&args.devpg, &work_dir.join("pg"), false, Some(port))?;
                 let url = pg.url.clone();
                 (Some(pg), url)
             }
@@ -119,6 +123,15 @@ impl World {
         let command = pg.devpg(cmd);
         tokio::task::spawn_blocking(move || stack::run_devpg(command)).await?
     }
+}
+
+/// A free port in 26000-26999, from a random start.
+fn quiet_port() -> anyhow::Result<u16> {
+    let first = rand::thread_rng().gen_range(26_000..27_000u16);
+    (0..1_000)
+        .map(|i| 26_000 + (first - 26_000 + i) % 1_000)
+        .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .ok_or_else(|| anyhow::anyhow!("no free port in 26000-26999"))
 }
 
 /// A daemon child process, restartable on the same ports.
