@@ -1,18 +1,18 @@
 //! `sume-bench chaos` (what `make chaos` runs): the promise "a delivery answered 2xx is never
 //! lost" tried against faults, with real processes on loopback and a real PostgreSQL.
 //!
-//! - [`faults`]: signed load on a daemon process while it is killed (`kill -9`, twice, restarted
+//! - `faults`: signed load on a daemon process while it is killed (`kill -9`, twice, restarted
 //!   at once), while its database connections are cut, while the inbox is locked past
 //!   `INGEST_TIMEOUT`, and while PostgreSQL crashes and comes back; every delivery answered 2xx
 //!   must be in the inbox, 2xx must resume after each fault, and the daemon must survive;
-//! - [`race`]: three instances and racing jobs (early, duplicate, late and out-of-order
+//! - `race`: three instances and racing jobs (early, duplicate, late and out-of-order
 //!   deliveries): every job closed by its own terminal event exactly once;
-//! - [`stall`]: thousands of stalled connections beside genuine deliveries.
+//! - `stall`: thousands of stalled connections beside genuine deliveries.
 //!
 //! Every scenario takes its size from [`ChaosArgs`]: `make chaos` runs the defaults (over
 //! 50,000 acknowledged deliveries), and an integration test runs [`ChaosArgs::small`] inside
-//! `make test`. [`traffic`] is the recording load, [`world`] the server, databases and daemons,
-//! [`report`] the figures. Every process started is stopped when its guard drops.
+//! `make test`. `traffic` is the recording load, `world` the server, databases and daemons,
+//! `report` the figures. Every process started is stopped when its guard drops.
 
 mod args;
 mod faults;
@@ -26,7 +26,7 @@ pub use args::{ChaosArgs, Scenario};
 pub use faults::FaultRun;
 pub use race::RaceResult;
 pub use report::{median, ChaosReport};
-pub use stall::{Stall, StallKind, StallResult};
+pub use stall::{Stall, StallKind, StallResult, GENUINE};
 
 use world::World;
 

@@ -35,7 +35,7 @@ use super::world::World;
 const BATCH: usize = 250;
 
 /// Genuine deliveries sent while the stalled connections are open.
-const GENUINE: usize = 20;
+pub const GENUINE: usize = 20;
 
 /// How a connection stalls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
