@@ -15,21 +15,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::bail;
 use rand::Rng;
-use sume_wire::{headers, Secret};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use sume_wire::Secret;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::load::Conn;
 use crate::sql;
 use crate::stack;
-use crate::webhook::{Delivery, Generator};
+use crate::webhook::Generator;
 
 use super::args::ChaosArgs;
 use super::world::World;
+
+use sockets::{open_retrying, wait_closed, Closed};
+
+mod sockets;
 
 /// Connections opened at once, before the daemon is given time to take them.
 const BATCH: usize = 250;
@@ -178,129 +179,6 @@ fn timeout_of(args: &ChaosArgs, kind: Stall) -> Duration {
         Stall::Body => args.body_timeout,
         Stall::Idle => args.idle_timeout,
     }
-}
-
-/// A stalled connection and when it sent (or read) its last byte.
-struct Stalled {
-    stream: TcpStream,
-    since: Instant,
-}
-
-/// [`open`], again (up to five times) when the connection is reset before it is answered:
-/// a burst of thousands of connections can overflow the listen queue, and the kernel then
-/// resets some of them, as a client retrying would see.
-async fn open_retrying(
-    addr: SocketAddr,
-    kind: Stall,
-    generator: &Generator,
-    reopened: &AtomicU64,
-) -> anyhow::Result<Stalled> {
-    let mut attempt = 1;
-    loop {
-        match open(addr, kind, generator).await {
-            Err(e) if attempt < 5 && is_reset(&e) => {
-                reopened.fetch_add(1, Ordering::Relaxed);
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            other => return other,
-        }
-    }
-}
-
-fn is_reset(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>().is_some_and(|io| {
-            matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionRefused
-            )
-        })
-    })
-}
-
-/// Opens one connection of `kind` and leaves it stalled.
-async fn open(addr: SocketAddr, kind: Stall, generator: &Generator) -> anyhow::Result<Stalled> {
-    let mut stream = TcpStream::connect(addr).await?;
-    let d = generator.next(chrono::Utc::now().timestamp());
-    let head = request_head(&d);
-    match kind {
-        Stall::Header => stream.write_all(&head.as_bytes()[..head.len() / 2]).await?,
-        Stall::Body => {
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(&d.body[..d.body.len() / 2]).await?;
-        }
-        Stall::Idle => {
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(&d.body).await?;
-            let answer = read_head(&mut stream).await?;
-            if !answer.starts_with("HTTP/1.1 2") {
-                bail!("an idle connection's delivery was answered {answer:?}");
-            }
-        }
-    }
-    Ok(Stalled {
-        stream,
-        since: Instant::now(),
-    })
-}
-
-fn request_head(d: &Delivery) -> String {
-    format!(
-        "POST /webhooks/sume HTTP/1.1\r\nhost: inbox\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\n{}: {}\r\n{}: {}\r\n{}: {}\r\n\r\n",
-        d.body.len(),
-        headers::EVENT_ID,
-        d.event_id,
-        headers::TIMESTAMP,
-        d.timestamp,
-        headers::SIGNATURE,
-        d.signature
-    )
-}
-
-/// Reads one response head (to the blank line); the body of a 2xx here is empty.
-async fn read_head(stream: &mut TcpStream) -> anyhow::Result<String> {
-    let mut all = Vec::new();
-    let mut buf = [0u8; 1024];
-    let read = async {
-        while !all.windows(4).any(|w| w == b"\r\n\r\n") {
-            match stream.read(&mut buf).await? {
-                0 => bail!("the connection closed without an answer"),
-                n => all.extend_from_slice(&buf[..n]),
-            }
-        }
-        anyhow::Ok(())
-    };
-    tokio::time::timeout(Duration::from_secs(30), read)
-        .await
-        .map_err(|_| anyhow::anyhow!("no answer within 30 s"))??;
-    Ok(String::from_utf8_lossy(&all).into_owned())
-}
-
-/// How a stalled connection ended.
-struct Closed {
-    after: Duration,
-    got_408: bool,
-}
-
-/// Reads until the server closes; `None` when it was still open after `patience`.
-async fn wait_closed(mut s: Stalled, patience: Duration) -> Option<Closed> {
-    let mut all = Vec::new();
-    let mut buf = [0u8; 1024];
-    let read = async {
-        loop {
-            match s.stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => all.extend_from_slice(&buf[..n]),
-            }
-        }
-    };
-    tokio::time::timeout(patience, read).await.ok()?;
-    Some(Closed {
-        after: s.since.elapsed(),
-        got_408: all.starts_with(b"HTTP/1.1 408"),
-    })
 }
 
 /// Waits (up to `patience`) until the daemon counts `wanted` open connections; answers the
