@@ -59,6 +59,20 @@ bench:
 	$(CARGO) build --release -p sume-inbox -p sume-bench
 	$${CARGO_TARGET_DIR:-target}/release/sume-bench run $(BENCH_ARGS)
 
+## chaos: the chaos suite of docs/reliability.md, in a few minutes after the build: a throwaway
+## PostgreSQL under target/chaos (or DATABASE_URL's server, the crash then skipped) and the
+## release daemon as child processes, on loopback. Under signed load: `kill -9` twice, every
+## connection cut, the inbox locked past INGEST_TIMEOUT, a PostgreSQL crash (3 rounds each, over
+## 50,000 acknowledged deliveries in all); then three instances racing 5,000 jobs, and 6,000
+## stalled connections beside genuine deliveries. Prints the figures; fails when a delivery
+## answered 2xx is missing, a job is not closed exactly once, or a stalled socket stays open.
+## A smaller run of the same code is part of `make test` (crates/sume-bench/tests/chaos.rs).
+## Options: CHAOS_ARGS="--rounds 1 --size 20000 --scenarios kill,crash" (see --help).
+.PHONY: chaos
+chaos:
+	$(CARGO) build --release -p sume-inbox -p sume-bench
+	$${CARGO_TARGET_DIR:-target}/release/sume-bench chaos $(CHAOS_ARGS)
+
 ## fuzz: each cargo-fuzz target of sume-wire (crates/sume-wire/fuzz) for FUZZ_SECONDS on the
 ## nightly toolchain, from the seed corpus in the repository; new inputs go to target/fuzz-corpus.
 ## Not part of `make test`. Findings land in crates/sume-wire/fuzz/artifacts/.

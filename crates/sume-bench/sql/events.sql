@@ -34,3 +34,16 @@ insert into sume.events (event_id, job_id, status, body, signed_at, signature,
 select 'evt_' || g, 'done_' || g, 'completed', '\x7b7d', 0, 'v1=00',
        now() - interval '2 days', now() - interval '2 days', 'closed'
 from generate_series(1, $1::int) g;
+
+-- name: events_lock
+-- The chaos suite: the inbox locked against every write (inside a transaction).
+lock table sume.events in access exclusive mode;
+
+-- name: events_received_ids
+-- The chaos suite: every delivery the inbox holds, by the id it was sent with: the events
+-- (their key, and the header id they carried) and the dead letters' header ids.
+select event_id from sume.events
+union
+select header_event_id from sume.events where header_event_id is not null
+union
+select header_event_id from sume.dead_letters where header_event_id is not null;

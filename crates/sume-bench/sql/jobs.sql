@@ -36,3 +36,19 @@ where job_id = any($1);
 
 -- name: jobs_vacuum_analyze
 vacuum analyze sume.jobs;
+
+-- name: jobs_race_progress
+-- The chaos suite's race: jobs closed, jobs in all, and events still waiting for a row that
+-- exists (all three must settle before the race is judged).
+select (select count(*) from sume.jobs where state <> 'open'),
+       (select count(*) from sume.jobs),
+       (select count(*) from sume.events e join sume.jobs j using (job_id)
+        where e.applied_at is null);
+
+-- name: jobs_race_rows
+-- The chaos suite's race: each job as it closed, with how many of its events closed it and
+-- how many events it has.
+select j.job_id, j.state, j.sume_status, j.closed_by, j.closed_event_id,
+       (select count(*) from sume.events e where e.job_id = j.job_id and e.outcome = 'closed'),
+       (select count(*) from sume.events e where e.job_id = j.job_id)
+from sume.jobs j;

@@ -28,3 +28,9 @@ drop database if exists {database} with (force);
 
 -- name: server_create_database
 create database {database};
+
+-- name: server_terminate_backends
+-- The chaos suite: cuts every connection to database $1 but this one.
+select count(pg_terminate_backend(pid))
+from pg_stat_activity
+where datname = $1 and pid <> pg_backend_pid();

@@ -25,6 +25,8 @@ pub struct Cli {
 pub enum Command {
     /// Start PostgreSQL, the daemon and the baseline; load them; print and append the table.
     Run(RunArgs),
+    /// The chaos suite: faults under signed load, a three-instance race, stalled connections.
+    Chaos(crate::chaos::ChaosArgs),
     /// The per-request baseline server (started by `run`; stops when its stdin closes).
     BaselineServer(BaselineArgs),
     /// What unnamed statements (DB_POOLER=transaction) cost per statement against prepared

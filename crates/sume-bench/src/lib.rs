@@ -12,6 +12,9 @@
 //! and one sweep pass beside a million closed jobs against one without. [`protocol`]
 //! (`sume-bench protocol`) measures what unnamed statements cost against prepared ones.
 //!
+//! [`chaos`] (`make chaos`) tries the daemon's promise against faults: `kill -9`, cut
+//! connections, a locked inbox, a PostgreSQL crash, a three-instance race and stalled sockets.
+//!
 //! Modules: [`webhook`] makes signed deliveries, [`load`] sends them, [`stats`] counts,
 //! [`stack`] runs PostgreSQL and the servers, [`report`] writes the table, [`run`] runs it all.
 
@@ -19,6 +22,7 @@
 
 pub mod baseline;
 pub mod ceiling;
+pub mod chaos;
 pub mod check;
 pub mod cli;
 pub mod load;

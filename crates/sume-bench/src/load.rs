@@ -86,15 +86,15 @@ pub enum LoadError {
 /// No single request may take longer than this; past it the request counts as an error.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One persistent connection.
-struct Conn {
+/// One persistent connection (also the chaos suite's, see [`crate::chaos`]).
+pub(crate) struct Conn {
     addr: SocketAddr,
     host: String,
     sender: SendRequest<Full<Bytes>>,
 }
 
 impl Conn {
-    async fn open(addr: SocketAddr) -> Result<Conn, LoadError> {
+    pub(crate) async fn open(addr: SocketAddr) -> Result<Conn, LoadError> {
         Self::open_indexed(addr, 0).await
     }
 
@@ -128,7 +128,7 @@ impl Conn {
 
     /// Sends one delivery and reads the whole answer. `None`: no answer (the connection
     /// failed, or the request timed out); the connection is then reopened for the next one.
-    async fn send(&mut self, d: &Delivery) -> Option<StatusCode> {
+    pub(crate) async fn send(&mut self, d: &Delivery) -> Option<StatusCode> {
         let request = Request::post(PATH)
             .header(header::HOST, self.host.as_str())
             .header(header::CONTENT_TYPE, "application/json")

@@ -17,6 +17,7 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Run(args) => sume_bench::run::run(args).await,
             Command::Protocol(args) => sume_bench::protocol::run(args).await,
+            Command::Chaos(args) => sume_bench::chaos::main(args).await,
             Command::BaselineServer(args) => {
                 sume_bench::baseline::serve(
                     &args.database_url,

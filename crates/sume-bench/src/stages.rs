@@ -70,7 +70,7 @@ impl SweepResult {
     }
 }
 
-async fn client(url: &str) -> anyhow::Result<tokio_postgres::Client> {
+pub(crate) async fn client(url: &str) -> anyhow::Result<tokio_postgres::Client> {
     Ok(sume_inbox::db::connect(url).await?)
 }
 

@@ -27,6 +27,7 @@ pub mod fd_limit;
 pub mod health;
 pub mod http;
 pub mod ingest;
+pub mod listen;
 pub mod metrics;
 pub mod notify;
 pub mod ops;

@@ -12,7 +12,6 @@ use std::time::Duration;
 use rand::Rng;
 use sume_inbox::config::{Config, DatabaseRoutes, Pooler};
 use sume_inbox::{run, Listeners};
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -191,8 +190,8 @@ impl Daemon {
     /// RUST_LOG is set.
     pub async fn start(config: Config) -> Daemon {
         init_logging();
-        let webhook_listener = TcpListener::bind(config.listen_addr).await.unwrap();
-        let admin_listener = TcpListener::bind(config.admin_addr).await.unwrap();
+        let webhook_listener = sume_inbox::listen::bind(config.listen_addr).unwrap();
+        let admin_listener = sume_inbox::listen::bind(config.admin_addr).unwrap();
         let webhook = webhook_listener.local_addr().unwrap();
         let admin = admin_listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();

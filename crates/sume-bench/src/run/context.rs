@@ -63,7 +63,7 @@ fn command_line() -> String {
 }
 
 /// The short commit, marked when the work tree differs from it.
-fn revision() -> String {
+pub(crate) fn revision() -> String {
     match git(&["rev-parse", "--short", "HEAD"]) {
         Some(rev) if git(&["diff", "--quiet", "HEAD"]).is_none() => {
             format!("{rev} + uncommitted changes")

@@ -11,7 +11,7 @@
 //! starts and stops the servers, `steps.rs` runs the ingest steps, `stages.rs` the ceiling,
 //! attach and sweep, `context.rs` describes the machine and `output.rs` writes the results.
 
-mod context;
+pub(crate) mod context;
 mod output;
 mod servers;
 mod setup;

@@ -10,6 +10,8 @@ use anyhow::{bail, Context};
 pub struct Postgres {
     script: PathBuf,
     dir: PathBuf,
+    /// The port asked for at the start, asked for again at a restart.
+    port: Option<u16>,
     /// The cluster's `postgres://` URL, as `scripts/devpg start` printed it.
     pub url: String,
     keep: bool,
@@ -18,15 +20,28 @@ pub struct Postgres {
 impl Postgres {
     /// Starts a fresh cluster in `dir` (removing whatever an earlier run left there).
     pub fn start(script: &Path, dir: &Path, keep: bool) -> anyhow::Result<Postgres> {
+        Self::start_on(script, dir, keep, None)
+    }
+
+    /// Like [`Postgres::start`], on `port` when given (else the script's first free one).
+    pub fn start_on(
+        script: &Path,
+        dir: &Path,
+        keep: bool,
+        port: Option<u16>,
+    ) -> anyhow::Result<Postgres> {
         let _ = Command::new(script)
             .arg("destroy")
             .arg(dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-        let out = Command::new(script)
-            .arg("start")
-            .arg(dir)
+        let mut start = Command::new(script);
+        start.arg("start").arg(dir);
+        if let Some(port) = port {
+            start.arg(port.to_string());
+        }
+        let out = start
             .stderr(Stdio::inherit())
             .output()
             .with_context(|| format!("running {}", script.display()))?;
@@ -45,10 +60,47 @@ impl Postgres {
         Ok(Postgres {
             script: script.to_owned(),
             dir: dir.to_owned(),
+            port,
             url,
             keep,
         })
     }
+}
+
+impl Postgres {
+    /// Stops the cluster at once (`devpg kill`: `pg_ctl stop -m immediate`), as in a crash:
+    /// no checkpoint, every backend gone, recovery from the WAL at the next start.
+    pub fn kill(&self) -> anyhow::Result<()> {
+        run_devpg(self.devpg("kill"))
+    }
+
+    /// Starts the cluster again on its port and waits until it accepts connections.
+    pub fn restart(&self) -> anyhow::Result<()> {
+        run_devpg(self.devpg("start"))
+    }
+
+    /// The `scripts/devpg CMD DIR` command for this cluster, to run where blocking is fine
+    /// (e.g. on a thread of its own while the load goes on); see [`run_devpg`].
+    pub fn devpg(&self, cmd: &str) -> Command {
+        let mut c = Command::new(&self.script);
+        c.arg(cmd).arg(&self.dir);
+        // A restart on the port it was given, or none: never on another one, where the
+        // clients would not find it.
+        if let (Some(port), "start") = (self.port, cmd) {
+            c.arg(port.to_string());
+        }
+        c.stdout(Stdio::null()).stderr(Stdio::inherit());
+        c
+    }
+}
+
+/// Runs a command of [`Postgres::devpg`]; fails unless it succeeds.
+pub fn run_devpg(mut cmd: Command) -> anyhow::Result<()> {
+    let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed ({status})");
+    }
+    Ok(())
 }
 
 impl Drop for Postgres {

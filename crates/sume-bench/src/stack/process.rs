@@ -32,6 +32,12 @@ impl Proc {
         Ok(())
     }
 
+    /// SIGKILL at once, as in a crash (`kill -9`), and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// SIGTERM, then up to `grace` for a clean exit, then SIGKILL.
     pub fn stop(&mut self, grace: Duration) {
         if matches!(self.child.try_wait(), Ok(Some(_))) {

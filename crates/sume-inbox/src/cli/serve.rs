@@ -1,7 +1,6 @@
 //! `sume-inbox serve` (the daemon) and `sume-inbox migrate`.
 
 use clap::Args;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::CliError;
@@ -12,13 +11,11 @@ use crate::{db, run, Listeners};
 pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let config = args.into_config()?;
     let bind = |setting: &'static str, addr: std::net::SocketAddr| async move {
-        TcpListener::bind(addr)
-            .await
-            .map_err(|source| CliError::Bind {
-                setting,
-                addr,
-                source,
-            })
+        crate::listen::bind(addr).map_err(|source| CliError::Bind {
+            setting,
+            addr,
+            source,
+        })
     };
     let listeners = Listeners {
         webhook: bind("LISTEN_ADDR", config.listen_addr).await?,

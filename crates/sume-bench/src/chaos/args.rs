@@ -1,0 +1,146 @@
+//! The flags of `sume-bench chaos`: how big each scenario is, the daemon's short timeouts, and
+//! where the throwaway PostgreSQL and the logs live. `make chaos` runs the defaults; the
+//! integration test runs the same code with small sizes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+/// One scenario of the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
+pub enum Scenario {
+    /// `kill -9` of the daemon under signed load, twice, each time restarted at once.
+    Kill,
+    /// Every connection of the daemon's database cut with `pg_terminate_backend`.
+    Terminate,
+    /// `sume.events` locked for longer than `INGEST_TIMEOUT`.
+    Lock,
+    /// PostgreSQL stopped at once (`pg_ctl stop -m immediate`), then started again.
+    Crash,
+    /// Three instances, racing jobs with early, duplicate and late deliveries.
+    Race,
+    /// Thousands of stalled connections beside genuine deliveries.
+    Stall,
+}
+
+impl Scenario {
+    /// Its name on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Kill => "kill",
+            Scenario::Terminate => "terminate",
+            Scenario::Lock => "lock",
+            Scenario::Crash => "crash",
+            Scenario::Race => "race",
+            Scenario::Stall => "stall",
+        }
+    }
+}
+
+fn duration(raw: &str) -> Result<Duration, String> {
+    humantime::parse_duration(raw.trim()).map_err(|e| format!("{raw:?}: {e}"))
+}
+
+/// The flags of `sume-bench chaos`.
+#[derive(Debug, Clone, Args)]
+pub struct ChaosArgs {
+    /// The scenarios to run, comma separated, in this order.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "kill,terminate,lock,crash,race,stall"
+    )]
+    pub scenarios: Vec<Scenario>,
+    /// Acknowledged deliveries each fault scenario (kill, terminate, lock, crash) reaches in a
+    /// round; a third of them before the fault.
+    #[arg(long, default_value_t = 6_000)]
+    pub size: u64,
+    /// Rounds of the fault scenarios; their times are reported as medians.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub rounds: u32,
+    /// Persistent connections of the signed load, each with one delivery in flight.
+    #[arg(long, default_value_t = 32)]
+    pub connections: usize,
+    /// Jobs of the three-instance race.
+    #[arg(long, default_value_t = 5_000)]
+    pub race_jobs: usize,
+    /// Jobs of the race in flight at once.
+    #[arg(long, default_value_t = 64)]
+    pub race_concurrency: usize,
+    /// Stalled connections of the stall scenario: `--stalled-bodies` stalled in their body,
+    /// the rest half in their headers, half idle after a delivery.
+    #[arg(long, default_value_t = 6_000)]
+    pub stalls: usize,
+    /// Of the stalls, how many stall in their body. Each holds a request slot until
+    /// BODY_TIMEOUT; beyond the daemon's MAX_IN_FLIGHT (1024) every request is answered 503.
+    #[arg(long, default_value_t = 500)]
+    pub stalled_bodies: usize,
+    /// The daemon's INGEST_TIMEOUT; the lock scenario holds its lock for twice this and more.
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    pub ingest_timeout: Duration,
+    /// How long PostgreSQL stays down in the crash scenario.
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    pub pg_down: Duration,
+    /// The daemon's HEADER_TIMEOUT in the stall scenario.
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    pub header_timeout: Duration,
+    /// The daemon's BODY_TIMEOUT in the stall scenario.
+    #[arg(long, default_value = "8s", value_parser = duration)]
+    pub body_timeout: Duration,
+    /// The daemon's IDLE_TIMEOUT in the stall scenario.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub idle_timeout: Duration,
+    /// The longest any wait may take (recovery, convergence, a socket's close beyond its
+    /// timeout) before the run fails: a bound against hangs, not a target.
+    #[arg(long, default_value = "60s", value_parser = duration)]
+    pub patience: Duration,
+    /// The daemon binary (default: `sume-inbox` beside this binary).
+    #[arg(long)]
+    pub daemon_bin: Option<PathBuf>,
+    /// The throwaway-PostgreSQL script.
+    #[arg(long, default_value = "scripts/devpg")]
+    pub devpg: PathBuf,
+    /// Where the throwaway cluster and the daemons' logs live.
+    #[arg(long, default_value = "target/chaos")]
+    pub work_dir: PathBuf,
+    /// Use this server instead of a throwaway cluster: a database per scenario is created
+    /// (and dropped first) on it, and the crash scenario is skipped, since it would stop a
+    /// server this run does not own.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+}
+
+impl ChaosArgs {
+    /// Small sizes for a run inside `make test`: every scenario, one round, a few hundred
+    /// deliveries and jobs, second-long timeouts.
+    pub fn small(devpg: PathBuf, work_dir: PathBuf, daemon_bin: PathBuf) -> ChaosArgs {
+        ChaosArgs {
+            scenarios: vec![
+                Scenario::Kill,
+                Scenario::Terminate,
+                Scenario::Lock,
+                Scenario::Crash,
+                Scenario::Race,
+                Scenario::Stall,
+            ],
+            size: 600,
+            rounds: 1,
+            connections: 8,
+            race_jobs: 300,
+            race_concurrency: 32,
+            stalls: 600,
+            stalled_bodies: 200,
+            ingest_timeout: Duration::from_secs(1),
+            pg_down: Duration::from_secs(1),
+            header_timeout: Duration::from_secs(2),
+            body_timeout: Duration::from_secs(3),
+            idle_timeout: Duration::from_secs(4),
+            patience: Duration::from_secs(60),
+            daemon_bin: Some(daemon_bin),
+            devpg,
+            work_dir,
+            database_url: None,
+        }
+    }
+}

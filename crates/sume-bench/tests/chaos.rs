@@ -1,0 +1,86 @@
+//! The chaos suite's small run, inside `make test`: the same code as `make chaos`
+//! (`sume-bench chaos`), with a few hundred deliveries, jobs and stalled connections, a
+//! PostgreSQL cluster of its own (it is crashed) and the debug daemon as a child process.
+//!
+//! Only generous bounds are asserted: every delivery answered 2xx is stored, 2xx resumes after
+//! each fault within the run's patience (60 s), the daemon survives, every raced job closes
+//! once, every stalled connection is closed. The times are measured by `make chaos` and
+//! written in docs/reliability.md.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sume_bench::chaos::{self, ChaosArgs, Scenario};
+
+/// The daemon binary of this build: `cargo test --workspace` (what `make test` runs) builds it
+/// beside the test binaries' `deps/` folder.
+fn daemon_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let bin = profile_dir.join("sume-inbox");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it with `cargo build -p sume-inbox` (`make test` does)",
+        bin.display()
+    );
+    bin
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_promise_holds_through_kills_cuts_locks_crashes_races_and_stalls() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let work =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("chaos-{}", std::process::id()));
+    let args = ChaosArgs::small(root.join("scripts/devpg"), work.clone(), daemon_bin());
+    let report = chaos::run(&args)
+        .await
+        .expect("every scenario ran to its end");
+    println!("{}", report.markdown());
+    let problems = report.problems();
+    assert!(problems.is_empty(), "the chaos suite found:\n{problems:#?}");
+
+    // Every fault ran, lost nothing acknowledged and was followed by 2xx again.
+    for scenario in [
+        Scenario::Kill,
+        Scenario::Terminate,
+        Scenario::Lock,
+        Scenario::Crash,
+    ] {
+        let run = report
+            .faults
+            .iter()
+            .find(|f| f.scenario == scenario)
+            .unwrap_or_else(|| panic!("{scenario:?} did not run"));
+        assert!(run.acked >= args.size, "{run:?}");
+        assert_eq!((run.lost, run.stored), (0, run.acked), "{run:?}");
+        let faults = if scenario == Scenario::Kill { 2 } else { 1 };
+        assert_eq!(run.recoveries.len(), faults, "{run:?}");
+        assert!(
+            run.recoveries.iter().all(|r| *r < Duration::from_secs(60)),
+            "{run:?}"
+        );
+        assert!(run.survived && run.healthy, "{run:?}");
+    }
+    // The faults did bite: the lock and the crash were answered 503 meanwhile, and the kills
+    // left deliveries without an answer.
+    let by = |s: Scenario| report.faults.iter().find(|f| f.scenario == s).unwrap();
+    assert!(by(Scenario::Lock).not_2xx > 0 && by(Scenario::Crash).not_2xx > 0);
+    assert!(by(Scenario::Kill).no_answer > 0);
+
+    let race = report.race.as_ref().expect("the race ran");
+    assert_eq!(race.closed_once, args.race_jobs, "{race:?}");
+    assert_eq!(race.disagreements, 0);
+    assert_eq!(race.stored_counted, race.events, "{race:?}");
+    assert!(race.per_instance.iter().all(|&n| n > 0), "{race:?}");
+
+    let stall = report.stall.as_ref().expect("the stalls ran");
+    assert_eq!(stall.genuine_ok, 20, "{stall:?}");
+    assert!(stall.open_seen >= args.stalls as u64, "{stall:?}");
+    for kind in &stall.kinds {
+        assert_eq!(kind.closed, kind.opened, "{kind:?}");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
