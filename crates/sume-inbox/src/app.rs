@@ -249,7 +249,8 @@ fn admin_state(
     }
 }
 
-/// The public port's router (the webhook, the health checks) and the admin API's.
+/// The public port's router (the webhook, the health checks), the admin API's, and the registry
+/// of webhooks reading their body that the public port sheds from.
 fn routers(
     config: &Config,
     store: &Store,
@@ -258,13 +259,15 @@ fn routers(
     ingest: IngestHandle,
     admin_state: admin::AdminState,
     admin_addr: std::net::SocketAddr,
-) -> (axum::Router, axum::Router) {
+) -> (axum::Router, axum::Router, webhook::BodyReaders) {
+    let body_readers = webhook::BodyReaders::default();
     let webhook_app = webhook::router(webhook::WebhookState {
         secrets: Arc::new(config.webhook_secrets.clone()),
         tolerance: config.webhook_tolerance,
         max_body_bytes: config.max_body_bytes,
         body_timeout: config.port.body_timeout,
         body_memory: webhook::BodyBudget::new(config.port.max_body_memory),
+        body_readers: body_readers.clone(),
         ingest,
         timeout: config.ingest.timeout,
         retry_after_secs: config.ingest.retry_after_secs,
@@ -277,7 +280,7 @@ fn routers(
         hosts: admin::Access::hosts_for(admin_addr, &config.admin_hosts),
     };
     let admin_app = admin::router(admin_state, access);
-    (webhook_app, admin_app)
+    (webhook_app, admin_app, body_readers)
 }
 
 /// Stops the tasks that outlive the servers, waiting at most `timeout` for them.
@@ -328,7 +331,7 @@ pub async fn run(
         waiters,
         &shutdown,
     );
-    let (webhook_app, admin_app) = routers(
+    let (webhook_app, admin_app, body_readers) = routers(
         &config,
         &store,
         &metrics,
@@ -345,6 +348,7 @@ pub async fn run(
     let serve_webhook = server::serve(
         listeners.webhook,
         webhook_app,
+        body_readers,
         config.port.clone(),
         config.ingest.retry_after_secs,
         metrics.clone(),

@@ -76,6 +76,8 @@ pub struct Metrics {
     pub port_in_flight_refused: Counter,
     /// Webhooks answered 503 at once because MAX_BODY_MEMORY was held by other bodies.
     pub port_body_memory_refused: Counter,
+    /// Webhooks still reading their body, cancelled (503) at MAX_IN_FLIGHT for a newer request.
+    pub port_bodies_shed: Counter,
     /// Requests waiting for a job to close on this instance (set at scrape time).
     pub waiters: Gauge,
     /// Waits refused with 503 because MAX_WAITERS were waiting.
@@ -129,6 +131,7 @@ impl Metrics {
             port_timeouts: Family::default(),
             port_in_flight_refused: Counter::default(),
             port_body_memory_refused: Counter::default(),
+            port_bodies_shed: Counter::default(),
             waiters: Gauge::default(),
             waiters_refused: Counter::default(),
             db_up: Gauge::default(),

@@ -73,9 +73,12 @@ pub struct ChaosArgs {
     #[arg(long, default_value_t = 6_000)]
     pub stalls: usize,
     /// Of the stalls, how many stall in their body. Each holds a request slot until
-    /// BODY_TIMEOUT; beyond the daemon's MAX_IN_FLIGHT (1024) every request is answered 503.
-    #[arg(long, default_value_t = 500)]
+    /// BODY_TIMEOUT or until, at the daemon's MAX_IN_FLIGHT, a newer request sheds it (503).
+    #[arg(long, default_value_t = 2000)]
     pub stalled_bodies: usize,
+    /// The stall scenario daemon's MAX_IN_FLIGHT: stalled bodies beyond it are shed.
+    #[arg(long, default_value_t = 1024)]
+    pub max_in_flight: usize,
     /// The daemon's INGEST_TIMEOUT; the lock scenario holds its lock for twice this and more.
     #[arg(long, default_value = "2s", value_parser = duration)]
     pub ingest_timeout: Duration,
@@ -131,6 +134,7 @@ impl ChaosArgs {
             race_concurrency: 32,
             stalls: 600,
             stalled_bodies: 200,
+            max_in_flight: 100,
             ingest_timeout: Duration::from_secs(1),
             pg_down: Duration::from_secs(1),
             header_timeout: Duration::from_secs(2),

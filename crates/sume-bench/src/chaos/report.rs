@@ -181,13 +181,13 @@ fn stall_table(s: &mut String, st: &StallResult) {
         ms(Some(st.genuine_max)),
     );
     s.push_str(
-        "| stalled in | timeout | connections | closed by the server | of them before half the timeout | time to close (median, max) | answered 408 |\n\
-         | --- | --: | --: | --: | --: | --: | --: |\n",
+        "| stalled in | timeout | connections | closed by the server | of them before half the timeout | time to close (median, max) | answered 408 | shed (503) |\n\
+         | --- | --: | --: | --: | --: | --: | --: | --: |\n",
     );
     for k in &st.kinds {
         let _ = writeln!(
             s,
-            "| {:?} | {} | {} | {} | {} | {}, {} | {} |",
+            "| {:?} | {} | {} | {} | {} | {}, {} | {} | {} |",
             k.kind,
             humantime::format_duration(k.timeout),
             thousands(k.opened as u64),
@@ -196,6 +196,7 @@ fn stall_table(s: &mut String, st: &StallResult) {
             ms(Some(k.median)),
             ms(Some(k.max)),
             k.answered_408,
+            k.shed,
         );
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod body_budget;
+pub mod body_readers;
 pub mod health;
 pub mod server;
 pub mod timed_io;

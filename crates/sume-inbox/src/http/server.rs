@@ -8,7 +8,9 @@
 //! - MAX_CONNECTIONS: at the limit, the oldest connection still waiting for (or reading) a
 //!   request head is closed to make room; when every connection is busy with a request, the
 //!   new one is closed at once. No request being handled is ever dropped for a newcomer.
-//! - MAX_IN_FLIGHT: requests handled at once; beyond, `503` with `Retry-After` at once.
+//! - MAX_IN_FLIGHT: requests handled at once. At the limit, the webhook that has been reading
+//!   its body the longest is shed ([`super::body_readers`]) and the newcomer takes its slot;
+//!   when no request is reading a body, `503` with `Retry-After` at once.
 //! - Accept errors (out of descriptors, say) are logged at a bounded rate and the loop goes on
 //!   after a short pause.
 //!
@@ -38,6 +40,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::body_readers::BodyReaders;
 use super::timed_io::{ConnState, TimedIo};
 use crate::config::PortConfig;
 use crate::metrics::Metrics;
@@ -61,6 +64,7 @@ struct Server {
     retry_after_secs: u64,
     metrics: Arc<Metrics>,
     in_flight: Arc<Semaphore>,
+    body_readers: BodyReaders,
     conns: Mutex<Conns>,
     http: http1::Builder,
 }
@@ -72,10 +76,16 @@ struct Conns {
     open: BTreeMap<u64, Arc<ConnState>>,
 }
 
+/// How long a newcomer waits for the slot of a request it shed (its handler answers at once).
+const SHED_WAIT: Duration = Duration::from_millis(500);
+
 /// Serves `app` on `listener` until `shutdown`, then waits for every connection to close.
+/// `body_readers` is the registry `app`'s webhook handler enters while it reads a body.
+#[allow(clippy::too_many_arguments)]
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    body_readers: BodyReaders,
     config: PortConfig,
     retry_after_secs: u64,
     metrics: Arc<Metrics>,
@@ -88,6 +98,7 @@ pub async fn serve(
     let server = Arc::new(Server {
         app,
         in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+        body_readers,
         config,
         retry_after_secs,
         metrics,
@@ -219,20 +230,33 @@ impl Server {
     ) -> Result<Response<Tracked>, Infallible> {
         conn.request_started();
         let done = ResponseDone(conn);
-        let response = match self.in_flight.clone().try_acquire_owned() {
-            Ok(_permit) => {
+        let permit = match self.in_flight.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => self.shed_a_body_reader().await,
+        };
+        let response = match permit {
+            Some(_permit) => {
                 let routed = TowerToHyperService::new(self.app.clone()).call(request);
                 match routed.await {
                     Ok(response) => response,
                     Err(never) => match never {},
                 }
             }
-            Err(_) => {
+            None => {
                 self.metrics.port_in_flight_refused.inc();
                 overloaded(self.retry_after_secs)
             }
         };
         Ok(response.map(|body| Tracked { body, _done: done }))
+    }
+
+    /// At MAX_IN_FLIGHT: sheds the oldest request still reading its body and takes its slot.
+    async fn shed_a_body_reader(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        if !self.body_readers.shed_oldest() {
+            return None;
+        }
+        let slot = self.in_flight.clone().acquire_owned();
+        tokio::time::timeout(SHED_WAIT, slot).await.ok()?.ok()
     }
 }
 

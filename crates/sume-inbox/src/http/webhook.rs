@@ -28,6 +28,7 @@ use sume_wire::{headers, Secret, VerifyError};
 
 pub use super::body_budget::BodyBudget;
 use super::body_budget::Held;
+pub use super::body_readers::BodyReaders;
 use super::health::{self, Readiness};
 use crate::delivery::{check_headers, verify_delivery, Delivery, Received};
 use crate::ingest::{IngestHandle, Stored};
@@ -52,6 +53,8 @@ pub struct WebhookState {
     pub body_timeout: Duration,
     /// MAX_BODY_MEMORY: the bytes of bodies held at once (503 beyond).
     pub body_memory: BodyBudget,
+    /// The requests reading their body, which the server sheds at MAX_IN_FLIGHT.
+    pub body_readers: BodyReaders,
     /// Where verified deliveries go.
     pub ingest: IngestHandle,
     /// How long a request waits for its commit.
@@ -140,6 +143,7 @@ async fn receive(State(state): State<WebhookState>, request: Request) -> Respons
 enum Unread {
     TooLarge,
     OverBudget,
+    Shed,
     Broken(axum::Error),
 }
 
@@ -150,13 +154,27 @@ async fn read_body(
     body: Body,
     declared: Option<u64>,
 ) -> Result<(Bytes, Held), Response> {
-    let read = tokio::time::timeout(state.body_timeout, collect(state, body, declared));
-    match read.await {
+    let reading = state.body_readers.enter();
+    let read = async {
+        tokio::select! {
+            read = collect(state, body, declared) => read,
+            _ = reading.shed() => Err(Unread::Shed),
+        }
+    };
+    match tokio::time::timeout(state.body_timeout, read).await {
         Ok(Ok(read)) => Ok(read),
         Ok(Err(Unread::TooLarge)) => Err(too_large(state)),
         Ok(Err(Unread::OverBudget)) => {
             state.metrics.port_body_memory_refused.inc();
             Err(unavailable(state.retry_after_secs))
+        }
+        Ok(Err(Unread::Shed)) => {
+            state.metrics.port_bodies_shed.inc();
+            let mut answer = unavailable(state.retry_after_secs);
+            answer
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            Err(answer)
         }
         Ok(Err(Unread::Broken(e))) => {
             tracing::debug!(error = %e, "webhook body not read");

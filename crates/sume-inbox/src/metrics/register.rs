@@ -130,6 +130,11 @@ impl Metrics {
             self.port_body_memory_refused.clone(),
         );
         r.register(
+            "port_bodies_shed",
+            "Webhooks still reading their body, answered 503 at MAX_IN_FLIGHT to make room for a newer request",
+            self.port_bodies_shed.clone(),
+        );
+        r.register(
             "admin_waiters_refused",
             "Waits refused with 503 because MAX_WAITERS requests were waiting",
             self.waiters_refused.clone(),

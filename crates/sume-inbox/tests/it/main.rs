@@ -16,6 +16,7 @@ mod outage;
 mod plans;
 mod pooler;
 mod port;
+mod port_bodies;
 mod property;
 mod reconcile;
 mod refusals;

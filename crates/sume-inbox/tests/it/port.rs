@@ -23,7 +23,7 @@ fn short(db: &TestDb) -> Config {
 }
 
 /// A connection that has sent `head` (often an unfinished one).
-async fn open_with(addr: SocketAddr, head: &str) -> TcpStream {
+pub(super) async fn open_with(addr: SocketAddr, head: &str) -> TcpStream {
     let mut s = TcpStream::connect(addr).await.expect("connect");
     s.write_all(head.as_bytes()).await.expect("send head");
     s
@@ -31,7 +31,7 @@ async fn open_with(addr: SocketAddr, head: &str) -> TcpStream {
 
 /// Reads until the server closes the connection; answers everything read, or `None` if it
 /// was still open after `within`.
-async fn read_until_closed(s: &mut TcpStream, within: Duration) -> Option<String> {
+pub(super) async fn read_until_closed(s: &mut TcpStream, within: Duration) -> Option<String> {
     let mut all = Vec::new();
     let read = async {
         let mut buf = [0u8; 4096];
@@ -47,7 +47,7 @@ async fn read_until_closed(s: &mut TcpStream, within: Duration) -> Option<String
 }
 
 /// Reads one response head (up to the blank line), or `None` if none came within `within`.
-async fn read_head(s: &mut TcpStream, within: Duration) -> Option<String> {
+pub(super) async fn read_head(s: &mut TcpStream, within: Duration) -> Option<String> {
     let mut all = Vec::new();
     let read = async {
         let mut buf = [0u8; 1024];
@@ -63,7 +63,11 @@ async fn read_head(s: &mut TcpStream, within: Duration) -> Option<String> {
 }
 
 /// A webhook request head with the given signature headers and Content-Length.
-fn webhook_head(timestamp: Option<i64>, signature: Option<&str>, length: usize) -> String {
+pub(super) fn webhook_head(
+    timestamp: Option<i64>,
+    signature: Option<&str>,
+    length: usize,
+) -> String {
     let mut head = format!(
         "POST /webhooks/sume HTTP/1.1\r\nhost: inbox\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n"
     );
@@ -77,12 +81,12 @@ fn webhook_head(timestamp: Option<i64>, signature: Option<&str>, length: usize) 
 }
 
 /// A well-formed signature over `body` (right or not depends on the body sent).
-fn signature(ts: i64, body: &[u8]) -> String {
+pub(super) fn signature(ts: i64, body: &[u8]) -> String {
     signature_header(&[Secret::new(SECRET)], ts, body)
 }
 
 /// A metric's value from the admin port, 0 when absent (`name` with its labels, if any).
-async fn metric(daemon: &Daemon, name: &str) -> f64 {
+pub(super) async fn metric(daemon: &Daemon, name: &str) -> f64 {
     let text = reqwest::get(daemon.admin_url("/metrics"))
         .await
         .unwrap()
@@ -170,7 +174,7 @@ async fn stalled(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
 }
 
 /// Sends a genuine delivery and checks it is answered 204 within a generous bound and stored.
-async fn genuine_gets_through(daemon: &Daemon, db: &TestDb, job: &str) {
+pub(super) async fn genuine_gets_through(daemon: &Daemon, db: &TestDb, job: &str) {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()
@@ -330,84 +334,5 @@ async fn what_cannot_verify_is_refused_without_reading_the_body() {
         .await
             >= 5.0
     );
-    daemon.stop().await;
-}
-
-/// A signed upload whose body (declared `length` bytes, or chunked when `None`) has sent
-/// `sent` bytes and stalls; its headers pass every check made before the body.
-async fn stalled_upload(addr: SocketAddr, length: Option<usize>, sent: usize) -> TcpStream {
-    let ts = unix_now();
-    let sig = signature(ts, b"{}");
-    let data = "x".repeat(sent);
-    let request = match length {
-        Some(n) => webhook_head(Some(ts), Some(&sig), n) + &data,
-        None => format!(
-            "POST /webhooks/sume HTTP/1.1\r\nhost: inbox\r\ntransfer-encoding: chunked\r\n\
-             x-sume-timestamp: {ts}\r\nx-sume-signature: {sig}\r\n\r\n{sent:x}\r\n{data}\r\n"
-        ),
-    };
-    open_with(addr, &request).await
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn max_body_memory_answers_503_at_once_and_frees_what_a_closed_upload_held() {
-    let db = TestDb::new().await;
-    let mut c = config(&db.url);
-    c.max_body_bytes = 64 * 1024;
-    c.port.max_body_memory = 100_000;
-    c.port.body_timeout = Duration::from_secs(30);
-    let daemon = Daemon::start(c).await;
-    // Two declared uploads hold the whole budget before sending most of their bodies.
-    let first = stalled_upload(daemon.webhook, Some(50_000), 10).await;
-    let _second = stalled_upload(daemon.webhook, Some(50_000), 10).await;
-    let (http, url) = (reqwest::Client::new(), daemon.url("/webhooks/sume"));
-    wait_for("the budget is held", Duration::from_secs(10), || async {
-        let r = Delivery::completed("job_over_budget")
-            .send(&http, &url)
-            .await;
-        r.status() == 503
-    })
-    .await;
-    let refused = Delivery::completed("job_over_budget")
-        .send(&http, &url)
-        .await;
-    assert_eq!(refused.status(), 503);
-    assert_eq!(refused.headers()["retry-after"], "5");
-    assert!(metric(&daemon, "sume_inbox_port_body_memory_refused_total").await >= 2.0);
-    assert!(!db.event_job_ids().await.contains("job_over_budget"));
-    // A client that goes away gives its reservation back.
-    drop(first);
-    wait_for("the budget is freed", Duration::from_secs(10), || async {
-        Delivery::completed("job_after_close")
-            .send(&http, &url)
-            .await
-            .status()
-            == 204
-    })
-    .await;
-    assert!(db.event_job_ids().await.contains("job_after_close"));
-    daemon.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_chunked_body_is_refused_503_when_its_chunks_outgrow_max_body_memory() {
-    let db = TestDb::new().await;
-    let mut c = config(&db.url);
-    c.max_body_bytes = 64 * 1024;
-    c.port.max_body_memory = 100_000;
-    c.port.body_timeout = Duration::from_secs(30);
-    let daemon = Daemon::start(c).await;
-    let _holding = stalled_upload(daemon.webhook, None, 60_000).await;
-    wait_for(
-        "the first chunk is held",
-        Duration::from_secs(10),
-        || async {
-            let mut s = stalled_upload(daemon.webhook, None, 60_000).await;
-            let head = read_head(&mut s, Duration::from_secs(2)).await;
-            head.is_some_and(|h| h.starts_with("HTTP/1.1 503") && h.contains("retry-after: 5"))
-        },
-    )
-    .await;
-    assert!(metric(&daemon, "sume_inbox_port_body_memory_refused_total").await >= 1.0);
     daemon.stop().await;
 }

@@ -118,6 +118,8 @@ async fn read_head(stream: &mut TcpStream) -> anyhow::Result<String> {
 pub(super) struct Closed {
     pub(super) after: Duration,
     pub(super) got_408: bool,
+    /// Answered 503: shed at MAX_IN_FLIGHT for a newer request.
+    pub(super) got_503: bool,
 }
 
 /// Reads until the server closes; `None` when it was still open after `patience`.
@@ -136,5 +138,6 @@ pub(super) async fn wait_closed(mut s: Stalled, patience: Duration) -> Option<Cl
     Some(Closed {
         after: s.since.elapsed(),
         got_408: all.starts_with(b"HTTP/1.1 408"),
+        got_503: all.starts_with(b"HTTP/1.1 503"),
     })
 }
