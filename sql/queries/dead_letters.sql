@@ -60,3 +60,11 @@ from sume.dead_letters
 where $1::timestamptz is null or (received_at, dead_letter_id) < ($1, $2::text)
 order by received_at desc, dead_letter_id desc
 limit $3;
+
+-- name: dead_letters_console_page
+-- The console's page of dead letters: the newest $1, each with the first 8 KiB of its body.
+select dead_letter_id, reason, header_event_id, length(body) as bytes, received_at, replayed_at,
+       substring(body from 1 for 8192) as body_head
+from sume.dead_letters
+order by received_at desc, dead_letter_id desc
+limit $1;

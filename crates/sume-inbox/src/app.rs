@@ -22,7 +22,7 @@ use crate::config::{Config, Pooler};
 use crate::db::{self, migrate, DbError, Store};
 use crate::health::Health;
 use crate::http::health::Readiness;
-use crate::http::{admin, server, webhook};
+use crate::http::{admin, console, server, webhook};
 use crate::ingest::{Ingest, IngestHandle};
 use crate::metrics::Metrics;
 use crate::sweep::{Clock, InboxCheck, Poll, Retention, StatusReader};
@@ -279,7 +279,13 @@ fn routers(
         app: config.admin_app_token.clone(),
         hosts: admin::Access::hosts_for(admin_addr, &config.admin_hosts),
     };
-    let admin_app = admin::router(admin_state, access);
+    let console_app = console::router(console::ConsoleState {
+        admin: admin_state.clone(),
+        access: Arc::new(access.clone()),
+        inbox_grace: config.sweep.inbox_grace,
+        sessions: Arc::default(),
+    });
+    let admin_app = admin::router(admin_state, access).merge(console_app);
     (webhook_app, admin_app, body_readers)
 }
 

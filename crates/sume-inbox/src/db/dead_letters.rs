@@ -113,3 +113,39 @@ impl Store {
         Ok(())
     }
 }
+
+/// A dead letter with the head of its raw body, for the console.
+#[derive(Debug, Clone)]
+pub struct DeadLetterBody {
+    /// The dead letter's row.
+    pub row: DeadLetterRow,
+    /// The first 8 KiB of the body as received.
+    pub body_head: Vec<u8>,
+}
+
+impl Store {
+    /// The newest `limit` dead letters with the head of each body, in one query.
+    pub async fn dead_letters_with_bodies(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<DeadLetterBody>, DbError> {
+        let client = self.client().await?;
+        let rows = sql::DEAD_LETTERS_CONSOLE_PAGE
+            .query(&client, &[&limit])
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| DeadLetterBody {
+                row: DeadLetterRow {
+                    dead_letter_id: r.get("dead_letter_id"),
+                    reason: r.get("reason"),
+                    header_event_id: r.get("header_event_id"),
+                    bytes: r.get("bytes"),
+                    received_at: r.get("received_at"),
+                    replayed_at: r.get("replayed_at"),
+                },
+                body_head: r.get("body_head"),
+            })
+            .collect())
+    }
+}

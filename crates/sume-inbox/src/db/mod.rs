@@ -34,7 +34,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod
 use thiserror::Error;
 
 pub use close::{AttachReport, ReconcileObservation};
-pub use dead_letters::{DeadLetterRow, NewDeadLetter};
+pub use dead_letters::{DeadLetterBody, DeadLetterRow, NewDeadLetter};
 pub use disagreements::DisagreementRow;
 pub use events::{EventRow, NewEvent, StoredDelivery, WaitingEvent};
 pub use inbox_checks::{CheckRow, ClaimedCheck, Concluded, Verdict};

@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod body_budget;
 pub mod body_readers;
+pub mod console;
 pub mod health;
 pub mod server;
 pub mod timed_io;

@@ -1,0 +1,79 @@
+//! The console's writes, each behind the session's CSRF token and recorded in the audit table:
+//! replaying dead letters (what `POST /v1/dead-letters/replay` does) and dropping one.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+
+use super::session::{audit, require_csrf};
+use super::{layout, ConsoleState};
+use crate::ops;
+
+/// The replay form's field.
+#[derive(Debug, Deserialize)]
+pub struct ReplayForm {
+    csrf: String,
+}
+
+fn failed(what: &str, e: &crate::db::DbError) -> Response {
+    tracing::error!(error = %e, "console: {what} failed");
+    layout::message(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Database unavailable",
+        &format!("{what} failed: see the daemon's log."),
+    )
+}
+
+/// `POST /console/dead-letters/replay`: every dead letter not replayed yet, read again.
+pub async fn replay(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+    Form(f): Form<ReplayForm>,
+) -> Response {
+    let operator = match require_csrf(&state, &headers, &f.csrf) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let admin = &state.admin;
+    let replayed = match ops::replay_dead_letters(&admin.store, &admin.secrets, 1000).await {
+        Ok(r) => r,
+        Err(e) => return failed("Replay", &e),
+    };
+    let detail = serde_json::json!({ "limit": 1000, "result": replayed });
+    if let Err(r) = audit(&state, &operator, "replay_dead_letters", detail).await {
+        return r;
+    }
+    Redirect::to("/console/dead-letters").into_response()
+}
+
+/// The drop form's fields.
+#[derive(Debug, Deserialize)]
+pub struct DropForm {
+    csrf: String,
+    id: String,
+}
+
+/// `POST /console/dead-letters/drop`: an operator's decision that this dead letter is not wanted.
+pub async fn drop(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+    Form(f): Form<DropForm>,
+) -> Response {
+    let operator = match require_csrf(&state, &headers, &f.csrf) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let ids = vec![f.id];
+    let dropped = match state.admin.store.dead_letters_drop(&ids).await {
+        Ok(d) => d,
+        Err(e) => return failed("Dropping the dead letter", &e),
+    };
+    let not_found: Vec<&String> = ids.iter().filter(|i| !dropped.contains(i)).collect();
+    let detail = serde_json::json!({ "dropped": dropped, "not_found": not_found });
+    if let Err(r) = audit(&state, &operator, "drop_dead_letters", detail).await {
+        return r;
+    }
+    Redirect::to("/console/dead-letters").into_response()
+}

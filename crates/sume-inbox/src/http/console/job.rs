@@ -1,0 +1,192 @@
+//! `GET /console/jobs?q=`: a job found by its id or its order id, and its story on one
+//! timeline: the row's commit, each stored delivery (received, applied, what it did; marked when
+//! it arrived before the row, the race this daemon exists for), set-asides, the close, any
+//! superseded give-up, disagreements, and the inbox check with every key's answer.
+
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use chrono::{DateTime, Utc};
+use maud::{html, Markup};
+use serde::Deserialize;
+
+use super::layout::{self, answers, at};
+use super::pages::urlencode;
+use super::session::require;
+use super::ConsoleState;
+use crate::db::{JobDetail, JobFilter};
+
+const HERE: &str = "/console/jobs";
+
+/// The search box.
+#[derive(Debug, Deserialize)]
+pub struct Search {
+    #[serde(default)]
+    q: String,
+}
+
+fn search_box(q: &str) -> Markup {
+    html! {
+        form method="get" action="/console/jobs" {
+            input type="search" name="q" value=(q) placeholder="job id or order id";
+            " " button.primary type="submit" { "Find" }
+        }
+    }
+}
+
+/// `GET /console/jobs?q=`.
+pub async fn search(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+    Query(s): Query<Search>,
+) -> Response {
+    let operator = match require(&state, &headers) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let q = s.q.trim();
+    let page = |title: &str, body: Markup| {
+        layout::page(
+            HERE,
+            title,
+            &operator.csrf,
+            html! { (search_box(q)) (body) },
+        )
+    };
+    if q.is_empty() {
+        return page(
+            "Jobs",
+            html! { p.muted { "Find a job by Sume's job id or your order id." } },
+        );
+    }
+    let store = &state.admin.store;
+    let detail = match store.job_detail(q).await {
+        Ok(d) => d,
+        Err(e) => return db_down(&operator.csrf, &e),
+    };
+    if detail.job.is_some() || !detail.events.is_empty() {
+        return page(&format!("Job {q}"), timeline(&detail));
+    }
+    let filter = JobFilter {
+        order_id: Some(q.to_owned()),
+        ..JobFilter::default()
+    };
+    let jobs = match store.jobs_list(&filter, "", 50).await {
+        Ok(j) => j,
+        Err(e) => return db_down(&operator.csrf, &e),
+    };
+    if let [only] = jobs.as_slice() {
+        return match store.job_detail(&only.job_id).await {
+            Ok(d) => page(&format!("Job {}", only.job_id), timeline(&d)),
+            Err(e) => db_down(&operator.csrf, &e),
+        };
+    }
+    let body = html! {
+        @if jobs.is_empty() { p { "No job and no event for " code { (q) } "." } }
+        @else {
+            p { "Jobs of order " code { (q) } ":" }
+            ul { @for j in &jobs { li {
+                a href={ "/console/jobs?q=" (urlencode(&j.job_id)) } { code { (j.job_id) } } " " (j.state)
+            } } }
+        }
+    };
+    page("Jobs", body)
+}
+
+fn db_down(csrf: &str, e: &crate::db::DbError) -> Response {
+    tracing::error!(error = %e, "console: reading the job failed");
+    let mut r = layout::page(
+        HERE,
+        "Jobs",
+        csrf,
+        html! { p.bad { "Database down: see the daemon's log." } },
+    );
+    *r.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+    r
+}
+
+/// One line of the timeline.
+struct Step {
+    at: Option<DateTime<Utc>>,
+    what: &'static str,
+    detail: Markup,
+}
+
+/// The job's facts, then its story in time order.
+fn timeline(d: &JobDetail) -> Markup {
+    let mut steps = Vec::new();
+    let created = d.job.as_ref().map(|j| j.created_at);
+    if let Some(j) = &d.job {
+        steps.push(Step {
+            at: Some(j.created_at),
+            what: "row committed",
+            detail: html! { "order " code { (j.order_id.as_deref().unwrap_or("–")) } },
+        });
+        if let Some(closed) = j.closed_at {
+            steps.push(Step {
+                at: Some(closed),
+                what: "closed",
+                detail: html! { (j.state) " by " (j.closed_by.as_deref().unwrap_or("–"))
+                @if let Some(r) = &j.close_reason { " (" (r) ")" } },
+            });
+        }
+        if let Some(g) = &j.superseded_give_up {
+            steps.push(Step {
+                at: None,
+                what: "superseded give-up",
+                detail: html! { code { (g.to_string()) } },
+            });
+        }
+    }
+    for e in &d.events {
+        let raced = created.is_none_or(|c| e.received_at < c);
+        steps.push(Step {
+            at: Some(e.received_at),
+            what: "delivery stored",
+            detail: html! {
+            code { (e.event_id) } " " (e.status.as_deref().unwrap_or("–"))
+            @if raced { " " span.tag.race { "before the job's row" } } },
+        });
+        if let Some(applied) = e.applied_at {
+            steps.push(Step {
+                at: Some(applied),
+                what: "delivery applied",
+                detail: html! {
+                code { (e.event_id) } " → " (e.outcome.as_deref().unwrap_or("–")) },
+            });
+        }
+        if let Some(aside) = e.set_aside_at {
+            steps.push(Step {
+                at: Some(aside),
+                what: "delivery set aside",
+                detail: html! {
+                code { (e.event_id) } " " (e.set_aside_reason.as_deref().unwrap_or("")) },
+            });
+        }
+    }
+    for x in &d.disagreements {
+        steps.push(Step {
+            at: Some(x.recorded_at),
+            what: "disagreement",
+            detail: html! {
+            "kept " (x.kept_state) ", " (x.source) " said " (x.seen_status) },
+        });
+    }
+    if let Some(c) = &d.inbox_check {
+        steps.push(Step { at: c.checked_at, what: "inbox check", detail: html! {
+            "verdict " strong { (c.verdict) } " after " (c.attempts) " look(s)" (answers(&c.answers)) } });
+    }
+    steps.sort_by_key(|s| s.at.unwrap_or(DateTime::<Utc>::MAX_UTC));
+    html! {
+        @if let Some(j) = &d.job {
+            p { "State " strong { (j.state) } " · Sume's status " (j.sume_status.as_deref().unwrap_or("–"))
+                " · key " (j.api_key.as_deref().unwrap_or("–")) }
+        } @else { p.bad { "No row for this job: its events wait in the inbox." } }
+        table.timeline {
+            tr { th { "when" } th { "what" } th { "detail" } }
+            @for s in &steps { tr {
+                td { (s.at.as_ref().map(at).unwrap_or_else(|| "–".into())) } td { (s.what) } td { (s.detail) }
+            } }
+        }
+    }
+}

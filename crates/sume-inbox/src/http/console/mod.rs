@@ -1,0 +1,138 @@
+//! The operator console on ADMIN_ADDR under `/console`: pages rendered on the server (maud,
+//! escaped by construction), one embedded stylesheet, no JavaScript. It is served only when
+//! ADMIN_TOKEN is set; otherwise every console address answers a page saying how to set it.
+//!
+//! What guards it, outermost first ([`guard`]): a request id, the same `Host` check as the admin
+//! API, and on every answer a strict Content-Security-Policy (nothing but this origin's
+//! stylesheet and images, no script, no frame). Signing in ([`session`]) exchanges the token for
+//! a server-side session; every form that changes something carries the session's CSRF token.
+//! The pages live in `pages.rs` (overview, inbox, set aside and orphans, dead letters),
+//! `job.rs` (search and timeline) and `actions.rs` (replay and drop, each audited).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use maud::html;
+
+mod actions;
+mod job;
+mod layout;
+mod pages;
+pub mod session;
+
+use super::admin::access::{request_id, REQUEST_ID};
+use super::admin::{Access, AdminState};
+use session::Sessions;
+
+/// The Content-Security-Policy of every console answer: this origin's stylesheet and images,
+/// forms posted only here, nothing else (no script at all, inline or not).
+pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
+    form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// What the console's handlers share.
+#[derive(Clone)]
+pub struct ConsoleState {
+    /// The admin API's state: the store, the secrets for replay, the tasks' health.
+    pub admin: AdminState,
+    /// The tokens and hosts; the console needs `operator` (ADMIN_TOKEN).
+    pub access: Arc<Access>,
+    /// INBOX_GRACE: how long an event may wait for its row before Sume is asked.
+    pub inbox_grace: std::time::Duration,
+    /// Signed-in operators and the sign-in limit.
+    pub sessions: Arc<Sessions>,
+}
+
+/// The console's routes, each behind [`guard`].
+pub fn router(state: ConsoleState) -> Router {
+    let guarded = Router::new()
+        .route(
+            "/console",
+            get(|| async { Redirect::to("/console/overview") }),
+        )
+        .route(
+            "/console/",
+            get(|| async { Redirect::to("/console/overview") }),
+        )
+        .route(
+            "/console/sign-in",
+            get(session::sign_in_form).post(session::sign_in),
+        )
+        .route("/console/sign-out", post(session::sign_out))
+        .route("/console/overview", get(pages::overview))
+        .route("/console/jobs", get(job::search))
+        .route("/console/inbox", get(pages::inbox))
+        .route("/console/set-aside", get(pages::set_aside))
+        .route("/console/dead-letters", get(pages::dead_letters))
+        .route("/console/dead-letters/replay", post(actions::replay))
+        .route("/console/dead-letters/drop", post(actions::drop))
+        .route("/console/static/console.css", get(stylesheet))
+        .with_state(state.clone());
+    guarded.layer(middleware::from_fn_with_state(state, guard))
+}
+
+/// A request id, the `Host` check, ADMIN_TOKEN, and the security headers on every answer.
+async fn guard(State(state): State<ConsoleState>, request: Request, next: Next) -> Response {
+    let id = request_id(&request);
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok());
+    let mut response = if !state.access.host_allowed(host) {
+        layout::message(
+            StatusCode::MISDIRECTED_REQUEST,
+            "Unknown host",
+            "This Host is not the console's address (see ADMIN_HOSTS).",
+        )
+    } else if state.access.operator.is_none() {
+        not_configured()
+    } else {
+        REQUEST_ID.scope(id.clone(), next.run(request)).await
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        headers.insert("x-request-id", v);
+    }
+    response
+}
+
+/// Without ADMIN_TOKEN there is nothing to sign in with: say how to set one.
+fn not_configured() -> Response {
+    let body = html! {
+        p { "The console is served only when " code { "ADMIN_TOKEN" } " is set, even on loopback." }
+        p { "Set it to a long random value, e.g. " code { "ADMIN_TOKEN=$(openssl rand -hex 32)" }
+            ", restart the daemon and sign in here with it." }
+    };
+    layout::bare(StatusCode::FORBIDDEN, "Console not configured", body)
+}
+
+async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("console.css"),
+    )
+        .into_response()
+}

@@ -1,0 +1,291 @@
+//! Signing in to the console: the operator's token (ADMIN_TOKEN) is exchanged for a session
+//! held in this instance's memory. The cookie holds only a random session id (`HttpOnly`,
+//! `SameSite=Strict`, path `/console`), never the token; each session has its own CSRF token,
+//! which every state-changing form carries. The sign-in form itself is protected by a signed
+//! double submit (a random nonce in a short cookie, its keyed digest in the form). Sign-in
+//! attempts are limited per instance ([`SIGN_IN_LIMIT`] a minute), right or wrong.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use maud::html;
+use rand::RngCore;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::{layout, ConsoleState};
+use crate::http::admin::access::same_secret;
+use crate::http::admin::current_request_id;
+
+/// The session cookie's name.
+pub const COOKIE: &str = "sume_console";
+/// The sign-in form's nonce cookie.
+const PRE_COOKIE: &str = "sume_console_pre";
+/// Sign-in attempts allowed per minute on one instance.
+pub const SIGN_IN_LIMIT: u32 = 10;
+/// How long a session lasts without use.
+const IDLE: Duration = Duration::from_secs(8 * 3600);
+/// The most sessions kept at once; the oldest go first beyond it.
+const MAX_SESSIONS: usize = 256;
+
+/// A signed-in operator.
+#[derive(Debug, Clone)]
+pub struct Operator {
+    /// The token every state-changing form of this session must carry.
+    pub csrf: String,
+    /// The session id's first characters, for the audit log.
+    pub tag: String,
+}
+
+struct Entry {
+    operator: Operator,
+    last_used: Instant,
+}
+
+/// The sessions of this instance and its sign-in limit.
+pub struct Sessions {
+    map: Mutex<HashMap<String, Entry>>,
+    window: Mutex<(Instant, u32)>,
+    key: [u8; 32],
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions {
+            map: Mutex::new(HashMap::new()),
+            window: Mutex::new((Instant::now(), 0)),
+            key: random_bytes(),
+        }
+    }
+}
+
+fn random_bytes() -> [u8; 32] {
+    let mut b = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut b);
+    b
+}
+
+impl Sessions {
+    /// A new session; answers its id.
+    fn open(&self) -> (String, Operator) {
+        let id = hex::encode(random_bytes());
+        let operator = Operator {
+            csrf: hex::encode(random_bytes()),
+            tag: id[..8].to_owned(),
+        };
+        let mut map = self.map.lock().expect("sessions");
+        map.retain(|_, e| e.last_used.elapsed() < IDLE);
+        if map.len() >= MAX_SESSIONS {
+            let oldest = map
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| k.clone());
+            oldest.map(|k| map.remove(&k));
+        }
+        let entry = Entry {
+            operator: operator.clone(),
+            last_used: Instant::now(),
+        };
+        map.insert(id.clone(), entry);
+        (id, operator)
+    }
+
+    fn get(&self, id: &str) -> Option<Operator> {
+        let mut map = self.map.lock().expect("sessions");
+        let entry = map.get_mut(id)?;
+        if entry.last_used.elapsed() >= IDLE {
+            map.remove(id);
+            return None;
+        }
+        entry.last_used = Instant::now();
+        Some(entry.operator.clone())
+    }
+
+    fn close(&self, id: &str) {
+        self.map.lock().expect("sessions").remove(id);
+    }
+
+    /// Counts an attempt; false once [`SIGN_IN_LIMIT`] were made in the current minute.
+    fn allow_attempt(&self) -> bool {
+        let mut w = self.window.lock().expect("sign-in window");
+        if w.0.elapsed() >= Duration::from_secs(60) {
+            *w = (Instant::now(), 0);
+        }
+        w.1 += 1;
+        w.1 <= SIGN_IN_LIMIT
+    }
+
+    fn pre_token(&self, nonce: &str) -> String {
+        hex::encode(
+            Sha256::new()
+                .chain_update(self.key)
+                .chain_update(nonce)
+                .finalize(),
+        )
+    }
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// The signed-in operator, or a redirect to the sign-in form.
+pub fn require(state: &ConsoleState, headers: &HeaderMap) -> Result<Operator, Response> {
+    cookie(headers, COOKIE)
+        .and_then(|id| state.sessions.get(id))
+        .ok_or_else(|| Redirect::to("/console/sign-in").into_response())
+}
+
+/// The operator of a state-changing request: signed in, and `csrf` is the session's token.
+pub fn require_csrf(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+    csrf: &str,
+) -> Result<Operator, Response> {
+    let operator = require(state, headers)?;
+    if !same_secret(csrf, &operator.csrf) {
+        return Err(layout::message(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "The form's CSRF token does not match this session: reload the page and try again.",
+        ));
+    }
+    Ok(operator)
+}
+
+/// Records a console action in the audit table; a failure to record refuses the answer.
+pub async fn audit(
+    state: &ConsoleState,
+    operator: &Operator,
+    action: &str,
+    detail: serde_json::Value,
+) -> Result<(), Response> {
+    let actor = format!("console:operator (session {})", operator.tag);
+    state
+        .admin
+        .store
+        .audit_log_insert(&actor, action, &detail, current_request_id().as_deref())
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "recording the audit entry failed");
+            layout::message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Database unavailable",
+                "The action could not be recorded in the audit log.",
+            )
+        })
+}
+
+/// `GET /console/sign-in`: the form, with a fresh nonce.
+pub async fn sign_in_form(State(state): State<ConsoleState>) -> Response {
+    form(&state, StatusCode::OK, None)
+}
+
+fn form(state: &ConsoleState, status: StatusCode, error: Option<&str>) -> Response {
+    let nonce = hex::encode(random_bytes());
+    let body = html! {
+        @if let Some(e) = error { p.bad { (e) } }
+        form method="post" action="/console/sign-in" {
+            input type="hidden" name="csrf" value=(state.sessions.pre_token(&nonce));
+            p { label { "Operator token (ADMIN_TOKEN)" br;
+                input type="password" name="token" autocomplete="current-password" autofocus; } }
+            button.primary type="submit" { "Sign in" }
+        }
+    };
+    let mut r = layout::bare(status, "Sign in", body);
+    let c = format!("{PRE_COOKIE}={nonce}; Path=/console; HttpOnly; SameSite=Strict; Max-Age=900");
+    if let Ok(v) = c.parse() {
+        r.headers_mut().append(header::SET_COOKIE, v);
+    }
+    r
+}
+
+/// The sign-in form's fields.
+#[derive(Debug, Deserialize)]
+pub struct SignIn {
+    token: String,
+    csrf: String,
+}
+
+/// `POST /console/sign-in`: limited, checked against the form's nonce, then the token.
+pub async fn sign_in(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+    Form(f): Form<SignIn>,
+) -> Response {
+    if !state.sessions.allow_attempt() {
+        return form(
+            &state,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some("Too many sign-in attempts: wait a minute."),
+        );
+    }
+    let nonce_ok = cookie(&headers, PRE_COOKIE)
+        .is_some_and(|n| same_secret(&f.csrf, &state.sessions.pre_token(n)));
+    if !nonce_ok {
+        return form(
+            &state,
+            StatusCode::FORBIDDEN,
+            Some("The form expired: try again."),
+        );
+    }
+    let right = state
+        .access
+        .operator
+        .as_ref()
+        .is_some_and(|t| same_secret(f.token.trim(), t.expose()));
+    if !right {
+        tracing::warn!("console sign-in refused: wrong token");
+        return form(&state, StatusCode::UNAUTHORIZED, Some("Wrong token."));
+    }
+    let (id, operator) = state.sessions.open();
+    if let Err(r) = audit(&state, &operator, "console_sign_in", serde_json::json!({})).await {
+        state.sessions.close(&id);
+        return r;
+    }
+    let mut r = Redirect::to("/console/overview").into_response();
+    let c = format!("{COOKIE}={id}; Path=/console; HttpOnly; SameSite=Strict");
+    if let Ok(v) = c.parse() {
+        r.headers_mut().append(header::SET_COOKIE, v);
+    }
+    r
+}
+
+/// The sign-out form's field.
+#[derive(Debug, Deserialize)]
+pub struct CsrfOnly {
+    csrf: String,
+}
+
+/// `POST /console/sign-out`: ends the session.
+pub async fn sign_out(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+    Form(f): Form<CsrfOnly>,
+) -> Response {
+    if let Err(r) = require_csrf(&state, &headers, &f.csrf) {
+        return r;
+    }
+    if let Some(id) = cookie(&headers, COOKIE) {
+        state.sessions.close(id);
+    }
+    let mut r = Redirect::to("/console/sign-in").into_response();
+    let c = format!("{COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0");
+    if let Ok(v) = c.parse() {
+        r.headers_mut().append(header::SET_COOKIE, v);
+    }
+    r
+}
