@@ -5,6 +5,7 @@ mod admin_api;
 mod attach;
 mod cli;
 mod cli_remote;
+mod console;
 mod dedupe;
 mod feed;
 mod health;

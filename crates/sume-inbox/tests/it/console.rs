@@ -1,0 +1,265 @@
+//! The operator console over real HTTP: served only with ADMIN_TOKEN, the sign-in that trades
+//! the token for a session cookie (never the token), its limit, CSRF on every write, the Host
+//! check, the Content-Security-Policy, and every page rendering a hostile delivery inert.
+
+use reqwest::header::{HeaderMap, CONTENT_SECURITY_POLICY, COOKIE, LOCATION, SET_COOKIE};
+use reqwest::redirect::Policy;
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::support::*;
+
+pub const OPERATOR: &str = "console-operator-token-0123456789";
+
+/// A browser-less client of the console: it keeps the two cookies by hand.
+pub struct Console {
+    pub http: reqwest::Client,
+    pub daemon: Daemon,
+    pub session: Option<String>,
+}
+
+/// The `name=value` of cookie `name` among the answer's `Set-Cookie` headers, with its attributes.
+fn set_cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
+        .map(str::to_owned)
+}
+
+/// The value of the first hidden `csrf` field of a page.
+pub fn csrf_of(html: &str) -> String {
+    let at = html.find(r#"name="csrf" value=""#).expect("a csrf field") + 19;
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+impl Console {
+    pub async fn start(db: &TestDb, token: Option<&str>) -> Console {
+        let mut c = config(&db.url);
+        c.admin_token = token.map(sume_wire::Secret::new);
+        Console {
+            http: reqwest::Client::builder()
+                .redirect(Policy::none())
+                .build()
+                .unwrap(),
+            daemon: Daemon::start(c).await,
+            session: None,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, HeaderMap, String) {
+        let mut req = self.http.get(self.daemon.admin_url(path));
+        if let Some(s) = &self.session {
+            req = req.header(COOKIE, format!("sume_console={s}"));
+        }
+        let r = req.send().await.unwrap();
+        (r.status(), r.headers().clone(), r.text().await.unwrap())
+    }
+
+    pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, HeaderMap) {
+        let mut req = self.http.post(self.daemon.admin_url(path)).form(form);
+        if let Some(s) = &self.session {
+            req = req.header(COOKIE, format!("sume_console={s}"));
+        }
+        let r = req.send().await.unwrap();
+        (r.status(), r.headers().clone())
+    }
+
+    /// Loads the form and posts `token` with its nonce cookie and CSRF field.
+    pub async fn try_sign_in(&self, token: &str) -> (StatusCode, HeaderMap) {
+        let r = self
+            .http
+            .get(self.daemon.admin_url("/console/sign-in"))
+            .send()
+            .await
+            .unwrap();
+        let pre = set_cookie(r.headers(), "sume_console_pre").expect("nonce cookie");
+        let pre = pre.split(';').next().unwrap().to_owned();
+        let csrf = csrf_of(&r.text().await.unwrap());
+        let r = self
+            .http
+            .post(self.daemon.admin_url("/console/sign-in"))
+            .header(COOKIE, pre)
+            .form(&[("token", token), ("csrf", csrf.as_str())])
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.headers().clone())
+    }
+
+    pub async fn sign_in(&mut self) {
+        let (s, h) = self.try_sign_in(OPERATOR).await;
+        assert_eq!(s, StatusCode::SEE_OTHER);
+        let c = set_cookie(&h, "sume_console").expect("session cookie");
+        let id = c.split(';').next().unwrap()["sume_console=".len()..].to_owned();
+        self.session = Some(id);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_admin_token_the_console_says_how_to_set_one() {
+    let db = TestDb::new().await;
+    let console = Console::start(&db, None).await;
+    for path in [
+        "/console/overview",
+        "/console/sign-in",
+        "/console/dead-letters",
+    ] {
+        let (s, h, body) = console.get(path).await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{path}");
+        assert!(body.contains("ADMIN_TOKEN"), "{path}: {body}");
+        assert!(h.contains_key(CONTENT_SECURITY_POLICY));
+    }
+    let (s, _) = console
+        .post("/console/sign-in", &[("token", ""), ("csrf", "")])
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    console.daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signing_in_trades_the_token_for_a_session_and_every_write_needs_its_csrf_token() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    let (s, h, _) = console.get("/console/overview").await;
+    assert_eq!(
+        (s, h[LOCATION].to_str().unwrap()),
+        (StatusCode::SEE_OTHER, "/console/sign-in")
+    );
+    let (s, h, body) = console.get("/console/sign-in").await;
+    assert_eq!(s, 200);
+    assert_eq!(h[CONTENT_SECURITY_POLICY], sume_inbox::http::console::CSP);
+    assert!(sume_inbox::http::console::CSP.contains("default-src 'none'"));
+    assert!(!body.contains("<script"));
+    // A wrong token, and a right one posted without the form's nonce, open nothing.
+    let (s, h) = console.try_sign_in("wrong").await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    assert!(set_cookie(&h, "sume_console").is_none());
+    let (s, _) = console
+        .post("/console/sign-in", &[("token", OPERATOR), ("csrf", "x")])
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    // The right one: a cookie holding a random id, HttpOnly and SameSite=Strict, not the token.
+    let (s, h) = console.try_sign_in(OPERATOR).await;
+    assert_eq!(s, StatusCode::SEE_OTHER);
+    let cookie = set_cookie(&h, "sume_console").unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains(OPERATOR));
+    console.sign_in().await;
+    let (s, _, body) = console.get("/console/overview").await;
+    assert_eq!(s, 200);
+    assert!(body.contains("events waiting in the inbox"), "{body}");
+    // A write without the session's CSRF token changes nothing and records nothing.
+    let audited = "select count(*) from sume.audit_log where action = 'replay_dead_letters'";
+    let (s, _) = console
+        .post("/console/dead-letters/replay", &[("csrf", "forged")])
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    assert_eq!(db.scalar(audited).await, 0);
+    let (_, _, page) = console.get("/console/dead-letters").await;
+    let csrf = csrf_of(&page);
+    let (s, h) = console
+        .post("/console/dead-letters/replay", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(
+        (s, h[LOCATION].to_str().unwrap()),
+        (StatusCode::SEE_OTHER, "/console/dead-letters")
+    );
+    assert_eq!(db.scalar(audited).await, 1);
+    let actor: i64 = db
+        .scalar("select count(*) from sume.audit_log where actor like 'console:operator%'")
+        .await;
+    assert_eq!(actor, 3, "two sign-ins and the replay");
+    // Another Host is refused, signed in or not (DNS rebinding).
+    let r = console
+        .http
+        .get(console.daemon.admin_url("/console/overview"))
+        .header(
+            "host",
+            format!("evil.example:{}", console.daemon.admin.port()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::MISDIRECTED_REQUEST);
+    // Signing out ends the session on the server: the old cookie opens nothing.
+    let (s, _) = console.post("/console/sign-out", &[("csrf", &csrf)]).await;
+    assert_eq!(s, StatusCode::SEE_OTHER);
+    let (s, _, _) = console.get("/console/overview").await;
+    assert_eq!(s, StatusCode::SEE_OTHER);
+    console.daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sign_in_is_limited_even_for_the_right_token() {
+    let db = TestDb::new().await;
+    let console = Console::start(&db, Some(OPERATOR)).await;
+    let limit = sume_inbox::http::console::session::SIGN_IN_LIMIT;
+    for _ in 0..limit {
+        assert_eq!(
+            console.try_sign_in("guess").await.0,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    let (s, h) = console.try_sign_in(OPERATOR).await;
+    assert_eq!(s, StatusCode::TOO_MANY_REQUESTS);
+    assert!(set_cookie(&h, "sume_console").is_none());
+    console.daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_delivery_renders_inert_on_every_page() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    let hook = console.daemon.url("/webhooks/sume");
+    let evil = "<script>alert(1)</script>";
+    let mut d = Delivery::completed(evil);
+    d.body =
+        json!({"event": "job.completed", "job_id": evil, "status": evil, "note": evil}).to_string();
+    d.event_id = Some(format!("evt{evil}"));
+    assert_eq!(d.send(&console.http, &hook).await.status(), 204);
+    let mut dead = Delivery::completed("none");
+    dead.body = json!({"hello": evil}).to_string();
+    dead.event_id = Some(evil.into());
+    assert_eq!(dead.send(&console.http, &hook).await.status(), 204);
+    let c = db.client().await;
+    c.execute(
+        "insert into sume.inbox_checks (job_id, verdict, answers, next_check_at)
+         values ($1, 'orphan', $2, now())",
+        &[&evil, &json!({evil: evil})],
+    )
+    .await
+    .unwrap();
+    console.sign_in().await;
+    let q: String = url::form_urlencoded::byte_serialize(evil.as_bytes()).collect();
+    for path in [
+        "/console/overview".to_owned(),
+        "/console/inbox".into(),
+        "/console/set-aside".into(),
+        "/console/dead-letters".into(),
+        format!("/console/jobs?q={q}"),
+    ] {
+        let (s, h, body) = console.get(&path).await;
+        assert_eq!(s, 200, "{path}");
+        assert_eq!(
+            h[CONTENT_SECURITY_POLICY],
+            sume_inbox::http::console::CSP,
+            "{path}"
+        );
+        assert!(
+            !body.to_ascii_lowercase().contains("<script"),
+            "{path}: {body}"
+        );
+        if path != "/console/overview" {
+            assert!(
+                body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+                "{path}: {body}"
+            );
+        }
+    }
+    console.daemon.stop().await;
+}
