@@ -122,21 +122,6 @@ fn timeline(d: &JobDetail) -> Markup {
             what: "row committed",
             detail: html! { "order " code { (j.order_id.as_deref().unwrap_or("–")) } },
         });
-        if let Some(closed) = j.closed_at {
-            steps.push(Step {
-                at: Some(closed),
-                what: "closed",
-                detail: html! { (j.state) " by " (j.closed_by.as_deref().unwrap_or("–"))
-                @if let Some(r) = &j.close_reason { " (" (r) ")" } },
-            });
-        }
-        if let Some(g) = &j.superseded_give_up {
-            steps.push(Step {
-                at: None,
-                what: "superseded give-up",
-                detail: html! { code { (g.to_string()) } },
-            });
-        }
     }
     for e in &d.events {
         let raced = created.is_none_or(|c| e.received_at < c);
@@ -171,6 +156,25 @@ fn timeline(d: &JobDetail) -> Markup {
             detail: html! {
             "kept " (x.kept_state) ", " (x.source) " said " (x.seen_status) },
         });
+    }
+    if let Some(j) = &d.job {
+        if let Some(closed) = j.closed_at {
+            steps.push(Step {
+                at: Some(closed),
+                what: "closed",
+                detail: html! { (j.state) " by " (j.closed_by.as_deref().unwrap_or("–"))
+                @if let Some(r) = &j.close_reason { " (" (r) ")" } },
+            });
+        }
+        if let Some(g) = &j.superseded_give_up {
+            let field = |k: &str| g.get(k).and_then(|v| v.as_str()).unwrap_or("–").to_owned();
+            steps.push(Step {
+                at: field("closed_at").parse().ok(),
+                what: "give-up, superseded",
+                detail: html! { "gave up as " (field("state")) " (" (field("reason"))
+                "); Sume's own terminal status replaced it" },
+            });
+        }
     }
     if let Some(c) = &d.inbox_check {
         steps.push(Step { at: c.checked_at, what: "inbox check", detail: html! {

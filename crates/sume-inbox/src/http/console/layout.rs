@@ -61,9 +61,9 @@ pub fn message(status: StatusCode, title: &str, text: &str) -> Response {
     bare(status, title, html! { p { (text) } })
 }
 
-/// A time as the pages show it, to the second, in UTC.
+/// A time as the pages show it, to the millisecond, in UTC.
 pub fn at(t: &DateTime<Utc>) -> String {
-    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+    t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string()
 }
 
 /// An optional time, or a dash.
