@@ -33,6 +33,17 @@ test:
 	@DEVPG_DIR=target/devpg-test DEVPG_POOLER=1 scripts/with-devpg \
 		$(CARGO) test -p sume-inbox -p sume-dev --test it --no-fail-fast
 
+## screenshots: refreshes docs/console/*.png from the console's browser test (headless
+## Chromium, installed by scripts/chromium when missing); the test alone writes under target/
+.PHONY: screenshots
+screenshots:
+	@scripts/devpg destroy target/devpg-shots >/dev/null 2>&1 || true
+	@CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console DEVPG_DIR=target/devpg-shots scripts/with-devpg \
+		$(CARGO) test -p sume-inbox --test it console_browser -- --exact \
+		console_browser::an_operator_signs_in_finds_a_raced_job_and_replays_a_dead_letter_in_chromium
+	@scripts/devpg destroy target/devpg-shots >/dev/null 2>&1 || true
+	@ls -l docs/console/*.png
+
 ## lint: formatting, clippy and the API docs' links, as CI runs them
 lint:
 	$(CARGO) fmt --all -- --check

@@ -34,7 +34,7 @@ pub async fn replay(
 ) -> Response {
     let operator = match require_csrf(&state, &headers, &f.csrf) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let admin = &state.admin;
     let replayed = match ops::replay_dead_letters(&admin.store, &admin.secrets, 1000).await {
@@ -63,7 +63,7 @@ pub async fn drop(
 ) -> Response {
     let operator = match require_csrf(&state, &headers, &f.csrf) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let ids = vec![f.id];
     let dropped = match state.admin.store.dead_letters_drop(&ids).await {

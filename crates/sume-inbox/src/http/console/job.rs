@@ -42,7 +42,7 @@ pub async fn search(
 ) -> Response {
     let operator = match require(&state, &headers) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let q = s.q.trim();
     let page = |title: &str, body: Markup| {

@@ -2,7 +2,7 @@
 //! escaped by construction), one embedded stylesheet, no JavaScript. It is served only when
 //! ADMIN_TOKEN is set; otherwise every console address answers a page saying how to set it.
 //!
-//! What guards it, outermost first ([`guard`]): a request id, the same `Host` check as the admin
+//! What guards it, outermost first (`guard`): a request id, the same `Host` check as the admin
 //! API, and on every answer a strict Content-Security-Policy (nothing but this origin's
 //! stylesheet and images, no script, no frame). Signing in ([`session`]) exchanges the token for
 //! a server-side session; every form that changes something carries the session's CSRF token.
@@ -47,7 +47,7 @@ pub struct ConsoleState {
     pub sessions: Arc<Sessions>,
 }
 
-/// The console's routes, each behind [`guard`].
+/// The console's routes, each behind `guard`.
 pub fn router(state: ConsoleState) -> Router {
     let guarded = Router::new()
         .route(

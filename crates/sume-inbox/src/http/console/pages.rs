@@ -42,7 +42,7 @@ fn card(n: impl std::fmt::Display, what: &str, class: Option<&str>) -> Markup {
 pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> Response {
     let operator = match require(&state, &headers) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let stats = state.admin.store.stats_summary().await;
     let grace = state.inbox_grace.as_secs_f64();
@@ -96,7 +96,7 @@ pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> 
 pub async fn inbox(State(state): State<ConsoleState>, headers: HeaderMap) -> Response {
     let operator = match require(&state, &headers) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let here = "/console/inbox";
     let events = match state.admin.store.events_waiting_page(0.0, None, ROWS).await {
@@ -134,7 +134,7 @@ pub async fn inbox(State(state): State<ConsoleState>, headers: HeaderMap) -> Res
 pub async fn set_aside(State(state): State<ConsoleState>, headers: HeaderMap) -> Response {
     let operator = match require(&state, &headers) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let here = "/console/set-aside";
     let title = "Set aside & orphans";
@@ -176,7 +176,7 @@ pub async fn set_aside(State(state): State<ConsoleState>, headers: HeaderMap) ->
 pub async fn dead_letters(State(state): State<ConsoleState>, headers: HeaderMap) -> Response {
     let operator = match require(&state, &headers) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let here = "/console/dead-letters";
     let letters = match state.admin.store.dead_letters_with_bodies(ROWS).await {

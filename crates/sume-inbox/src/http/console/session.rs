@@ -143,10 +143,10 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// The signed-in operator, or a redirect to the sign-in form.
-pub fn require(state: &ConsoleState, headers: &HeaderMap) -> Result<Operator, Response> {
+pub fn require(state: &ConsoleState, headers: &HeaderMap) -> Result<Operator, Box<Response>> {
     cookie(headers, COOKIE)
         .and_then(|id| state.sessions.get(id))
-        .ok_or_else(|| Redirect::to("/console/sign-in").into_response())
+        .ok_or_else(|| Box::new(Redirect::to("/console/sign-in").into_response()))
 }
 
 /// The operator of a state-changing request: signed in, and `csrf` is the session's token.
@@ -154,14 +154,14 @@ pub fn require_csrf(
     state: &ConsoleState,
     headers: &HeaderMap,
     csrf: &str,
-) -> Result<Operator, Response> {
+) -> Result<Operator, Box<Response>> {
     let operator = require(state, headers)?;
     if !same_secret(csrf, &operator.csrf) {
-        return Err(layout::message(
+        return Err(Box::new(layout::message(
             StatusCode::FORBIDDEN,
             "Refused",
             "The form's CSRF token does not match this session: reload the page and try again.",
-        ));
+        )));
     }
     Ok(operator)
 }
@@ -277,7 +277,7 @@ pub async fn sign_out(
     Form(f): Form<CsrfOnly>,
 ) -> Response {
     if let Err(r) = require_csrf(&state, &headers, &f.csrf) {
-        return r;
+        return *r;
     }
     if let Some(id) = cookie(&headers, COOKIE) {
         state.sessions.close(id);
