@@ -139,6 +139,17 @@ impl Driver {
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        self.try_call(method, path, body)
+            .await
+            .unwrap_or_else(|e| panic!("webdriver {path}: {e}"))
+    }
+
+    async fn try_call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, Value> {
         let mut req = self.http.request(method, format!("{}{path}", self.url));
         if let Some(b) = body {
             req = req.json(&b);
@@ -151,9 +162,9 @@ impl Driver {
             .await
             .expect("webdriver json");
         if v["value"].get("error").is_some() {
-            panic!("webdriver {path}: {}", v["value"]);
+            return Err(v["value"].clone());
         }
-        v["value"].clone()
+        Ok(v["value"].clone())
     }
 }
 
@@ -226,6 +237,44 @@ impl Browser<'_> {
             )
             .await;
         v.as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Waits until the text of `css` contains `wanted` (the page after a submit may still be
+    /// loading: a vanished element is looked for again); panics with the last text after 20 s.
+    pub async fn wait_text(&self, css: &str, wanted: &str) -> String {
+        let last = std::sync::Mutex::new(String::new());
+        let what = format!("{css} to contain {wanted:?}");
+        wait_for(&what, Duration::from_secs(20), || async {
+            let path = format!("/session/{}/element", self.session);
+            let found = self
+                .driver
+                .try_call(
+                    reqwest::Method::POST,
+                    &path,
+                    Some(json!({"using": "css selector", "value": css})),
+                )
+                .await;
+            let Some(e) = found
+                .ok()
+                .and_then(|v| v[ELEMENT].as_str().map(str::to_owned))
+            else {
+                return false;
+            };
+            let path = format!("/session/{}/element/{e}/text", self.session);
+            let text = self
+                .driver
+                .try_call(reqwest::Method::GET, &path, None)
+                .await;
+            let text = text
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let ok = text.contains(wanted);
+            *last.lock().unwrap() = text;
+            ok
+        })
+        .await;
+        last.into_inner().unwrap()
     }
 
     /// Saves a PNG of the window as `dir/name`.
