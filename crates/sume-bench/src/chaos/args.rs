@@ -133,8 +133,10 @@ impl ChaosArgs {
             race_jobs: 300,
             race_concurrency: 32,
             stalls: 600,
-            stalled_bodies: 200,
-            max_in_flight: 100,
+            // More bodies than slots, and more of them in flight than idle deliveries come, so
+            // every request finds a body to shed.
+            stalled_bodies: 250,
+            max_in_flight: 180,
             ingest_timeout: Duration::from_secs(1),
             pg_down: Duration::from_secs(1),
             header_timeout: Duration::from_secs(2),

@@ -56,22 +56,24 @@ pub(super) async fn insert<C: Session>(db: &C, dead: &[NewDeadLetter]) -> Result
     Ok(())
 }
 
+/// A dead letter as the listings read it (`dead_letters_list`, `_page`).
+pub(super) fn dead_letter_row(r: &tokio_postgres::Row) -> DeadLetterRow {
+    DeadLetterRow {
+        dead_letter_id: r.get("dead_letter_id"),
+        reason: r.get("reason"),
+        header_event_id: r.get("header_event_id"),
+        bytes: r.get("bytes"),
+        received_at: r.get("received_at"),
+        replayed_at: r.get("replayed_at"),
+    }
+}
+
 impl Store {
     /// The newest dead letters first.
     pub async fn dead_letters_list(&self, limit: i64) -> Result<Vec<DeadLetterRow>, DbError> {
         let client = self.client().await?;
         let rows = sql::DEAD_LETTERS_LIST.query(&client, &[&limit]).await?;
-        Ok(rows
-            .iter()
-            .map(|r| DeadLetterRow {
-                dead_letter_id: r.get("dead_letter_id"),
-                reason: r.get("reason"),
-                header_event_id: r.get("header_event_id"),
-                bytes: r.get("bytes"),
-                received_at: r.get("received_at"),
-                replayed_at: r.get("replayed_at"),
-            })
-            .collect())
+        Ok(rows.iter().map(dead_letter_row).collect())
     }
 
     /// Dead letters not replayed yet, oldest first.

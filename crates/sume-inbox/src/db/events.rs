@@ -142,6 +142,20 @@ fn delivery(r: &tokio_postgres::Row) -> StoredDelivery {
     }
 }
 
+/// A waiting event as the inbox listings read it (`events_waiting_list`, `_page`).
+pub(super) fn waiting_event(r: &tokio_postgres::Row) -> WaitingEvent {
+    WaitingEvent {
+        event_id: r.get("event_id"),
+        job_id: r.get("job_id"),
+        event_type: r.get("event_type"),
+        status: r.get("status"),
+        received_at: r.get("received_at"),
+        age_secs: r.get("age_secs"),
+        job_exists: r.get("job_exists"),
+        verdict: r.get("verdict"),
+    }
+}
+
 impl Store {
     /// Stores one batch of deliveries atomically and answers the event ids that were new (the
     /// rest were already stored). Ids must be distinct; rows are written sorted by id so that
@@ -228,19 +242,7 @@ impl Store {
         let rows = sql::EVENTS_WAITING_LIST
             .query(&client, &[&older_than_secs, &limit])
             .await?;
-        Ok(rows
-            .iter()
-            .map(|r| WaitingEvent {
-                event_id: r.get("event_id"),
-                job_id: r.get("job_id"),
-                event_type: r.get("event_type"),
-                status: r.get("status"),
-                received_at: r.get("received_at"),
-                age_secs: r.get("age_secs"),
-                job_exists: r.get("job_exists"),
-                verdict: r.get("verdict"),
-            })
-            .collect())
+        Ok(rows.iter().map(waiting_event).collect())
     }
 
     /// The event stored under `event_id`.

@@ -135,19 +135,7 @@ impl Store {
         let rows = sql::EVENTS_WAITING_PAGE
             .query(&client, &[&older_than_secs, &at, &id, &limit])
             .await?;
-        Ok(rows
-            .iter()
-            .map(|r| WaitingEvent {
-                event_id: r.get("event_id"),
-                job_id: r.get("job_id"),
-                event_type: r.get("event_type"),
-                status: r.get("status"),
-                received_at: r.get("received_at"),
-                age_secs: r.get("age_secs"),
-                job_exists: r.get("job_exists"),
-                verdict: r.get("verdict"),
-            })
-            .collect())
+        Ok(rows.iter().map(super::events::waiting_event).collect())
     }
 
     /// Set-aside events, in the order they were set aside, after `after`.
@@ -236,14 +224,7 @@ impl Store {
             .await?;
         Ok(rows
             .iter()
-            .map(|r| DeadLetterRow {
-                dead_letter_id: r.get("dead_letter_id"),
-                reason: r.get("reason"),
-                header_event_id: r.get("header_event_id"),
-                bytes: r.get("bytes"),
-                received_at: r.get("received_at"),
-                replayed_at: r.get("replayed_at"),
-            })
+            .map(super::dead_letters::dead_letter_row)
             .collect())
     }
 

@@ -185,14 +185,17 @@ fn timeout_of(args: &ChaosArgs, kind: Stall) -> Duration {
     }
 }
 
-/// Waits (up to `patience`) until the daemon counts `wanted` open connections; answers the
-/// most it counted.
+/// Waits (up to `patience`) until the daemon counts `wanted` connections open or shed;
+/// answers the most it counted open at once.
 async fn wait_open(daemon: &super::world::Daemon, wanted: f64, patience: Duration) -> u64 {
     let deadline = Instant::now() + patience;
     let mut most = 0.0f64;
     while Instant::now() < deadline {
-        most = most.max(daemon.metric("sume_inbox_port_connections_open").await);
-        if most >= wanted {
+        let open = daemon.metric("sume_inbox_port_connections_open").await;
+        // Bodies shed at MAX_IN_FLIGHT were taken, answered and closed: they count as seen.
+        let shed = daemon.metric("sume_inbox_port_bodies_shed_total").await;
+        most = most.max(open);
+        if open + shed >= wanted {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
