@@ -36,6 +36,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         include_str!("../../../../sql/0007_close_feed.sql"),
     ),
     (8, "audit", include_str!("../../../../sql/0008_audit.sql")),
+    (
+        9,
+        "instance_minutes",
+        include_str!("../../../../sql/0009_instance_minutes.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.
