@@ -230,6 +230,7 @@ fn spawn_waiters(
 }
 
 /// What the admin API's handlers share.
+#[allow(clippy::too_many_arguments)]
 fn admin_state(
     config: &Config,
     store: &Store,
@@ -238,6 +239,7 @@ fn admin_state(
     attach: AttachHandle,
     waiters: crate::waiters::Waiters,
     shutdown: &CancellationToken,
+    instance: &str,
 ) -> admin::AdminState {
     admin::AdminState {
         store: store.clone(),
@@ -249,6 +251,7 @@ fn admin_state(
         max_wait: config.wait.max_wait,
         shutdown: shutdown.clone(),
         secrets: Arc::new(config.webhook_secrets.clone()),
+        instance: instance.into(),
     }
 }
 
@@ -349,6 +352,7 @@ pub async fn run(
         attach_handle,
         waiters,
         &shutdown,
+        &instance,
     );
     let (webhook_app, admin_app, body_readers) = routers(
         &config,

@@ -48,6 +48,8 @@ pub struct AdminState {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// SUME_WEBHOOK_SECRET: replay verifies stored deliveries again with them.
     pub secrets: Arc<Vec<Secret>>,
+    /// This instance's name in the fleet's picture (its lease owner name).
+    pub instance: Arc<str>,
 }
 
 /// The admin API's routes: the application's (register, read, wait, the feed, the OpenAPI
