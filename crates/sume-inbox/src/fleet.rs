@@ -11,7 +11,7 @@
 //! down) is retried with the next minute's, and a write whose commit happened but whose answer
 //! was lost is recognised by its numbers and not counted twice. The database adds each minute's
 //! counts to what it holds, so a minute written in several flushes adds up. The task also
-//! writes once at start and once at shutdown (the last, partial minute), and once an hour
+//! writes a second after start and once at shutdown (the last, partial minute), and once an hour
 //! removes minute rows older than [`KEEP_MINUTES_HOURS`] and instances unseen for
 //! [`FORGET_INSTANCES_HOURS`].
 
@@ -39,6 +39,9 @@ const PRUNE_BATCH: i64 = 5_000;
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// The most pending minutes held while the database is down: the rows kept anyway.
 const MAX_PENDING: usize = (KEEP_MINUTES_HOURS as usize) * 60;
+/// How long after start the first write waits, so the instance's other tasks have started
+/// and are in it.
+const SETTLE: Duration = Duration::from_secs(1);
 /// How long the last write at shutdown may take.
 const LAST_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -241,12 +244,16 @@ impl Fleet {
         Ok(minutes + instances)
     }
 
-    /// Flushes at start, every `config.interval` (on its boundaries), and a last time when
-    /// `stop` is cancelled; prunes at start and hourly.
+    /// Flushes a second after start, every `config.interval` (on its boundaries), and a last
+    /// time when `stop` is cancelled; prunes at start and hourly.
     pub async fn run(self, config: FleetConfig, stop: CancellationToken) {
         let guard = self.health.task(TASK);
         let mut pruned_at: Option<tokio::time::Instant> = None;
-        loop {
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = tokio::time::sleep(SETTLE.min(config.interval)) => {}
+        }
+        while !stop.is_cancelled() {
             if let Err(e) = self.flush().await {
                 tracing::warn!(error = %e, "fleet: heartbeat not written; counts kept for the next");
             }

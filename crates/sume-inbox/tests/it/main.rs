@@ -9,6 +9,7 @@ mod console;
 mod console_browser;
 mod dedupe;
 mod feed;
+mod fleet;
 mod health;
 mod ingest;
 mod metrics;

@@ -14,6 +14,7 @@ use axum::Router;
 use sume_wire::Secret;
 
 pub mod access;
+mod fleet;
 mod jobs;
 pub mod openapi;
 mod operator;
@@ -70,6 +71,7 @@ pub fn router(state: AdminState, access: Access) -> Router {
         .route("/v1/dead-letters/replay", post(replay::replay_dead_letters))
         .route("/v1/events/{event_id}/replay", post(replay::replay_event))
         .route("/v1/stats", get(operator::stats))
+        .route("/v1/instances", get(fleet::instances))
         .route("/v1/audit", get(operator::audit))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn(access::operator_only));
