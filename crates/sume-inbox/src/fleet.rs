@@ -43,7 +43,7 @@ const MAX_PENDING: usize = (KEEP_MINUTES_HOURS as usize) * 60;
 /// and are in it.
 const SETTLE: Duration = Duration::from_secs(1);
 /// How long the last write at shutdown may take.
-const LAST_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+const LAST_FLUSH_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How often the heartbeat and the counts are written.
 #[derive(Debug, Clone)]
@@ -181,7 +181,10 @@ impl Fleet {
         if ledger.pending.len() > MAX_PENDING {
             let over = ledger.pending.len() - MAX_PENDING;
             ledger.pending.drain(..over);
-            tracing::warn!(dropped = over, "fleet: the oldest unwritten minutes were dropped");
+            tracing::warn!(
+                dropped = over,
+                "fleet: the oldest unwritten minutes were dropped"
+            );
         }
     }
 

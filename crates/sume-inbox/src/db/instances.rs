@@ -70,7 +70,8 @@ impl Store {
     ) -> Result<u64, DbError> {
         let seqs: Vec<i64> = pending.iter().map(|p| p.seq).collect();
         let minutes: Vec<DateTime<Utc>> = pending.iter().map(|p| p.minute).collect();
-        let column = |i: usize| -> Vec<i64> { pending.iter().map(|p| p.counts.values()[i]).collect() };
+        let column =
+            |i: usize| -> Vec<i64> { pending.iter().map(|p| p.counts.values()[i]).collect() };
         let cols: Vec<Vec<i64>> = (0..7).map(column).collect();
         let now = clock.now();
         let client = self.client().await?;

@@ -87,6 +87,7 @@ async fn the_scopes_the_host_and_json_writes_hold_and_errors_carry_the_request_i
         "/v1/stats",
         "/v1/inbox",
         "/v1/audit",
+        "/v1/instances",
         "/metrics",
         "/v1/jobs/job_app/detail",
     ] {

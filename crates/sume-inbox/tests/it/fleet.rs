@@ -76,7 +76,10 @@ async fn two_instances_on_one_database_each_show_the_whole_fleet() {
     })
     .await;
     let (fa, fb) = (fleet_of(&a).await, fleet_of(&b).await);
-    let (name_a, name_b) = (fa["this_instance"].as_str().unwrap(), fb["this_instance"].as_str().unwrap());
+    let (name_a, name_b) = (
+        fa["this_instance"].as_str().unwrap(),
+        fb["this_instance"].as_str().unwrap(),
+    );
     assert_ne!(name_a, name_b);
     assert_eq!(fa["instances"].as_array().unwrap().len(), 2, "{fa}");
     assert_eq!(fa["last_hour"].as_array().unwrap().len(), 60, "{fa}");
@@ -99,14 +102,26 @@ async fn two_instances_on_one_database_each_show_the_whole_fleet() {
             assert!(page.contains(name), "{name} missing: {page}");
         }
         for task in ["attach", "ingest-0", "sweep-poll", "fleet"] {
-            assert!(page.contains(&format!("<code>{task}</code>")), "{task}: {page}");
+            assert!(
+                page.contains(&format!("<code>{task}</code>")),
+                "{task}: {page}"
+            );
         }
         assert_eq!(page.matches("this one").count(), 1, "{page}");
         assert_eq!(page.matches(">alive<").count(), 2, "{page}");
         assert_eq!(page.matches(">silent<").count(), 1, "{page}");
-        assert!(!page.contains("<script>alert") && !page.contains("<img src=x>"), "{page}");
-        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{page}");
-        assert!(page.contains("<svg") && page.contains("<polyline"), "{page}");
+        assert!(
+            !page.contains("<script>alert") && !page.contains("<img src=x>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<svg") && page.contains("<polyline"),
+            "{page}"
+        );
         assert!(!page.contains("style="), "no inline style: {page}");
     }
     a.daemon.stop().await;
@@ -148,22 +163,50 @@ async fn a_401_writes_nothing_and_every_count_reaches_the_overview() {
         forged.secret = "not-the-secret".into();
         assert_eq!(forged.send(&http, &url).await.status(), 401);
     }
-    assert_eq!(db.scalar("select count(*) from public.writes_seen").await, 0, "a 401 wrote");
+    assert_eq!(
+        db.scalar("select count(*) from public.writes_seen").await,
+        0,
+        "a 401 wrote"
+    );
     // The same watch sees a stored delivery's write.
-    assert_eq!(Delivery::completed("job_b").send(&http, &url).await.status(), 204);
+    assert_eq!(
+        Delivery::completed("job_b")
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
     assert!(db.scalar("select count(*) from public.writes_seen").await > 0);
     db.client()
         .await
         .execute("insert into sume.jobs (job_id) values ('job_a')", &[])
         .await
         .unwrap();
-    assert_eq!(Delivery::completed("job_a").send(&http, &url).await.status(), 204);
-    assert_eq!(Delivery::completed("job_a").send(&http, &url).await.status(), 204);
-    wait_for("job_a closed by its webhook", Duration::from_secs(20), || async {
-        job_state(&db, "job_a").await.as_deref() == Some("completed")
-    })
+    assert_eq!(
+        Delivery::completed("job_a")
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
+    assert_eq!(
+        Delivery::completed("job_a")
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
+    wait_for(
+        "job_a closed by its webhook",
+        Duration::from_secs(20),
+        || async { job_state(&db, "job_a").await.as_deref() == Some("completed") },
+    )
     .await;
-    assert_eq!(stored_counts(&db).await, [0; 7], "nothing written before the minute ends");
+    assert_eq!(
+        stored_counts(&db).await,
+        [0; 7],
+        "nothing written before the minute ends"
+    );
     // The last write at shutdown carries the partial minute, and every task finished.
     console.daemon.stop().await;
     assert_eq!(stored_counts(&db).await, [2, 1, 20, 0, 1, 0, 0]);
@@ -175,7 +218,9 @@ async fn a_401_writes_nothing_and_every_count_reaches_the_overview() {
     let (_, _, page) = other.get("/console/overview").await;
     assert!(page.contains(">stopped<"), "{page}");
     assert!(
-        page.contains("2 webhooks stored, 1 duplicates, 20 401 refused, 0 503 answered, 1 closed by webhook"),
+        page.contains(
+            "2 webhooks stored, 1 duplicates, 20 401 refused, 0 503 answered, 1 closed by webhook"
+        ),
         "{page}"
     );
     other.daemon.stop().await;
@@ -196,7 +241,13 @@ async fn a_flush_during_an_outage_loses_nothing_and_a_retried_one_adds_nothing_t
     let cluster = PrivateCluster::start("fleet-outage");
     let (db, store) = migrated(&cluster.url).await;
     let metrics = Arc::new(Metrics::new());
-    let fleet = Fleet::new(store.clone(), metrics.clone(), Health::default(), "i-1", Clock::Database);
+    let fleet = Fleet::new(
+        store.clone(),
+        metrics.clone(),
+        Health::default(),
+        "i-1",
+        Clock::Database,
+    );
     metrics.webhook(WebhookOutcome::stored);
     fleet.flush().await.unwrap();
     cluster.kill();
@@ -205,13 +256,19 @@ async fn a_flush_during_an_outage_loses_nothing_and_a_retried_one_adds_nothing_t
     assert!(fleet.flush().await.is_err(), "the database is down");
     assert_eq!(
         fleet.unwritten(),
-        MinuteCounts { unauthorized: 1, unavailable: 1, ..MinuteCounts::default() }
+        MinuteCounts {
+            unauthorized: 1,
+            unavailable: 1,
+            ..MinuteCounts::default()
+        }
     );
     metrics.webhook(WebhookOutcome::duplicate);
     cluster.restart();
-    wait_for("the flush after the outage", Duration::from_secs(30), || async {
-        fleet.flush().await.is_ok()
-    })
+    wait_for(
+        "the flush after the outage",
+        Duration::from_secs(30),
+        || async { fleet.flush().await.is_ok() },
+    )
     .await;
     assert!(fleet.unwritten().is_zero());
     assert_eq!(stored_counts(&db).await, [1, 1, 1, 1, 0, 0, 0]);
@@ -220,7 +277,10 @@ async fn a_flush_during_an_outage_loses_nothing_and_a_retried_one_adds_nothing_t
     let pending = [sume_inbox::db::PendingMinute {
         seq: 1_000,
         minute: Utc::now(),
-        counts: MinuteCounts { stored: 5, ..MinuteCounts::default() },
+        counts: MinuteCounts {
+            stored: 5,
+            ..MinuteCounts::default()
+        },
     }];
     let beat = sume_inbox::db::Heartbeat {
         instance: "i-1".into(),
@@ -230,8 +290,20 @@ async fn a_flush_during_an_outage_loses_nothing_and_a_retried_one_adds_nothing_t
         started_at: Utc::now(),
         tasks: serde_json::json!({}),
     };
-    assert_eq!(store.instances_flush(&beat, &pending, &Clock::Database).await.unwrap(), 1);
-    assert_eq!(store.instances_flush(&beat, &pending, &Clock::Database).await.unwrap(), 0);
+    assert_eq!(
+        store
+            .instances_flush(&beat, &pending, &Clock::Database)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .instances_flush(&beat, &pending, &Clock::Database)
+            .await
+            .unwrap(),
+        0
+    );
     assert_eq!(stored_counts(&db).await, [6, 1, 1, 1, 0, 0, 0]);
 }
 
@@ -241,7 +313,13 @@ async fn counts_land_in_their_minute_and_old_rows_are_pruned() {
     let t0 = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
     let clock = Clock::fixed(t0);
     let metrics = Arc::new(Metrics::new());
-    let fleet = Fleet::new(store.clone(), metrics.clone(), Health::default(), "i-1", clock.clone());
+    let fleet = Fleet::new(
+        store.clone(),
+        metrics.clone(),
+        Health::default(),
+        "i-1",
+        clock.clone(),
+    );
     // A flush on the minute boundary writes the minute that just ended.
     metrics.webhook(WebhookOutcome::stored);
     clock.advance(Duration::from_secs(60));
@@ -260,20 +338,72 @@ async fn counts_land_in_their_minute_and_old_rows_are_pruned() {
         )
         .await
         .unwrap();
-    let rows: Vec<(String, i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
+    let rows: Vec<(String, i64, i64)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
     assert_eq!(rows, [("12:00".into(), 1, 0), ("12:01".into(), 0, 2)]);
     let hour = store.instance_minutes_last_hour(&clock).await.unwrap();
     assert_eq!(hour.len(), 60);
-    assert_eq!(hour.last().unwrap().minute, t0 + chrono::Duration::minutes(1));
+    assert_eq!(
+        hour.last().unwrap().minute,
+        t0 + chrono::Duration::minutes(1)
+    );
     assert_eq!(hour[58].counts.stored, 1);
     // Two days later: the minutes are past keeping; a week later the instance is forgotten.
     clock.advance(Duration::from_secs(49 * 3600));
     metrics.webhook(WebhookOutcome::stored);
     fleet.flush().await.unwrap();
     assert_eq!(fleet.prune().await.unwrap(), 2);
-    assert_eq!(db.scalar("select count(*) from sume.instance_minutes").await, 1);
+    assert_eq!(
+        db.scalar("select count(*) from sume.instance_minutes")
+            .await,
+        1
+    );
     assert_eq!(db.scalar("select count(*) from sume.instances").await, 1);
     clock.advance(Duration::from_secs(8 * 24 * 3600));
-    assert_eq!(fleet.prune().await.unwrap(), 2, "the last minute and the instance");
+    assert_eq!(
+        fleet.prune().await.unwrap(),
+        2,
+        "the last minute and the instance"
+    );
     assert_eq!(db.scalar("select count(*) from sume.instances").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_last_hour_is_one_range_of_the_primary_key_beside_two_days_of_twenty_instances() {
+    let (db, _store) = migrated(&admin_url()).await;
+    let c = db.client().await;
+    c.batch_execute(
+        "insert into sume.instance_minutes (minute, instance, stored, unauthorized)
+         select timestamptz '2026-03-01 12:00:00+00' - make_interval(mins => m), 'i-' || i, m, i
+         from generate_series(0, 48 * 60 - 1) m, generate_series(1, 20) i;
+         analyze sume.instance_minutes;",
+    )
+    .await
+    .unwrap();
+    let sql = sume_inbox::db::sql::INSTANCE_MINUTES_LAST_HOUR.sql();
+    let at = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 30).unwrap();
+    let plan: Vec<String> = c
+        .query(
+            &format!("explain (analyze, format text) {sql}"),
+            &[&Some(at)],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(plan.contains("instance_minutes_pkey"), "{plan}");
+    assert!(!plan.contains("Seq Scan on instance_minutes"), "{plan}");
+    let hour = Store::new(&db.url, 1)
+        .unwrap()
+        .instance_minutes_last_hour(&Clock::fixed(at))
+        .await
+        .unwrap();
+    // Minute m ago holds m stored per instance: the oldest shown is 59 minutes ago.
+    assert_eq!(hour.len(), 60);
+    assert_eq!(hour[0].counts.stored, 59 * 20);
+    assert_eq!(hour[59].counts.unauthorized, (1..=20).sum::<i64>());
 }

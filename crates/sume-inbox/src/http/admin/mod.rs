@@ -1,7 +1,8 @@
 //! The admin API on ADMIN_ADDR: its state and its routes. What guards them is [`access`]; the
 //! handlers live in a file per concern (`jobs.rs`: registering, reading and listing jobs, the
 //! feed of closes; `wait.rs`: waiting for a close; `operator.rs`: the operator's reads;
-//! `replay.rs`: the operator's writes and their audit); [`openapi`] describes them all.
+//! `fleet.rs`: the fleet's instances and last hour; `replay.rs`: the operator's writes and
+//! their audit); [`openapi`] describes them all.
 
 use std::sync::Arc;
 

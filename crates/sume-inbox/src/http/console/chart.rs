@@ -161,7 +161,10 @@ mod tests {
         let html = last_hour(&minutes).into_string();
         assert_eq!(html.matches("<polyline").count(), 7, "{html}");
         assert!(html.contains("12:00") && html.contains("12:59"), "{html}");
-        assert!(html.contains("1770 webhooks stored, 0 duplicates, 7 401 refused"), "{html}");
+        assert!(
+            html.contains("1770 webhooks stored, 0 duplicates, 7 401 refused"),
+            "{html}"
+        );
         assert!(!html.contains("style"), "no inline style: {html}");
         // The top of the scale is 59 rounded up: 100.
         assert!(html.contains(">100</text>"), "{html}");

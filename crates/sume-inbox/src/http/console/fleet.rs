@@ -2,11 +2,14 @@
 //! ([`crate::fleet`]): every instance with its tasks (silent ones marked), and the chart of
 //! the last hour summed over instances ([`super::chart`]).
 
+use std::collections::BTreeMap;
+
 use maud::{html, Markup};
 
 use super::chart;
 use super::layout::{age, at};
 use crate::db::{DbError, FleetMinute, InstanceRow};
+use crate::health::TaskState;
 
 /// An instance whose last heartbeat is older than this is silent: crashed, cut off from the
 /// database, or stopped without its last write. Three missed minutes.
@@ -44,12 +47,22 @@ fn task_list(tasks: &serde_json::Value) -> Markup {
     }
 }
 
-/// Every instance, the most recently seen first; `this` is the instance serving the page.
-pub fn instances(rows: &Result<Vec<InstanceRow>, DbError>, this: &str) -> Markup {
+/// Every instance, the most recently seen first; `this` is the instance serving the page, and
+/// `local` its tasks as it knows them, shown when the database cannot be read.
+pub fn instances(
+    rows: &Result<Vec<InstanceRow>, DbError>,
+    this: &str,
+    local: &BTreeMap<String, TaskState>,
+) -> Markup {
     html! {
         h2 { "Instances" }
         @match rows {
-            Err(_) => { p.bad { "Database down: the instances cannot be read." } }
+            Err(_) => {
+                p.bad { "Database down: the fleet cannot be read. This instance's tasks:" }
+                @let local: BTreeMap<&str, &str> =
+                    local.iter().map(|(n, s)| (n.as_str(), s.as_str())).collect();
+                p { (task_list(&serde_json::json!(local))) }
+            }
             Ok(rows) if rows.is_empty() => { p { "No instance has written its heartbeat yet." } }
             Ok(rows) => {
                 p.muted { "Each instance writes a heartbeat a minute; one silent for "
@@ -106,12 +119,18 @@ mod tests {
     #[test]
     fn instances_are_escaped_and_silent_ones_marked() {
         let rows = vec![
-            row(serde_json::json!({"attach": "running", "<x>": "dead"}), 10.0),
+            row(
+                serde_json::json!({"attach": "running", "<x>": "dead"}),
+                10.0,
+            ),
             row(serde_json::json!({"attach": "running"}), 600.0),
             row(serde_json::json!({"attach": "finished"}), 600.0),
         ];
-        let html = instances(&Ok(rows), "none").into_string();
-        assert!(!html.contains("<script>") && !html.contains("<x>"), "{html}");
+        let html = instances(&Ok(rows), "none", &BTreeMap::new()).into_string();
+        assert!(
+            !html.contains("<script>") && !html.contains("<x>"),
+            "{html}"
+        );
         assert!(html.contains("&lt;script&gt;h"), "{html}");
         assert!(html.contains("a task died"), "{html}");
         assert_eq!(html.matches(">silent<").count(), 1, "{html}");

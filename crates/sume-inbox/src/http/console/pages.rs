@@ -75,7 +75,7 @@ pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> 
                 Err(_) => { (card("down", "database", Some("bad"))) }
             }
         }
-        (fleet::instances(&instances, &state.admin.instance))
+        (fleet::instances(&instances, &state.admin.instance, &state.admin.health.snapshot()))
         (fleet::last_hour(&minutes))
     };
     if let Err(e) = &stats {
