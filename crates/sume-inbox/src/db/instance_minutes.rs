@@ -73,7 +73,6 @@ pub struct FleetMinute {
     /// The minute, truncated.
     pub minute: DateTime<Utc>,
     /// What every instance counted in it.
-    #[serde(flatten)]
     pub counts: MinuteCounts,
 }
 

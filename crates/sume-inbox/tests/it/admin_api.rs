@@ -279,6 +279,12 @@ async fn answers_validate_against_the_served_openapi_document() {
     })
     .await;
     api.post("/v1/dead-letters/replay", json!({})).await;
+    wait_for(
+        "the instance's heartbeat",
+        Duration::from_secs(10),
+        || async { db.scalar("select count(*) from sume.instances").await == 1 },
+    )
+    .await;
     for (path, token) in [
         ("/v1/jobs/job_a", APP),
         ("/v1/jobs/job_b?wait=10ms", APP),
@@ -294,6 +300,7 @@ async fn answers_validate_against_the_served_openapi_document() {
         ("/v1/dead-letters", OPERATOR),
         ("/v1/stats", OPERATOR),
         ("/v1/audit", OPERATOR),
+        ("/v1/instances", OPERATOR),
         ("/v1/inbox?after=garbage", OPERATOR),
     ] {
         let (s, body) = api.get(path, token).await;
