@@ -61,17 +61,20 @@ fn points(minutes: &[FleetMinute], i: usize, top: i64) -> String {
         .join(" ")
 }
 
-/// The chart, its legend with totals, and the table of minutes with anything counted.
+/// The chart, its legend with totals, and the table of minutes with anything counted. The last
+/// of `minutes` is the current one, still being counted (instances write a minute when it
+/// ends): it is in the totals and the table, not drawn, so the lines do not fall at its end.
 pub fn last_hour(minutes: &[FleetMinute]) -> Markup {
+    let drawn = &minutes[..minutes.len().saturating_sub(1)];
     let top = nice_ceiling(
-        minutes
+        drawn
             .iter()
             .flat_map(|m| m.counts.values())
             .max()
             .unwrap_or(0),
     );
     let totals = totals(minutes).values();
-    let (first, last) = match (minutes.first(), minutes.last()) {
+    let (first, last) = match (drawn.first(), drawn.last()) {
         (Some(f), Some(l)) => (f.minute, l.minute),
         _ => return html! { p.muted { "No minutes to show." } },
     };
@@ -89,7 +92,7 @@ pub fn last_hour(minutes: &[FleetMinute]) -> Markup {
         svg.chart xmlns="http://www.w3.org/2000/svg" role="img" aria-labelledby="chart-title"
             viewBox={ "0 0 " (WIDTH) " " (HEIGHT) } width=(WIDTH) height=(HEIGHT) {
             title #chart-title { "The fleet's last hour, per minute, " (first.format("%H:%M")) " to "
-                (last.format("%H:%M")) " UTC: " (summary) }
+                (last.format("%H:%M")) " UTC; with the current minute so far: " (summary) }
             @for k in 0..=2 {
                 @let y = TOP + (base - TOP) * k as f64 / 2.0;
                 line x1=(LEFT) x2=(right) y1=(y) y2=(y) stroke="#d9dee5" stroke-width="1" {}
@@ -104,12 +107,12 @@ pub fn last_hour(minutes: &[FleetMinute]) -> Markup {
             text x="14" y=(TOP + (base - TOP) / 2.0) text-anchor="middle" font-size="11" fill="#5f6b7a"
                 transform={ "rotate(-90 14 " (TOP + (base - TOP) / 2.0) ")" } { "per minute" }
             @for (i, (_, colour)) in SERIES.iter().enumerate() {
-                polyline points=(points(minutes, i, top)) fill="none" stroke=(colour)
+                polyline points=(points(drawn, i, top)) fill="none" stroke=(colour)
                     stroke-width="1.8" stroke-linejoin="round" {}
             }
         }
         table.legend {
-            tr { th { "series" } th { "last hour" } }
+            tr { th { "series" } th { "last hour (the current minute so far included)" } }
             @for ((label, colour), n) in SERIES.iter().zip(totals) {
                 tr {
                     td {
@@ -166,7 +169,7 @@ mod tests {
             "{html}"
         );
         assert!(!html.contains("style"), "no inline style: {html}");
-        // The top of the scale is 59 rounded up: 100.
+        // The top of the scale is 58 (the last minute drawn) rounded up: 100.
         assert!(html.contains(">100</text>"), "{html}");
     }
 }

@@ -55,7 +55,7 @@ pub fn instances(
     local: &BTreeMap<String, TaskState>,
 ) -> Markup {
     html! {
-        h2 { "Instances" }
+        h2 #fleet { "Instances" }
         @match rows {
             Err(_) => {
                 p.bad { "Database down: the fleet cannot be read. This instance's tasks:" }
