@@ -325,15 +325,14 @@ pub async fn run(
 
     let instance = spawn_sweep(&config, &store, &metrics, &tracker, &background, &health)?;
     // The heartbeat stops last, so its last write shows every other task finished.
-    let fleet_stop = CancellationToken::new();
     let fleet = Fleet::new(
         store.clone(),
         metrics.clone(),
         health.clone(),
         &instance,
         Clock::Database,
-    );
-    let fleet = tokio::spawn(fleet.run(config.fleet.clone(), fleet_stop.clone()));
+    )
+    .start(config.fleet.clone());
     let ingest_handle = spawn_ingest(
         &config,
         &store,
@@ -396,10 +395,7 @@ pub async fn run(
     // The servers (and with them every ingest handle) are gone: the writers drain and stop.
     drop(servers);
     stop_tasks(&background, &tracker, config.shutdown_timeout).await;
-    fleet_stop.cancel();
-    if let Err(e) = fleet.await {
-        tracing::error!(error = %e, "fleet task failed");
-    }
+    fleet.stop().await;
     tracing::info!("stopped");
     served.map_err(RunError::Io)
 }

@@ -133,8 +133,10 @@ impl Fleet {
             started_at: started,
             tasks: serde_json::Value::Null,
         };
+        // From zero: the metrics are this process's, so whatever they counted before the
+        // task started belongs to its first minute.
         let ledger = Ledger {
-            taken: totals(&metrics),
+            taken: MinuteCounts::default(),
             since: started,
             next_seq: 1,
             pending: Vec::new(),
@@ -279,6 +281,32 @@ impl Fleet {
             Err(_) => tracing::warn!("fleet: the last minute was not written in time"),
         }
         guard.finished();
+    }
+}
+
+/// The running fleet task, stopped last at shutdown.
+pub struct Running {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Makes the task write its last heartbeat and waits for it.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "fleet task failed");
+        }
+    }
+}
+
+impl Fleet {
+    /// Spawns [`Fleet::run`] with a stop token of its own, so that it outlives the other
+    /// tasks and its last write shows them finished.
+    pub fn start(self, config: FleetConfig) -> Running {
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(self.run(config, stop.clone()));
+        Running { stop, task }
     }
 }
 
