@@ -311,9 +311,9 @@ impl Fleet {
 }
 
 /// The time to the next multiple of `interval` on the wall clock (the next minute boundary
-/// for a minute).
+/// for a minute); never under 100 ms, so a tiny interval cannot spin.
 fn until_boundary(interval: Duration) -> Duration {
-    let step = interval.as_millis().max(1);
+    let step = interval.as_millis().max(100);
     let now = Utc::now().timestamp_millis().max(0) as u128;
     Duration::from_millis((step - now % step) as u64)
 }
