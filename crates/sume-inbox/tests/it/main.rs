@@ -12,6 +12,7 @@ mod feed;
 mod health;
 mod ingest;
 mod metrics;
+mod migrations;
 mod openapi_check;
 mod ops;
 mod outage;
