@@ -13,6 +13,7 @@ mod fleet;
 mod health;
 mod ingest;
 mod metrics;
+mod migrations;
 mod openapi_check;
 mod ops;
 mod outage;
