@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sume_wire::JobState;
 
-use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, Store};
+use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, PollRow, Store};
 use crate::clock::Clock;
 use crate::close::{JobFold, Observation, Source};
 
@@ -102,6 +102,9 @@ pub struct JobDetail {
     pub disagreements: Vec<DisagreementRow>,
     /// The inbox check made for the id, if any.
     pub inbox_check: Option<CheckRow>,
+    /// The job's latest status calls (at most 20), oldest first.
+    #[serde(default)]
+    pub polls: Vec<PollRow>,
 }
 
 /// A connection listening for newly committed job rows.
@@ -153,7 +156,8 @@ impl Store {
         Ok(row.as_ref().map(job_row))
     }
 
-    /// Everything known about a job id: its row, events, disagreements and inbox check.
+    /// Everything known about a job id: its row, events, disagreements, inbox check and latest
+    /// polls, each read by an index on the job id.
     pub async fn job_detail(&self, job_id: &str) -> Result<JobDetail, DbError> {
         Ok(JobDetail {
             job_id: job_id.to_owned(),
@@ -161,6 +165,7 @@ impl Store {
             events: self.events_for_job(job_id).await?,
             disagreements: self.disagreements_for_job(job_id).await?,
             inbox_check: self.inbox_checks_get(job_id).await?,
+            polls: self.job_polls_for_job(job_id).await?,
         })
     }
 
