@@ -73,8 +73,10 @@ where e.event_id = u.event_id
   and e.applied_at is null;
 
 -- name: events_for_job
-select event_id, event_type, status, received_at, applied_at, outcome, set_aside_at,
-       set_aside_reason
+-- signed_at: the X-Sume-Timestamp the delivery was signed with (Unix seconds, verified within
+-- WEBHOOK_TOLERANCE at ingest, so always a valid time).
+select event_id, event_type, status, to_timestamp(signed_at) as signed_at, received_at,
+       applied_at, outcome, set_aside_at, set_aside_reason
 from sume.events
 where job_id = $1
 order by received_at, event_id;

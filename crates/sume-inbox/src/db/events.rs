@@ -43,6 +43,9 @@ pub struct EventRow {
     pub event_type: Option<String>,
     /// The job status the event reports.
     pub status: Option<String>,
+    /// When Sume signed it (its `X-Sume-Timestamp`); absent from an older daemon's answer.
+    #[serde(default)]
+    pub signed_at: Option<DateTime<Utc>>,
     /// When it was stored.
     pub received_at: DateTime<Utc>,
     /// When it was applied to its job.
@@ -223,6 +226,7 @@ impl Store {
                 event_id: r.get("event_id"),
                 event_type: r.get("event_type"),
                 status: r.get("status"),
+                signed_at: r.get("signed_at"),
                 received_at: r.get("received_at"),
                 applied_at: r.get("applied_at"),
                 outcome: r.get("outcome"),
