@@ -142,6 +142,21 @@ impl super::Store {
             .await?;
         Ok(row.get(0))
     }
+
+    /// This binary's migrations that the schema lacks (none: the schema is current for it,
+    /// however many newer ones it holds besides).
+    pub async fn schema_migrations_missing(&self) -> Result<Vec<i32>, DbError> {
+        let client = self.client().await?;
+        let rows = super::sql::SCHEMA_MIGRATIONS_APPLIED
+            .query(&client, &[])
+            .await?;
+        let applied: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+        Ok(MIGRATIONS
+            .iter()
+            .map(|m| m.0)
+            .filter(|v| !applied.contains(v))
+            .collect())
+    }
 }
 
 #[cfg(test)]

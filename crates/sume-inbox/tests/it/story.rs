@@ -273,6 +273,14 @@ async fn a_migration_that_lands_after_a_higher_numbered_one_is_still_applied() {
     )
     .await
     .unwrap();
+    // The highest version is this binary's, yet the schema is not current for it: readiness
+    // and a start without migrating say which one is missing.
+    let store = sume_inbox::db::Store::new(&db.url, 1).unwrap();
+    assert_eq!(
+        store.schema_migrations_version().await.unwrap(),
+        sume_inbox::db::migrate::latest()
+    );
+    assert_eq!(store.schema_migrations_missing().await.unwrap(), vec![8]);
     let applied = sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
     assert_eq!(applied, vec![8]);
     assert_eq!(db.scalar("select count(*) from sume.audit_log").await, 0);
