@@ -289,3 +289,30 @@ async fn a_migration_that_lands_after_a_higher_numbered_one_is_still_applied() {
         .unwrap()
         .is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_status_no_database_can_store_fails_its_own_poll_not_the_pass() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let http = reqwest::Client::new();
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    let long = json!({"duration_ms": 3_600_000, "queued_ms": 0});
+    let mut nul = long.clone();
+    nul["working_status"] = json!("running\u{0}");
+    let bad = create(&http, &sim, MAIN_KEY, None, nul).await;
+    let good = create(&http, &sim, MAIN_KEY, None, long).await;
+    register(&db, &bad).await;
+    register(&db, &good).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(60));
+    // A NUL cannot be stored as text: the answer is unreadable, the job polled again later.
+    let stats = sweep.poll_once().await;
+    assert_eq!((stats.still_open, stats.requests), (2, 2));
+    let store = sume_inbox::db::Store::new(&db.url, 1).unwrap();
+    let answer = |d: sume_inbox::db::JobDetail| d.polls[0].answer.clone();
+    assert_eq!(answer(store.job_detail(&bad).await.unwrap()), "200");
+    assert_eq!(
+        answer(store.job_detail(&good).await.unwrap()),
+        "200 running"
+    );
+    assert_eq!(job_state(&db, &bad).await.as_deref(), Some("open"));
+}
