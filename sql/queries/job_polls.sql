@@ -28,10 +28,3 @@ set seq        = excluded.seq,
     answer     = excluded.answer,
     latency_ms = excluded.latency_ms
 where p.seq < excluded.seq;
-
--- name: job_polls_for_job
--- A job's kept calls, oldest first (at most 20, read by the primary key's prefix).
-select seq, polled_at, key_name, answer, latency_ms
-from sume.job_polls
-where job_id = $1
-order by seq;

@@ -216,26 +216,6 @@ impl Store {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    /// Every event of a job, oldest first.
-    pub async fn events_for_job(&self, job_id: &str) -> Result<Vec<EventRow>, DbError> {
-        let client = self.client().await?;
-        let rows = sql::EVENTS_FOR_JOB.query(&client, &[&job_id]).await?;
-        Ok(rows
-            .iter()
-            .map(|r| EventRow {
-                event_id: r.get("event_id"),
-                event_type: r.get("event_type"),
-                status: r.get("status"),
-                signed_at: r.get("signed_at"),
-                received_at: r.get("received_at"),
-                applied_at: r.get("applied_at"),
-                outcome: r.get("outcome"),
-                set_aside_at: r.get("set_aside_at"),
-                set_aside_reason: r.get("set_aside_reason"),
-            })
-            .collect())
-    }
-
     /// Events waiting at least `older_than_secs`, oldest first.
     pub async fn events_waiting_list(
         &self,

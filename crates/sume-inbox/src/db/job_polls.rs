@@ -100,22 +100,6 @@ impl Store {
             .execute(&client, &[&ids, &keys, &answers, &latency, &ago, &now])
             .await
     }
-
-    /// A job's kept status calls, oldest first.
-    pub async fn job_polls_for_job(&self, job_id: &str) -> Result<Vec<PollRow>, DbError> {
-        let client = self.client().await?;
-        let rows = sql::JOB_POLLS_FOR_JOB.query(&client, &[&job_id]).await?;
-        Ok(rows
-            .iter()
-            .map(|r| PollRow {
-                seq: r.get("seq"),
-                polled_at: r.get("polled_at"),
-                key_name: r.get("key_name"),
-                answer: r.get("answer"),
-                latency_ms: r.get("latency_ms"),
-            })
-            .collect())
-    }
 }
 
 #[cfg(test)]

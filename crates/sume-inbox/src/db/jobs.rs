@@ -156,16 +156,18 @@ impl Store {
         Ok(row.as_ref().map(job_row))
     }
 
-    /// Everything known about a job id: its row, events, disagreements, inbox check and latest
-    /// polls, each read by an index on the job id.
+    /// Everything known about a job id, from one statement and one snapshot (`jobs_story`): its
+    /// row, events, disagreements, inbox check and latest polls.
     pub async fn job_detail(&self, job_id: &str) -> Result<JobDetail, DbError> {
+        let client = self.client().await?;
+        let row = sql::JOBS_STORY.query_one(&client, &[&job_id]).await?;
         Ok(JobDetail {
             job_id: job_id.to_owned(),
-            job: self.jobs_get(job_id).await?,
-            events: self.events_for_job(job_id).await?,
-            disagreements: self.disagreements_for_job(job_id).await?,
-            inbox_check: self.inbox_checks_get(job_id).await?,
-            polls: self.job_polls_for_job(job_id).await?,
+            job: story_part(&row, "job")?,
+            events: story_part(&row, "events")?,
+            disagreements: story_part(&row, "disagreements")?,
+            inbox_check: story_part(&row, "inbox_check")?,
+            polls: story_part(&row, "polls")?,
         })
     }
 
@@ -276,6 +278,16 @@ impl Store {
     pub async fn jobs_listen(&self) -> Result<JobsListener, DbError> {
         self.listen(sql::JOBS_LISTEN).await
     }
+}
+
+/// One JSON column of `jobs_story`, read as the type the detail holds (SQL null: JSON null).
+fn story_part<T: serde::de::DeserializeOwned>(
+    row: &tokio_postgres::Row,
+    column: &'static str,
+) -> Result<T, DbError> {
+    let value: Option<Value> = row.get(column);
+    serde_json::from_value(value.unwrap_or(Value::Null))
+        .map_err(|e| DbError::Invariant(format!("jobs_story: {column}: {e}")))
 }
 
 /// Locks these jobs (in id order) and reads their state into folds.
