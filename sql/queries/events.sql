@@ -72,13 +72,6 @@ from unnest($1::text[], $2::text[]) as u(event_id, outcome)
 where e.event_id = u.event_id
   and e.applied_at is null;
 
--- name: events_for_job
-select event_id, event_type, status, received_at, applied_at, outcome, set_aside_at,
-       set_aside_reason
-from sume.events
-where job_id = $1
-order by received_at, event_id;
-
 -- name: events_set_aside_late_foreign
 -- Events that arrived after their job id was judged foreign (every key answered 404) and have
 -- now waited longer than the grace ($1 seconds): set aside with the same verdict, without

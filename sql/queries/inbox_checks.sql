@@ -75,11 +75,6 @@ set lease_owner = null,
 where job_id = any($1)
   and lease_owner = $2;
 
--- name: inbox_checks_get
-select verdict, answers, attempts, checked_at, next_check_at
-from sume.inbox_checks
-where job_id = $1;
-
 -- name: inbox_checks_forget
 -- Replay of a set-aside event: the foreign verdict no longer stands.
 delete from sume.inbox_checks

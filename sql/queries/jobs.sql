@@ -13,6 +13,31 @@ select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id
 from sume.jobs
 where job_id = $1;
 
+-- name: jobs_story
+-- Everything known about job id $1, in one statement and so one snapshot (the console's job
+-- page, `jobs show`, GET /v1/jobs/{id}/detail): the row, the events oldest first (signed_at:
+-- the X-Sume-Timestamp they were signed with, verified at ingest, so a valid time), the
+-- disagreements, the inbox check and the kept polls, each as JSON and each found by an index
+-- on the job id (the primary keys, events_job_id, disagreements_job_id).
+select
+    (select to_jsonb(j)
+     from (select job_id, order_id, api_key, state, sume_status, closed_by, created_at,
+                  closed_at, result, close_reason, superseded_give_up
+           from sume.jobs where job_id = $1) j) as job,
+    (select coalesce(jsonb_agg(to_jsonb(e) order by e.received_at, e.event_id), '[]')
+     from (select event_id, event_type, status, to_timestamp(signed_at) as signed_at,
+                  received_at, applied_at, outcome, set_aside_at, set_aside_reason
+           from sume.events where job_id = $1) e) as events,
+    (select coalesce(jsonb_agg(to_jsonb(d) - 'id' order by d.id), '[]')
+     from (select id, kept_state, seen_state, seen_status, source, event_id, recorded_at
+           from sume.disagreements where job_id = $1) d) as disagreements,
+    (select to_jsonb(c)
+     from (select verdict, answers, attempts, checked_at, next_check_at
+           from sume.inbox_checks where job_id = $1) c) as inbox_check,
+    (select coalesce(jsonb_agg(to_jsonb(p) order by p.seq), '[]')
+     from (select seq, polled_at, key_name, answer, latency_ms
+           from sume.job_polls where job_id = $1) p) as polls;
+
 -- name: jobs_lock
 -- Serialises every writer of these jobs (attach on any instance, the poll) for one transaction.
 -- Sorted, so two batches that share jobs never lock them in opposite orders.

@@ -50,8 +50,8 @@ pub enum RunError {
     Config(String),
     /// Behind a transaction pooler without MIGRATE_DATABASE_URL, the schema is older than
     /// this binary's and cannot be migrated through the pooler.
-    #[error("the schema is at version {0}, this binary needs {latest}: run `sume-inbox migrate` over a direct connection first, or set MIGRATE_DATABASE_URL", latest = migrate::latest())]
-    SchemaBehind(i32),
+    #[error("the schema lacks migration(s) {0:?} of this binary (version {latest}): run `sume-inbox migrate` over a direct connection first, or set MIGRATE_DATABASE_URL", latest = migrate::latest())]
+    SchemaBehind(Vec<i32>),
 }
 
 /// How long start-up keeps trying to reach the database before giving up.
@@ -113,17 +113,19 @@ async fn open_store(config: &Config, shutdown: &CancellationToken) -> Result<Sto
         tracing::info!(applied = ?applied, schema = migrate::latest(), "schema is current");
         return Ok(store);
     }
-    let found = patiently(shutdown, || store.schema_migrations_version()).await;
+    let found = patiently(shutdown, || store.schema_migrations_missing()).await;
     match found {
-        Ok(v) if v >= migrate::latest() => {
+        Ok(missing) if missing.is_empty() => {
             tracing::info!(
-                schema = v,
+                schema = migrate::latest(),
                 "schema is current (migrations are a step of their own)"
             );
             Ok(store)
         }
-        Ok(v) => Err(RunError::SchemaBehind(v)),
-        Err(e) if e.is_missing_schema() => Err(RunError::SchemaBehind(0)),
+        Ok(missing) => Err(RunError::SchemaBehind(missing)),
+        Err(e) if e.is_missing_schema() => Err(RunError::SchemaBehind(
+            migrate::MIGRATIONS.iter().map(|m| m.0).collect(),
+        )),
         Err(e) => Err(e.into()),
     }
 }

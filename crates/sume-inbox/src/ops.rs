@@ -119,6 +119,20 @@ fn history_text(s: &mut String, d: &JobDetail) {
             c.verdict, c.attempts, c.answers
         );
     }
+    if !d.polls.is_empty() {
+        let _ = writeln!(s, "polls (latest {}):", d.polls.len());
+    }
+    for p in &d.polls {
+        let _ = writeln!(
+            s,
+            "  #{} {}  key {}  {}  {} ms",
+            p.seq,
+            p.polled_at.to_rfc3339(),
+            p.key_name,
+            p.answer,
+            p.latency_ms
+        );
+    }
 }
 
 /// `inbox ls [--older-than D]`.

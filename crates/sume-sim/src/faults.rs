@@ -269,6 +269,12 @@ pub struct JobOverrides {
     /// the duration), instead of `--queued-fraction` of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued_ms: Option<u64>,
+    /// The in-flight status, spelt as given instead of the kind's (`running`, `processing`)
+    /// wherever the job reports it: rehearses a spelling nobody documented, or a hostile one,
+    /// since a receiver must take whatever text Sume sends. `queued` and the terminal status
+    /// are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_status: Option<String>,
 }
 
 /// What a job drew: the faults that apply to it, after its overrides.

@@ -194,12 +194,20 @@ impl Job {
         crate::dialect::terminal(self.kind, self.outcome)
     }
 
-    pub fn status(&self, now: Instant) -> &'static str {
+    pub fn status(&self, now: Instant) -> &str {
         match self.phase(now) {
             Phase::Queued => "queued",
-            Phase::Running => crate::dialect::working(self.kind),
+            Phase::Running => self.working_status(),
             Phase::Ended => self.final_status(),
         }
+    }
+
+    /// The in-flight status: the kind's, unless the job's overrides spell it otherwise.
+    fn working_status(&self) -> &str {
+        self.overrides
+            .as_ref()
+            .and_then(|o| o.working_status.as_deref())
+            .unwrap_or(crate::dialect::working(self.kind))
     }
 
     pub fn running_wall(&self) -> DateTime<Utc> {
@@ -220,7 +228,7 @@ impl Job {
         let ended = phase == Phase::Ended;
         let status = match phase {
             Phase::Queued => "queued",
-            Phase::Running => crate::dialect::working(self.kind),
+            Phase::Running => self.working_status(),
             Phase::Ended => self.final_status(),
         };
         JobObject {

@@ -41,6 +41,23 @@ impl JobObject {
     pub fn outcome_value(&self) -> Option<Value> {
         outcome_value(self.result.as_ref(), self.error.as_ref())
     }
+
+    /// What a database can store of it, as the webhook path does with an event: a `result` or
+    /// `error` holding a NUL character (`\u0000`, which neither `text` nor `jsonb` holds) is
+    /// dropped; an `id` or `status` holding one makes the object unusable (`None`).
+    pub fn storable(mut self) -> Option<JobObject> {
+        if self.id.contains('\0') || self.status.contains('\0') {
+            return None;
+        }
+        let nul = |v: &Option<Value>| v.as_ref().is_some_and(crate::event::value_has_nul);
+        if nul(&self.result) {
+            self.result = None;
+        }
+        if nul(&self.error) {
+            self.error = None;
+        }
+        Some(self)
+    }
 }
 
 /// A job's `result`, else `{"error": error}`, else nothing; JSON `null` counts as absent.
@@ -88,5 +105,26 @@ impl ErrorEnvelope {
             },
             request_id: Some(request_id.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn job(status: &str, result: Value) -> JobObject {
+        serde_json::from_value(json!({"id": "job_1", "status": status, "result": result})).unwrap()
+    }
+
+    #[test]
+    fn what_no_database_can_store_is_dropped_or_refused() {
+        let ok = job("completed", json!({"url": "https://cdn.example/a.mp4"}));
+        assert_eq!(ok.clone().storable(), Some(ok));
+        let kept = job("completed", json!({"note": "a\u{0}b"}))
+            .storable()
+            .unwrap();
+        assert_eq!((kept.status.as_str(), kept.result), ("completed", None));
+        assert_eq!(job("complet\u{0}ed", Value::Null).storable(), None);
     }
 }

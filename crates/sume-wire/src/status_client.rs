@@ -68,10 +68,15 @@ impl StatusClient {
             .flatten()
             .and_then(|e| e.request_id);
         let outcome = match status {
-            StatusCode::OK => match serde_json::from_slice::<JobObject>(&body) {
-                Ok(job) => StatusOutcome::Found(job),
-                Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
-            },
+            StatusCode::OK => {
+                match serde_json::from_slice::<JobObject>(&body).map(JobObject::storable) {
+                    Ok(Some(job)) => StatusOutcome::Found(job),
+                    Ok(None) => StatusOutcome::Unexpected(
+                        "200 with a NUL character in the job's id or status".into(),
+                    ),
+                    Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
+                }
+            }
             StatusCode::NOT_FOUND => StatusOutcome::NotFound,
             StatusCode::UNAUTHORIZED => StatusOutcome::Unauthorized,
             StatusCode::TOO_MANY_REQUESTS => StatusOutcome::RateLimited,
@@ -170,7 +175,11 @@ impl StatusClient {
             .and_then(|e| e.request_id);
         let page = (status == StatusCode::OK)
             .then(|| serde_json::from_slice::<JobPage>(&body).ok())
-            .flatten();
+            .flatten()
+            .map(|mut p| {
+                p.data = p.data.into_iter().filter_map(JobObject::storable).collect();
+                p
+            });
         Ok(ListReply {
             http_status: status.as_u16(),
             page,

@@ -135,6 +135,7 @@ impl Source {
                     events: Vec::new(),
                     disagreements: Vec::new(),
                     inbox_check: None,
+                    polls: Vec::new(),
                 }))
             }
         }

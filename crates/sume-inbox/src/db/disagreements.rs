@@ -5,7 +5,7 @@ use super::Session;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{sql, DbError, Store};
+use super::{sql, DbError};
 use crate::close::JobFold;
 
 /// A recorded disagreement, for `jobs show`.
@@ -44,28 +44,4 @@ pub(super) async fn insert<C: Session>(tx: &C, folds: &[JobFold]) -> Result<(), 
         .execute(tx, &[&ids, &kept, &seen, &status, &source, &event])
         .await?;
     Ok(())
-}
-
-impl Store {
-    /// Every disagreement recorded for a job.
-    pub async fn disagreements_for_job(
-        &self,
-        job_id: &str,
-    ) -> Result<Vec<DisagreementRow>, DbError> {
-        let client = self.client().await?;
-        let rows = sql::DISAGREEMENTS_FOR_JOB
-            .query(&client, &[&job_id])
-            .await?;
-        Ok(rows
-            .iter()
-            .map(|r| DisagreementRow {
-                kept_state: r.get("kept_state"),
-                seen_state: r.get("seen_state"),
-                seen_status: r.get("seen_status"),
-                source: r.get("source"),
-                event_id: r.get("event_id"),
-                recorded_at: r.get("recorded_at"),
-            })
-            .collect())
-    }
 }

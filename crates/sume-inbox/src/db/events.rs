@@ -43,6 +43,9 @@ pub struct EventRow {
     pub event_type: Option<String>,
     /// The job status the event reports.
     pub status: Option<String>,
+    /// When Sume signed it (its `X-Sume-Timestamp`); absent from an older daemon's answer.
+    #[serde(default)]
+    pub signed_at: Option<DateTime<Utc>>,
     /// When it was stored.
     pub received_at: DateTime<Utc>,
     /// When it was applied to its job.
@@ -211,25 +214,6 @@ impl Store {
             .query(&client, &[&limit])
             .await?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
-    }
-
-    /// Every event of a job, oldest first.
-    pub async fn events_for_job(&self, job_id: &str) -> Result<Vec<EventRow>, DbError> {
-        let client = self.client().await?;
-        let rows = sql::EVENTS_FOR_JOB.query(&client, &[&job_id]).await?;
-        Ok(rows
-            .iter()
-            .map(|r| EventRow {
-                event_id: r.get("event_id"),
-                event_type: r.get("event_type"),
-                status: r.get("status"),
-                received_at: r.get("received_at"),
-                applied_at: r.get("applied_at"),
-                outcome: r.get("outcome"),
-                set_aside_at: r.get("set_aside_at"),
-                set_aside_reason: r.get("set_aside_reason"),
-            })
-            .collect())
     }
 
     /// Events waiting at least `older_than_secs`, oldest first.

@@ -183,17 +183,4 @@ impl Store {
             .await?;
         Ok(())
     }
-
-    /// The check made for a job id, if any.
-    pub async fn inbox_checks_get(&self, job_id: &str) -> Result<Option<CheckRow>, DbError> {
-        let client = self.client().await?;
-        let row = sql::INBOX_CHECKS_GET.query_opt(&client, &[&job_id]).await?;
-        Ok(row.map(|r| CheckRow {
-            verdict: r.get("verdict"),
-            answers: r.get("answers"),
-            attempts: r.get("attempts"),
-            checked_at: r.get("checked_at"),
-            next_check_at: r.get("next_check_at"),
-        }))
-    }
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sume_wire::JobState;
 
-use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, Store};
+use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, PollRow, Store};
 use crate::clock::Clock;
 use crate::close::{JobFold, Observation, Source};
 
@@ -102,6 +102,9 @@ pub struct JobDetail {
     pub disagreements: Vec<DisagreementRow>,
     /// The inbox check made for the id, if any.
     pub inbox_check: Option<CheckRow>,
+    /// The job's latest status calls (at most 20), oldest first.
+    #[serde(default)]
+    pub polls: Vec<PollRow>,
 }
 
 /// A connection listening for newly committed job rows.
@@ -153,14 +156,18 @@ impl Store {
         Ok(row.as_ref().map(job_row))
     }
 
-    /// Everything known about a job id: its row, events, disagreements and inbox check.
+    /// Everything known about a job id, from one statement and one snapshot (`jobs_story`): its
+    /// row, events, disagreements, inbox check and latest polls.
     pub async fn job_detail(&self, job_id: &str) -> Result<JobDetail, DbError> {
+        let client = self.client().await?;
+        let row = sql::JOBS_STORY.query_one(&client, &[&job_id]).await?;
         Ok(JobDetail {
             job_id: job_id.to_owned(),
-            job: self.jobs_get(job_id).await?,
-            events: self.events_for_job(job_id).await?,
-            disagreements: self.disagreements_for_job(job_id).await?,
-            inbox_check: self.inbox_checks_get(job_id).await?,
+            job: story_part(&row, "job")?,
+            events: story_part(&row, "events")?,
+            disagreements: story_part(&row, "disagreements")?,
+            inbox_check: story_part(&row, "inbox_check")?,
+            polls: story_part(&row, "polls")?,
         })
     }
 
@@ -271,6 +278,16 @@ impl Store {
     pub async fn jobs_listen(&self) -> Result<JobsListener, DbError> {
         self.listen(sql::JOBS_LISTEN).await
     }
+}
+
+/// One JSON column of `jobs_story`, read as the type the detail holds (SQL null: JSON null).
+fn story_part<T: serde::de::DeserializeOwned>(
+    row: &tokio_postgres::Row,
+    column: &'static str,
+) -> Result<T, DbError> {
+    let value: Option<Value> = row.get(column);
+    serde_json::from_value(value.unwrap_or(Value::Null))
+        .map_err(|e| DbError::Invariant(format!("jobs_story: {column}: {e}")))
 }
 
 /// Locks these jobs (in id order) and reads their state into folds.

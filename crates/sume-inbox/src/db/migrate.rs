@@ -6,7 +6,11 @@ use tokio_postgres::Client;
 
 use super::DbError;
 
-/// Every migration, in order. A test checks this list against the files in `sql/`.
+/// Every migration, in order. A test checks this list against the files in `sql/`. Numbers may
+/// leave gaps (a number is taken when its change is begun, and changes land in any order): each
+/// version is applied when it is missing, whatever the highest applied one, so a migration that
+/// lands after a higher-numbered one is still applied. Migrations are additive and independent
+/// of each other's order for that reason.
 pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "init", include_str!("../../../../sql/0001_init.sql")),
     (2, "sweep", include_str!("../../../../sql/0002_sweep.sql")),
@@ -42,6 +46,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         include_str!("../../../../sql/0009_instance_minutes.sql"),
     ),
     (
+        10,
+        "job_polls",
+        include_str!("../../../../sql/0010_job_polls.sql"),
+    ),
+    (
         11,
         "jobs_order_id",
         include_str!("../../../../sql/0011_jobs_order_id.sql"),
@@ -68,7 +77,7 @@ const CONCURRENT_INDEX: &str = "-- index concurrently: ";
 /// binary's version (or newer, during a rolling upgrade) is only read: a runtime role with no
 /// right to change the schema starts as well as the role that migrated it.
 pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, DbError> {
-    if current(client).await.is_some_and(|v| v >= latest()) {
+    if all_applied(client).await {
         return Ok(Vec::new());
     }
     lock(client).await?;
@@ -106,16 +115,18 @@ async fn lock(client: &Client) -> Result<(), DbError> {
     }
 }
 
-/// The applied version, or `None` before the first migration (or when it cannot be read).
-async fn current(client: &Client) -> Option<i32> {
-    client
-        .query_one(
-            "select coalesce(max(version), 0) from sume.schema_migrations",
-            &[],
-        )
+/// Whether every migration of this binary is applied (false before the first one, or when the
+/// table cannot be read). Versions, not the highest one: a lower number that landed later is
+/// still missing where a higher one is applied.
+async fn all_applied(client: &Client) -> bool {
+    let Ok(rows) = client
+        .query("select version from sume.schema_migrations", &[])
         .await
-        .ok()
-        .map(|r| r.get(0))
+    else {
+        return false;
+    };
+    let applied: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+    MIGRATIONS.iter().all(|(v, _, _)| applied.contains(v))
 }
 
 async fn apply_missing(client: &mut Client) -> Result<Vec<i32>, DbError> {
@@ -237,6 +248,21 @@ impl super::Store {
             .await?;
         Ok(row.get(0))
     }
+
+    /// This binary's migrations that the schema lacks (none: the schema is current for it,
+    /// however many newer ones it holds besides).
+    pub async fn schema_migrations_missing(&self) -> Result<Vec<i32>, DbError> {
+        let client = self.client().await?;
+        let rows = super::sql::SCHEMA_MIGRATIONS_APPLIED
+            .query(&client, &[])
+            .await?;
+        let applied: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+        Ok(MIGRATIONS
+            .iter()
+            .map(|m| m.0)
+            .filter(|v| !applied.contains(v))
+            .collect())
+    }
 }
 
 #[cfg(test)]
@@ -257,8 +283,8 @@ mod tests {
             .map(|(v, name, _)| format!("{v:04}_{name}.sql"))
             .collect();
         assert_eq!(files, listed);
-        for (i, (v, _, _)) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(*v as usize, i + 1, "versions are 1, 2, 3 ...");
+        for pair in MIGRATIONS.windows(2) {
+            assert!(pair[0].0 < pair[1].0, "versions increase (gaps allowed)");
         }
     }
 

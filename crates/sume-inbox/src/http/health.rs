@@ -67,11 +67,11 @@ impl Readiness {
     }
 
     async fn check(&self) -> Result<(), String> {
-        let version = tokio::time::timeout(CHECK_TIMEOUT, self.store.schema_migrations_version());
-        match version.await {
-            Ok(Ok(v)) if v >= migrate::latest() => Ok(()),
-            Ok(Ok(v)) => Err(format!(
-                "schema version {v}, this binary needs {}",
+        let missing = tokio::time::timeout(CHECK_TIMEOUT, self.store.schema_migrations_missing());
+        match missing.await {
+            Ok(Ok(missing)) if missing.is_empty() => Ok(()),
+            Ok(Ok(missing)) => Err(format!(
+                "schema lacks migration(s) {missing:?}, this binary needs {}",
                 migrate::latest()
             )),
             Ok(Err(e)) => {

@@ -274,7 +274,7 @@ impl InboxCheck {
                 fold.unasked();
                 break;
             }
-            let Some(answer) = self.reader.call(key, &claim.job_id, deadline).await? else {
+            let Some((answer, _)) = self.reader.call(key, &claim.job_id, deadline).await? else {
                 fold.unasked();
                 break;
             };

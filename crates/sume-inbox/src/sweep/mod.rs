@@ -214,17 +214,20 @@ impl StatusReader {
         Ok(taken)
     }
 
-    /// One status call under the budget. `None`: no budget before `deadline`, nothing sent.
+    /// One status call under the budget, and how long the request itself took (not the wait
+    /// for the budget). `None`: no budget before `deadline`, nothing sent.
     async fn call(
         &self,
         key: &ApiKey,
         job_id: &str,
         deadline: Instant,
-    ) -> Result<Option<Answer>, DbError> {
+    ) -> Result<Option<(Answer, Duration)>, DbError> {
         if !self.take(key, deadline).await? {
             return Ok(None);
         }
+        let sent = Instant::now();
         let reply = self.client.job_status(&key.key, job_id).await;
+        let latency = sent.elapsed();
         let code = match &reply {
             Ok(r) => r.http_status.to_string(),
             Err(ClientError::Timeout) => "timeout".to_owned(),
@@ -255,7 +258,7 @@ impl StatusReader {
                 }
             }
         }
-        Ok(Some(Answer::read(reply)))
+        Ok(Some((Answer::read(reply), latency)))
     }
 }
 

@@ -9,7 +9,8 @@
 //! What a poll does is decided by [`PollFold`] (`poll_decision.rs`), a pure fold over the
 //! answers read (no database, no clock of its own); [`Poll`] claims due jobs under a lease,
 //! asks Sume, and performs the [`PollDecision`] with its one write. It owns the poll columns of `sume.jobs` (`next_poll_at`,
-//! `poll_attempts`, `last_poll_answer`, the lease).
+//! `poll_attempts`, `last_poll_answer`, the lease) and `sume.job_polls`, each job's latest
+//! status calls for the operator: a batch's calls are written after it in one statement.
 
 use std::ops::AddAssign;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use super::{every, send_deadline, serve, Reply, StatusReader};
 use crate::clock::Clock;
 use crate::close::Outcome;
 use crate::config::{ApiKey, SweepConfig};
-use crate::db::{ClaimedJob, DbError, PollDone, Store};
+use crate::db::{ClaimedJob, DbError, PollDone, PolledCall, Store};
 use crate::health::Health;
 use crate::metrics::Metrics;
 
@@ -57,6 +58,24 @@ impl AddAssign for PollStats {
         self.requests += o.requests;
     }
 }
+
+/// What serving claims answers: the stats, and the status calls made, for `sume.job_polls`.
+#[derive(Default)]
+struct Served {
+    stats: PollStats,
+    calls: Vec<PolledCall>,
+}
+
+impl AddAssign for Served {
+    fn add_assign(&mut self, o: Served) {
+        self.stats += o.stats;
+        self.calls.extend(o.calls);
+    }
+}
+
+/// Poll history writes that failed are logged at most this often.
+static HISTORY_LOG: crate::ratelog::LogBudget =
+    crate::ratelog::LogBudget::new(1, Duration::from_secs(60));
 
 /// The open-job poll service.
 pub struct Poll {
@@ -146,11 +165,22 @@ impl Poll {
             self.poll(c, deadline, shutdown, hold_verdicts)
         })
         .await?;
-        stats += served;
+        stats += served.stats;
+        self.record(&served.calls).await;
         self.store
             .jobs_release(&unserved, self.reader.owner())
             .await?;
         Ok(stats)
+    }
+
+    /// Writes the batch's status calls to each job's history, one statement for the batch. The
+    /// history is for reading: a failure to write it is logged, and the poll goes on.
+    async fn record(&self, calls: &[PolledCall]) {
+        if let Err(e) = self.store.job_polls_insert(calls, &self.clock).await {
+            if let Some(left_out) = HISTORY_LOG.allow() {
+                tracing::warn!(error = %e, left_out, calls = calls.len(), "writing the poll history failed");
+            }
+        }
     }
 
     /// The keys to ask about a job: its own, or every key when it names none we know.
@@ -174,8 +204,9 @@ impl Poll {
         deadline: Instant,
         shutdown: &CancellationToken,
         hold_verdicts: bool,
-    ) -> Result<(PollStats, Option<String>), DbError> {
+    ) -> Result<(Served, Option<String>), DbError> {
         let mut stats = PollStats::default();
+        let mut calls = Vec::new();
         let age = Duration::try_from_secs_f64(job.age_secs).unwrap_or_default();
         let rules = PollRules {
             hold_verdicts,
@@ -189,10 +220,18 @@ impl Poll {
             if shutdown.is_cancelled() {
                 break;
             }
-            let Some(answer) = self.reader.call(key, &job.job_id, deadline).await? else {
+            let Some((answer, latency)) = self.reader.call(key, &job.job_id, deadline).await?
+            else {
                 break;
             };
             stats.requests += 1;
+            calls.push(PolledCall {
+                job_id: job.job_id.clone(),
+                key_name: key.name.clone(),
+                answer: answer.text.clone(),
+                latency_ms: latency.as_millis().try_into().unwrap_or(i32::MAX),
+                at: Instant::now(),
+            });
             if own_key {
                 match answer.reply {
                     Reply::NotFound => self.reader.polled_own_key(true),
@@ -206,7 +245,7 @@ impl Poll {
         }
         let decision = fold.decide(shutdown.is_cancelled());
         let released = self.perform(&job.job_id, decision, &mut stats).await?;
-        Ok((stats, released.then_some(job.job_id)))
+        Ok((Served { stats, calls }, released.then_some(job.job_id)))
     }
 
     /// Writes what the decision says; true when the claim is to be released unserved.

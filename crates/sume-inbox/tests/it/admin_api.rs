@@ -262,7 +262,9 @@ async fn answers_validate_against_the_served_openapi_document() {
          insert into sume.disagreements (job_id, kept_state, seen_state, seen_status, source)
          values ('job_a', 'completed', 'failed', 'failed', 'poll');
          insert into sume.inbox_checks (job_id, verdict, answers, checked_at)
-         values ('job_orphan', 'orphan', '{\"main\": \"200 running\"}', now());",
+         values ('job_orphan', 'orphan', '{\"main\": \"200 running\"}', now());
+         insert into sume.job_polls (job_id, slot, seq, polled_at, key_name, answer, latency_ms)
+         values ('job_a', 1, 1, now(), 'main', '200 running', 12);",
     )
     .await
     .unwrap();

@@ -27,6 +27,7 @@ mod refusals;
 mod retention;
 mod roles;
 mod shutdown;
+mod story;
 mod support;
 mod sweep;
 mod tls;

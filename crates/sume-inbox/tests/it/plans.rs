@@ -1,6 +1,6 @@
 //! The sweep's and attach's queries, and the search by order id, stay on their indexes beside
 //! a million closed jobs: the cost grows with the rows due or found, not with the size of the
-//! tables.
+//! tables. The poll's history write finds its jobs by their key too.
 
 use crate::support::*;
 
@@ -16,6 +16,7 @@ fn statements() -> Vec<(&'static str, String)> {
         sql::INBOX_CHECKS_CLAIM,
         sql::EVENTS_ATTACHABLE_SCAN,
         sql::JOBS_LIST_BY_ORDER,
+        sql::JOB_POLLS_INSERT,
     ]
     .iter()
     .map(|s| (s.name(), s.sql().to_owned()))
@@ -88,6 +89,18 @@ async fn sweep_queries_use_indexes_beside_a_million_closed_jobs() {
                     Box::new(anytime),
                     Box::new(anytime),
                     Box::new(50i64),
+                ]
+            }
+            // A poll batch's history: 100 calls of the open jobs.
+            "job_polls_insert" => {
+                let ids: Vec<String> = (1..=100).map(|g| format!("open_{}", g % 200 + 1)).collect();
+                vec![
+                    Box::new(ids),
+                    Box::new(vec!["main"; 100]),
+                    Box::new(vec!["200 running"; 100]),
+                    Box::new(vec![12i32; 100]),
+                    Box::new(vec![0.5f64; 100]),
+                    Box::new(DATABASE_CLOCK),
                 ]
             }
             _ => unreachable!(),

@@ -1,5 +1,7 @@
 //! The console's writes, each behind the session's CSRF token and recorded in the audit table:
-//! replaying dead letters (what `POST /v1/dead-letters/replay` does) and dropping one.
+//! replaying dead letters (what `POST /v1/dead-letters/replay` does), dropping one, and
+//! replaying one set-aside event (what `POST /v1/events/{id}/replay` and `sume-inbox replay`
+//! do: verified again with the current secrets, back into the inbox, attached).
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -7,6 +9,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 
+use super::pages::urlencode;
 use super::session::{audit, require_csrf};
 use super::{layout, ConsoleState};
 use crate::ops;
@@ -76,4 +79,37 @@ pub async fn drop(
         return r;
     }
     Redirect::to("/console/dead-letters").into_response()
+}
+
+/// The form of a set-aside event's replay.
+#[derive(Debug, Deserialize)]
+pub struct ReplayEventForm {
+    csrf: String,
+    event_id: String,
+}
+
+/// `POST /console/set-aside/replay`: one set-aside event back into the inbox, attached when its
+/// job's row exists; then the job's timeline, which shows what came of it.
+pub async fn replay_event(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+    Form(f): Form<ReplayEventForm>,
+) -> Response {
+    let operator = match require_csrf(&state, &headers, &f.csrf) {
+        Ok(o) => o,
+        Err(r) => return *r,
+    };
+    let admin = &state.admin;
+    let replayed = match ops::replay_event(&admin.store, &admin.secrets, &f.event_id).await {
+        Ok(r) => r,
+        Err(e) => return failed("Replay", &e),
+    };
+    let Some(job_id) = replayed.job_id.clone() else {
+        return layout::message(StatusCode::NOT_FOUND, "No such event", &replayed.result);
+    };
+    let detail = serde_json::json!({ "event_id": f.event_id, "result": replayed });
+    if let Err(r) = audit(&state, &operator, "replay_event", detail).await {
+        return r;
+    }
+    Redirect::to(&format!("/console/jobs?q={}", urlencode(&job_id))).into_response()
 }

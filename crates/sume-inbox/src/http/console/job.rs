@@ -1,7 +1,8 @@
 //! `GET /console/jobs?q=`: a job found by its id or its order id, and its story on one
 //! timeline: the row's commit, each stored delivery (received, applied, what it did; marked when
-//! it arrived before the row, the race this daemon exists for), set-asides, the close, any
-//! superseded give-up, disagreements, and the inbox check with every key's answer.
+//! it arrived before the row, the race this daemon exists for; with the time Sume signed it),
+//! set-asides, the latest polls with each key's answer, the close, any superseded give-up,
+//! disagreements, and the inbox check with every key's answer.
 
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -10,11 +11,11 @@ use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::layout::{self, answers, at};
+use super::layout::{self, answers, at, at_opt};
 use super::pages::urlencode;
 use super::session::require;
 use super::ConsoleState;
-use crate::db::{JobDetail, JobFilter};
+use crate::db::{JobDetail, JobFilter, JobRow, POLL_HISTORY};
 
 const HERE: &str = "/console/jobs";
 
@@ -115,7 +116,6 @@ struct Step {
 /// The job's facts, then its story in time order.
 fn timeline(d: &JobDetail) -> Markup {
     let mut steps = Vec::new();
-    let created = d.job.as_ref().map(|j| j.created_at);
     if let Some(j) = &d.job {
         steps.push(Step {
             at: Some(j.created_at),
@@ -123,6 +123,46 @@ fn timeline(d: &JobDetail) -> Markup {
             detail: html! { "order " code { (j.order_id.as_deref().unwrap_or("–")) } },
         });
     }
+    delivery_steps(d, &mut steps);
+    poll_steps(d, &mut steps);
+    for x in &d.disagreements {
+        steps.push(Step {
+            at: Some(x.recorded_at),
+            what: "disagreement",
+            detail: html! {
+            "kept " (x.kept_state) ", " (x.source) " said " (x.seen_status) },
+        });
+    }
+    if let Some(j) = &d.job {
+        close_steps(j, &mut steps);
+    }
+    if let Some(c) = &d.inbox_check {
+        steps.push(Step { at: c.checked_at, what: "inbox check", detail: html! {
+            "verdict " strong { (c.verdict) } " after " (c.attempts) " look(s)" (answers(&c.answers)) } });
+    }
+    // Stable: entries of one instant keep the order they were pushed in (a row before its
+    // deliveries, a delivery stored before it is applied).
+    steps.sort_by_key(|s| s.at.unwrap_or(DateTime::<Utc>::MAX_UTC));
+    html! {
+        @if let Some(j) = &d.job {
+            p { "State " strong { (j.state) } " · Sume's status " (j.sume_status.as_deref().unwrap_or("–"))
+                " · key " (j.api_key.as_deref().unwrap_or("–")) }
+        } @else { p.bad { "No row for this job: its events wait in the inbox." } }
+        table.timeline {
+            tr { th { "when" } th { "what" } th { "detail" } }
+            @for s in &steps { tr {
+                td { (s.at.as_ref().map(at).unwrap_or_else(|| "–".into())) } td { (s.what) } td { (s.detail) }
+            } }
+        }
+        @if d.polls.len() >= POLL_HISTORY {
+            p.muted { "Polls: the latest " (POLL_HISTORY) " are kept." }
+        }
+    }
+}
+
+/// Each stored delivery: signed (by Sume's timestamp), stored, applied or set aside.
+fn delivery_steps(d: &JobDetail, steps: &mut Vec<Step>) {
+    let created = d.job.as_ref().map(|j| j.created_at);
     for e in &d.events {
         let raced = created.is_none_or(|c| e.received_at < c);
         steps.push(Step {
@@ -130,6 +170,7 @@ fn timeline(d: &JobDetail) -> Markup {
             what: "delivery stored",
             detail: html! {
             code { (e.event_id) } " " (e.status.as_deref().unwrap_or("–"))
+            " · signed at " (at_opt(&e.signed_at))
             @if raced { " " span.tag.race { "before the job's row" } } },
         });
         if let Some(applied) = e.applied_at {
@@ -149,48 +190,39 @@ fn timeline(d: &JobDetail) -> Markup {
             });
         }
     }
-    for x in &d.disagreements {
+}
+
+/// Each kept status call: the key asked, Sume's answer (Sume's text, escaped like the rest),
+/// how long it took.
+fn poll_steps(d: &JobDetail, steps: &mut Vec<Step>) {
+    for p in &d.polls {
         steps.push(Step {
-            at: Some(x.recorded_at),
-            what: "disagreement",
+            at: Some(p.polled_at),
+            what: "poll",
             detail: html! {
-            "kept " (x.kept_state) ", " (x.source) " said " (x.seen_status) },
+            "#" (p.seq) " key " code { (p.key_name) } ": " strong.answer { (p.answer) }
+            " · " (p.latency_ms) " ms" },
         });
     }
-    if let Some(j) = &d.job {
-        if let Some(closed) = j.closed_at {
-            steps.push(Step {
-                at: Some(closed),
-                what: "closed",
-                detail: html! { (j.state) " by " (j.closed_by.as_deref().unwrap_or("–"))
-                @if let Some(r) = &j.close_reason { " (" (r) ")" } },
-            });
-        }
-        if let Some(g) = &j.superseded_give_up {
-            let field = |k: &str| g.get(k).and_then(|v| v.as_str()).unwrap_or("–").to_owned();
-            steps.push(Step {
-                at: field("closed_at").parse().ok(),
-                what: "give-up, superseded",
-                detail: html! { "gave up as " (field("state")) " (" (field("reason"))
-                "); Sume's own terminal status replaced it" },
-            });
-        }
+}
+
+/// The close, and a give-up it superseded.
+fn close_steps(j: &JobRow, steps: &mut Vec<Step>) {
+    if let Some(closed) = j.closed_at {
+        steps.push(Step {
+            at: Some(closed),
+            what: "closed",
+            detail: html! { (j.state) " by " (j.closed_by.as_deref().unwrap_or("–"))
+            @if let Some(r) = &j.close_reason { " (" (r) ")" } },
+        });
     }
-    if let Some(c) = &d.inbox_check {
-        steps.push(Step { at: c.checked_at, what: "inbox check", detail: html! {
-            "verdict " strong { (c.verdict) } " after " (c.attempts) " look(s)" (answers(&c.answers)) } });
-    }
-    steps.sort_by_key(|s| s.at.unwrap_or(DateTime::<Utc>::MAX_UTC));
-    html! {
-        @if let Some(j) = &d.job {
-            p { "State " strong { (j.state) } " · Sume's status " (j.sume_status.as_deref().unwrap_or("–"))
-                " · key " (j.api_key.as_deref().unwrap_or("–")) }
-        } @else { p.bad { "No row for this job: its events wait in the inbox." } }
-        table.timeline {
-            tr { th { "when" } th { "what" } th { "detail" } }
-            @for s in &steps { tr {
-                td { (s.at.as_ref().map(at).unwrap_or_else(|| "–".into())) } td { (s.what) } td { (s.detail) }
-            } }
-        }
+    if let Some(g) = &j.superseded_give_up {
+        let field = |k: &str| g.get(k).and_then(|v| v.as_str()).unwrap_or("–").to_owned();
+        steps.push(Step {
+            at: field("closed_at").parse().ok(),
+            what: "give-up, superseded",
+            detail: html! { "gave up as " (field("state")) " (" (field("reason"))
+            "); Sume's own terminal status replaced it" },
+        });
     }
 }

@@ -8,7 +8,7 @@
 //! a server-side session; every form that changes something carries the session's CSRF token.
 //! The pages live in `pages.rs` (overview, inbox, set aside and orphans, dead letters; the
 //! overview's instances and chart in `fleet.rs` and `chart.rs`),
-//! `job.rs` (search and timeline) and `actions.rs` (replay and drop, each audited).
+//! `job.rs` (search and timeline) and `actions.rs` (replays and drop, each audited).
 
 use std::sync::Arc;
 
@@ -70,6 +70,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/jobs", get(job::search))
         .route("/console/inbox", get(pages::inbox))
         .route("/console/set-aside", get(pages::set_aside))
+        .route("/console/set-aside/replay", post(actions::replay_event))
         .route("/console/dead-letters", get(pages::dead_letters))
         .route("/console/dead-letters/replay", post(actions::replay))
         .route("/console/dead-letters/drop", post(actions::drop))

@@ -154,13 +154,22 @@ pub async fn set_aside(State(state): State<ConsoleState>, headers: HeaderMap) ->
             }
         }
         h2 { "Set aside: no key of ours knows the job" }
+        p.muted { "Replay verifies an event again with the current secrets and puts it back in \
+            the inbox: attached if its job's row exists, else Sume is asked about its job again." }
         @if aside.is_empty() { p { "None." } } @else {
             table {
-                tr { th { "event" } th { "job" } th { "set aside" } th { "why" } th { "answers" } }
+                tr { th { "event" } th { "job" } th { "set aside" } th { "why" } th { "answers" } th {} }
                 @for e in &aside { tr {
-                    td { code { (e.event_id) } } td { code { (e.job_id) } } td { (at(&e.set_aside_at)) }
+                    td { code { (e.event_id) } }
+                    td { a href={ "/console/jobs?q=" (urlencode(&e.job_id)) } { code { (e.job_id) } } }
+                    td { (at(&e.set_aside_at)) }
                     td { (e.set_aside_reason.as_deref().unwrap_or("–")) }
                     td { @if let Some(a) = &e.answers { (answers(a)) } @else { "–" } }
+                    td { form.inline method="post" action="/console/set-aside/replay" {
+                        input type="hidden" name="csrf" value=(operator.csrf);
+                        input type="hidden" name="event_id" value=(e.event_id);
+                        button type="submit" { "Replay" }
+                    } }
                 } }
             }
         }
