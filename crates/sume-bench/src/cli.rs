@@ -25,6 +25,11 @@ pub struct Cli {
 pub enum Command {
     /// Start PostgreSQL, the daemon and the baseline; load them; print and append the table.
     Run(RunArgs),
+    /// 1, 2 and 4 daemon instances on one PostgreSQL, directly and through PgBouncer.
+    Fleet(crate::fleet::FleetArgs),
+    /// One daemon at a fixed rate for minutes, attach, the sweep and retention running:
+    /// memory, latency and table sizes sampled, drawn and checked for flatness.
+    Soak(crate::soak::SoakArgs),
     /// The chaos suite: faults under signed load, a three-instance race, stalled connections.
     Chaos(crate::chaos::ChaosArgs),
     /// The per-request baseline server (started by `run`; stops when its stdin closes).
