@@ -58,6 +58,9 @@ pub(crate) fn command_line_of(target: &str, var: &str) -> String {
     let args: Vec<String> = std::env::args().skip(2).collect();
     // `make` exports MAKELEVEL to the commands it runs: show what the reader would type.
     if std::env::var_os("MAKELEVEL").is_some() {
+        // The Makefile names its target when one subcommand serves several (`bench-fleet`).
+        let named = std::env::var("MAKE_TARGET").ok().filter(|t| !t.is_empty());
+        let target = named.as_deref().unwrap_or(target);
         if args.is_empty() {
             format!("make {target}")
         } else {
