@@ -24,6 +24,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Debug, Parser)]
 #[command(name = "sume-soak-daemon")]
 struct Cli {
+    /// `serve`, as `sume-inbox` is started (the only command there is here).
+    #[arg(value_parser = ["serve"], hide = true)]
+    command: Option<String>,
     /// Replaces RETENTION and JOB_RETENTION once the configuration has been checked.
     #[arg(long, env = "SOAK_RETENTION", value_parser = retention)]
     soak_retention: Duration,

@@ -127,6 +127,12 @@ fn daemon_settings(args: &SoakArgs, api_url: &str) -> Vec<(String, String)> {
 /// `sume-bench soak`: fails when a series grows or a delivery was not answered 2xx, after the
 /// section and the chart are written.
 pub async fn run(args: SoakArgs) -> anyhow::Result<()> {
+    let report = soak(&args).await?;
+    publish(&args, &report)
+}
+
+/// The soak itself, from starting PostgreSQL to the report (nothing written yet).
+pub async fn soak(args: &SoakArgs) -> anyhow::Result<SoakReport> {
     anyhow::ensure!(args.rate > 0.0, "--rate must be more than 0");
     anyhow::ensure!(
         args.sample_every > Duration::ZERO && args.duration >= args.sample_every,
@@ -148,9 +154,9 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<()> {
         .await
         .context("starting the simulator")?;
     let (secret, generator) = setup::secret_and_generator();
-    let settings = daemon_settings(&args, &sim.api_url());
+    let settings = daemon_settings(args, &sim.api_url());
     let (mut daemon, addr, admin) =
-        start_daemon(&args, &pg.url, &secret, &settings, &work_dir).await?;
+        start_daemon(args, &pg.url, &secret, &settings, &work_dir).await?;
 
     eprintln!(
         "sume-bench: soak: {}/s for {}, a sample every {}",
@@ -179,7 +185,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<()> {
     let poll_db = setup::connect(&pg.url).await?;
     let polled = tokio::spawn(traffic::polled_jobs(poll_db, sim.api_url(), shared.clone()));
 
-    let samples = sample_until_end(&args, &db, &mut daemon, start, &shared).await?;
+    let samples = sample_until_end(args, &db, &mut daemon, start, &shared).await?;
     sender.await??;
     registrar.await??;
     polled.await??;
@@ -188,9 +194,9 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<()> {
     daemon.stop(Duration::from_secs(20));
     sim.stop().await?;
 
-    let report = build_report(&args, &db, &shared, samples, counters, &settings).await?;
+    let report = build_report(args, &db, &shared, samples, counters, &settings).await?;
     drop(pg);
-    publish(&args, &report)
+    Ok(report)
 }
 
 async fn start_daemon(
@@ -349,7 +355,9 @@ fn chart_link(out: &std::path::Path, svg: &std::path::Path) -> Option<String> {
     svg.strip_prefix(dir).ok().map(|p| p.display().to_string())
 }
 
-fn publish(args: &SoakArgs, report: &SoakReport) -> anyhow::Result<()> {
+/// Writes the chart, prints the section and appends it (unless --no-append); fails when a
+/// series grows or a delivery was not answered 2xx.
+pub fn publish(args: &SoakArgs, report: &SoakReport) -> anyhow::Result<()> {
     let settle_min = args.settle().as_secs_f64() / 60.0;
     let title = format!(
         "sume-inbox soak: {}/s for {}",

@@ -48,14 +48,15 @@ impl SoakReport {
     /// The per-sample table.
     pub fn table(&self) -> String {
         let mut s = String::from(
-            "| min | RSS MiB | p99 ms | events: rows / B per row / dead | jobs: rows / B per row / dead | job_closes: rows / B per row / dead | inbox_checks rows | schema MiB |\n\
+            "| time | RSS MiB | p99 ms | events: rows / B per row / dead | jobs: rows / B per row / dead | job_closes: rows / B per row / dead | inbox_checks rows | schema MiB |\n\
              |--:|--:|--:|--:|--:|--:|--:|--:|\n",
         );
         for x in &self.samples {
             let _ = writeln!(
                 s,
-                "| {:.1} | {:.1} | {} | {} | {} | {} | {} | {:.1} |",
-                x.at.as_secs_f64() / 60.0,
+                "| {}:{:02} | {:.1} | {} | {} | {} | {} | {} | {:.1} |",
+                x.at.as_secs() / 60,
+                x.at.as_secs() % 60,
                 x.rss_kib as f64 / 1024.0,
                 if x.deliveries > 0 {
                     ms(x.p99)
