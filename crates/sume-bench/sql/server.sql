@@ -37,11 +37,17 @@ where datname = $1 and pid <> pg_backend_pid();
 
 -- name: server_backends
 -- The fleet benchmark's sample: client backends of the whole server (connections open) and
--- those running a statement, leaving out the benchmark's own (application_name sume-bench).
+-- those running a statement, leaving out the benchmark's own (application_name sume-bench)
+-- and those opened before $1 (text, a timestamptz: PgBouncer's idle server connections left
+-- from an earlier step when the instances connect directly).
 select count(*)::int8,
        count(*) filter (where state not in ('idle'))::int8
 from pg_stat_activity
-where backend_type = 'client backend' and application_name <> 'sume-bench';
+where backend_type = 'client backend' and application_name <> 'sume-bench'
+  and backend_start >= $1::text::timestamptz;
+
+-- name: server_now
+select now()::text;
 
 -- name: server_mark_own_connection
 -- Names the benchmark's own connections, so that its samples leave them out.

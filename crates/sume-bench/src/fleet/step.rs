@@ -31,6 +31,12 @@ impl Fleet {
         let label = format!("{} x{n}", route.label());
         self.db.batch_execute(sql::EVENTS_TRUNCATE.sql()).await?;
         self.db.batch_execute(sql::SERVER_CHECKPOINT.sql()).await?;
+        // Directly, the instances' backends are those opened from now on; through PgBouncer,
+        // its server connections, whenever it opened them.
+        let since: String = match route {
+            Route::Direct => self.db.query_one(sql::SERVER_NOW.sql(), &[]).await?.get(0),
+            Route::Bouncer => "-infinity".to_owned(),
+        };
         let mut daemons = self.start_instances(route, n).await?;
         eprint!(
             "sume-bench: fleet {label}, {} conns ... ",
@@ -47,6 +53,7 @@ impl Fleet {
         let (stop_sampling, stopped) = watch::channel(false);
         let sampler = tokio::spawn(sample(
             self.pg_url.clone(),
+            since,
             self.bouncer_admin(route).await?,
             self.args.warmup,
             self.args.sample_every,
@@ -181,6 +188,7 @@ fn analyze_after(url: String, warmup: Duration) -> tokio::task::JoinHandle<anyho
 /// from the end of the warm-up until told to stop.
 async fn sample(
     url: String,
+    since: String,
     bouncer_admin: Option<tokio_postgres::Client>,
     warmup: Duration,
     every: Duration,
@@ -200,7 +208,7 @@ async fn sample(
             _ = ticker.tick() => {}
             _ = stop.changed() => return Ok(samples),
         }
-        let row = db.query_one(sql::SERVER_BACKENDS.sql(), &[]).await?;
+        let row = db.query_one(sql::SERVER_BACKENDS.sql(), &[&since]).await?;
         let servers = match &bouncer_admin {
             Some(admin) => Some(server_connections(admin).await?),
             None => None,
