@@ -95,6 +95,13 @@ pub fn svg(samples: &[Sample], title: &str, settle_min: f64) -> anyhow::Result<S
             chart
                 .configure_mesh()
                 .x_desc("minutes")
+                .y_label_formatter(&|v| {
+                    if v.abs() >= 1000.0 {
+                        crate::report::thousands(*v)
+                    } else {
+                        format!("{v:.1}")
+                    }
+                })
                 .light_line_style(WHITE.mix(0.0))
                 .draw()?;
             chart.draw_series(std::iter::once(PathElement::new(
