@@ -119,6 +119,9 @@ fn daemon_settings(args: &SoakArgs, api_url: &str) -> Vec<(String, String)> {
             "SOAK_RETENTION",
             humantime::format_duration(args.retention).to_string(),
         ),
+        // glibc writes its fatal errors (heap corruption, say) to the terminal unless told
+        // otherwise: into the daemon's log with the rest, should the daemon ever abort.
+        ("LIBC_FATAL_STDERR_", "1".into()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -234,7 +237,9 @@ async fn sample_until_end(
     for k in 1..=count {
         let at = args.sample_every * k;
         tokio::time::sleep_until(start + at).await;
-        daemon.alive()?;
+        daemon
+            .alive()
+            .with_context(|| format!("see {}", args.work_dir.join("daemon.log").display()))?;
         let window = shared.take_window();
         let s = sample::take(db, daemon.pid(), at, &window).await?;
         let t = |name: &str| s.table(name).map_or(0, |t| t.live);

@@ -53,7 +53,12 @@ pub(super) async fn build_report(
         .collect();
     let shown: Vec<String> = settings
         .iter()
-        .filter(|(k, _)| k != "SUME_API_URL" && k != "SUME_API_KEYS")
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "SUME_API_URL" | "SUME_API_KEYS" | "LIBC_FATAL_STDERR_"
+            )
+        })
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     let setup = vec![
