@@ -70,7 +70,7 @@ pub(super) async fn build_report(
             humantime::format_duration(args.sample_every),
         ),
         format!(
-            "Application: 1 job in {} registered about 200 ms before its webhook, 1 in {} never (the inbox check sets its event aside), the rest 100-300 ms after; one job every 2 s created at the simulator and registered, with no webhook (the poll closes it).",
+            "Application: 1 job in {} registered about 200 ms before its webhook, 1 in {} never (the inbox check sets its event aside), the rest 100-300 ms after; one job every 2 s created at the simulator and registered, with no webhook (the poll closes it after POLL_AFTER).",
             traffic::BEFORE_EVERY,
             traffic::NEVER_EVERY
         ),

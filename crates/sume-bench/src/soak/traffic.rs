@@ -6,7 +6,8 @@
 //! shortly after their webhook (the race the daemon exists for), one in ten shortly before, and
 //! one in 4,000 never (Sume does not know them either, so the sweep's inbox check finds 404
 //! under the key and sets their events aside). Beside them, one job every 2 s is created at the
-//! simulator and registered with no webhook ever coming: the sweep's poll closes it.
+//! simulator and registered with no webhook ever coming: the sweep's poll closes it
+//! (`POLL_AFTER`, a minute here).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
