@@ -1,5 +1,6 @@
-//! The command line: `sume-bench run` (what `make bench` calls) and `sume-bench
-//! baseline-server` (the per-request baseline, started by `run` as a child process).
+//! The command line: `sume-bench run` and `sume-bench fleet` (what `make bench` calls), `soak`
+//! (`make soak`), `chaos` (`make chaos`), `protocol`, and `baseline-server` (the per-request
+//! baseline, started by `run` as a child process).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
