@@ -89,6 +89,12 @@ soak:
 	$(CARGO) build --release -p sume-bench
 	$${CARGO_TARGET_DIR:-target}/release/sume-bench soak $(SOAK_ARGS)
 
+## bench-console: each console page's time beside a million closed jobs (scripts/bench-console:
+## a throwaway cluster seeded, the release daemon, an operator signed in with curl); Markdown rows
+.PHONY: bench-console
+bench-console:
+	@scripts/bench-console $(BENCH_CONSOLE_REQUESTS)
+
 ## chaos: the chaos suite of docs/reliability.md, in a few minutes after the build: a throwaway
 ## PostgreSQL under target/chaos (or DATABASE_URL's server, the crash then skipped) and the
 ## release daemon as child processes, on loopback. Under signed load: `kill -9` twice, every

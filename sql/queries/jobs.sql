@@ -182,3 +182,20 @@ limit $9;
 -- name: jobs_closed_among
 -- Which of these jobs are closed: the polled wake-up of the waiters (WAIT_WAKEUP=poll).
 select job_id from sume.jobs where job_id = any($1) and state <> 'open';
+
+-- name: jobs_list_by_order
+-- `jobs_list` for one order id ($3, never null): the order's jobs in job_id order from the
+-- index jobs_order_id, whatever the size of the table. The other filters as in `jobs_list`.
+select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id, result,
+       created_at, updated_at, closed_at, close_reason, superseded_give_up
+from sume.jobs
+where order_id = $3
+  and job_id > $1
+  and ($2::text is null or state = $2)
+  and ($4::text is null or closed_by = $4)
+  and ($5::timestamptz is null or created_at >= $5)
+  and ($6::timestamptz is null or created_at < $6)
+  and ($7::timestamptz is null or closed_at >= $7)
+  and ($8::timestamptz is null or closed_at < $8)
+order by order_id, job_id
+limit $9;

@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 use crate::attach::{Attach, AttachHandle};
 use crate::config::{Config, Pooler};
 use crate::db::{self, migrate, DbError, Store};
+use crate::fleet::Fleet;
 use crate::health::Health;
 use crate::http::health::Readiness;
 use crate::http::{admin, console, server, webhook};
@@ -128,7 +129,8 @@ async fn open_store(config: &Config, shutdown: &CancellationToken) -> Result<Sto
 }
 
 /// The sweep: three services, each a task of its own. The two that ask Sume share one reader,
-/// so one budget and one lease owner; in production every clock is the database's.
+/// so one budget and one lease owner; in production every clock is the database's. Answers
+/// the lease owner's name, which is also the instance's name in the fleet's picture.
 fn spawn_sweep(
     config: &Config,
     store: &Store,
@@ -136,7 +138,7 @@ fn spawn_sweep(
     tracker: &TaskTracker,
     background: &CancellationToken,
     health: &Health,
-) -> Result<(), RunError> {
+) -> Result<String, RunError> {
     let status_client =
         sume_wire::StatusClient::new(&config.sume_api_url, config.sweep.request_timeout)
             .map_err(|e| RunError::Config(e.to_string()))?;
@@ -148,6 +150,7 @@ fn spawn_sweep(
         config.sweep.read_rate,
     )
     .with_daily_reads(config.sweep.daily_reads);
+    let owner = reader.owner().to_owned();
     let inbox_check = InboxCheck::new(
         store.clone(),
         metrics.clone(),
@@ -171,7 +174,7 @@ fn spawn_sweep(
         Clock::Database,
     );
     tracker.spawn(retention.run(background.clone(), health.clone()));
-    Ok(())
+    Ok(owner)
 }
 
 /// The ingest writers, each a task; answers the handle the webhook handler sends on. The
@@ -227,6 +230,7 @@ fn spawn_waiters(
 }
 
 /// What the admin API's handlers share.
+#[allow(clippy::too_many_arguments)]
 fn admin_state(
     config: &Config,
     store: &Store,
@@ -235,6 +239,7 @@ fn admin_state(
     attach: AttachHandle,
     waiters: crate::waiters::Waiters,
     shutdown: &CancellationToken,
+    instance: &str,
 ) -> admin::AdminState {
     admin::AdminState {
         store: store.clone(),
@@ -246,6 +251,7 @@ fn admin_state(
         max_wait: config.wait.max_wait,
         shutdown: shutdown.clone(),
         secrets: Arc::new(config.webhook_secrets.clone()),
+        instance: instance.into(),
     }
 }
 
@@ -317,7 +323,16 @@ pub async fn run(
         Attach::new(store.clone(), metrics.clone(), config.attach.clone());
     tracker.spawn(attach.run(background.clone(), health.clone()));
 
-    spawn_sweep(&config, &store, &metrics, &tracker, &background, &health)?;
+    let instance = spawn_sweep(&config, &store, &metrics, &tracker, &background, &health)?;
+    // The heartbeat stops last, so its last write shows every other task finished.
+    let fleet = Fleet::new(
+        store.clone(),
+        metrics.clone(),
+        health.clone(),
+        &instance,
+        Clock::Database,
+    )
+    .start(config.fleet.clone());
     let ingest_handle = spawn_ingest(
         &config,
         &store,
@@ -336,6 +351,7 @@ pub async fn run(
         attach_handle,
         waiters,
         &shutdown,
+        &instance,
     );
     let (webhook_app, admin_app, body_readers) = routers(
         &config,
@@ -379,6 +395,7 @@ pub async fn run(
     // The servers (and with them every ingest handle) are gone: the writers drain and stop.
     drop(servers);
     stop_tasks(&background, &tracker, config.shutdown_timeout).await;
+    fleet.stop().await;
     tracing::info!("stopped");
     served.map_err(RunError::Io)
 }

@@ -95,6 +95,8 @@ pub struct Config {
     pub shutdown_timeout: Duration,
     /// The waiters of `GET /v1/jobs/{id}?wait=`.
     pub wait: WaitConfig,
+    /// The heartbeat and per-minute counters (no setting: a minute; tests shorten it).
+    pub fleet: crate::fleet::FleetConfig,
 }
 
 impl Config {
@@ -124,6 +126,7 @@ impl Config {
             sweep: SweepConfig::default(),
             shutdown_timeout: Duration::from_secs(20),
             wait: WaitConfig::default(),
+            fleet: crate::fleet::FleetConfig::default(),
         }
     }
 }

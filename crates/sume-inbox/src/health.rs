@@ -24,6 +24,17 @@ pub enum TaskState {
     Dead,
 }
 
+impl TaskState {
+    /// `running`, `finished` or `dead`: how the fleet's picture names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Running => "running",
+            TaskState::Finished => "finished",
+            TaskState::Dead => "dead",
+        }
+    }
+}
+
 impl Health {
     /// Registers a running task; keep the guard inside the task.
     pub fn task(&self, name: impl Into<String>) -> TaskGuard {

@@ -24,6 +24,7 @@ pub mod config;
 pub mod db;
 pub mod delivery;
 pub mod fd_limit;
+pub mod fleet;
 pub mod health;
 pub mod http;
 pub mod ingest;

@@ -308,6 +308,7 @@ impl ServeArgs {
                 &self.wait_wakeup,
                 &self.wait_poll_interval,
             )?,
+            fleet: crate::fleet::FleetConfig::default(),
         };
         config.validate()?;
         Ok(config)

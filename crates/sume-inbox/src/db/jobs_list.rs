@@ -34,7 +34,12 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<JobRow>, DbError> {
         let client = self.client().await?;
-        let rows = sql::JOBS_LIST
+        // One order's jobs come from its index; the rest walk the primary key.
+        let statement = match filter.order_id {
+            Some(_) => &sql::JOBS_LIST_BY_ORDER,
+            None => &sql::JOBS_LIST,
+        };
+        let rows = statement
             .query(
                 &client,
                 &[

@@ -36,6 +36,16 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         include_str!("../../../../sql/0007_close_feed.sql"),
     ),
     (8, "audit", include_str!("../../../../sql/0008_audit.sql")),
+    (
+        9,
+        "instance_minutes",
+        include_str!("../../../../sql/0009_instance_minutes.sql"),
+    ),
+    (
+        11,
+        "jobs_order_id",
+        include_str!("../../../../sql/0011_jobs_order_id.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.
@@ -46,6 +56,14 @@ pub fn latest() -> i32 {
 /// An arbitrary constant naming "sume-inbox migrations" among advisory locks.
 const LOCK_KEY: i64 = 0x5355_4d45_494e_4258;
 
+/// How often an instance that finds the lock taken tries again.
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The first line of a migration that builds an index with `create index concurrently`:
+/// `-- index concurrently: schema.name`. Such a file holds that one statement, run outside a
+/// transaction.
+const CONCURRENT_INDEX: &str = "-- index concurrently: ";
+
 /// Applies what is missing; answers the versions it applied. A schema already at this
 /// binary's version (or newer, during a rolling upgrade) is only read: a runtime role with no
 /// right to change the schema starts as well as the role that migrated it.
@@ -53,17 +71,39 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, DbError> {
     if current(client).await.is_some_and(|v| v >= latest()) {
         return Ok(Vec::new());
     }
-    let q = |statement: &'static str| move |e| DbError::query(statement, e);
-    client
-        .execute("select pg_advisory_lock($1)", &[&LOCK_KEY])
-        .await
-        .map_err(q("migrate_lock"))?;
+    lock(client).await?;
     let result = apply_missing(client).await;
     // Unlock whatever happened; a dropped connection releases the lock anyway.
     let _ = client
         .execute("select pg_advisory_unlock($1)", &[&LOCK_KEY])
         .await;
     result
+}
+
+/// Takes the migration lock, trying again while another instance holds it. Never waits inside
+/// a statement: `create index concurrently` waits for every transaction older than its
+/// snapshot, so an instance blocked in `pg_advisory_lock` would deadlock the one building.
+async fn lock(client: &Client) -> Result<(), DbError> {
+    let started = std::time::Instant::now();
+    let mut told = std::time::Duration::ZERO;
+    loop {
+        let taken: bool = client
+            .query_one("select pg_try_advisory_lock($1)", &[&LOCK_KEY])
+            .await
+            .map_err(|e| DbError::query("migrate_lock", e))?
+            .get(0);
+        if taken {
+            return Ok(());
+        }
+        if started.elapsed() >= told + std::time::Duration::from_secs(10) {
+            told = started.elapsed();
+            tracing::info!(
+                waited_secs = told.as_secs(),
+                "another instance is migrating the schema; waiting for it"
+            );
+        }
+        tokio::time::sleep(LOCK_RETRY).await;
+    }
 }
 
 /// The applied version, or `None` before the first migration (or when it cannot be read).
@@ -100,26 +140,92 @@ async fn apply_missing(client: &mut Client) -> Result<Vec<i32>, DbError> {
         if applied.contains(version) {
             continue;
         }
-        let tx = client
-            .transaction()
-            .await
-            .map_err(|e| DbError::query("migrate_begin", e))?;
-        tx.batch_execute(sql)
-            .await
-            .map_err(|e| DbError::Migration(*version, e))?;
-        tx.execute(
-            "insert into sume.schema_migrations (version, name) values ($1, $2)",
-            &[version, name],
-        )
-        .await
-        .map_err(|e| DbError::Migration(*version, e))?;
-        tx.commit()
-            .await
-            .map_err(|e| DbError::Migration(*version, e))?;
+        match concurrent_index(sql) {
+            Some(index) => apply_concurrently(client, *version, name, index, sql).await?,
+            None => apply_in_transaction(client, *version, name, sql).await?,
+        }
         tracing::info!(version, name, "applied migration");
         done.push(*version);
     }
     Ok(done)
+}
+
+async fn apply_in_transaction(
+    client: &mut Client,
+    version: i32,
+    name: &str,
+    sql: &str,
+) -> Result<(), DbError> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| DbError::query("migrate_begin", e))?;
+    tx.batch_execute(sql)
+        .await
+        .map_err(|e| DbError::Migration(version, e))?;
+    tx.execute(
+        "insert into sume.schema_migrations (version, name) values ($1, $2)",
+        &[&version, &name],
+    )
+    .await
+    .map_err(|e| DbError::Migration(version, e))?;
+    tx.commit()
+        .await
+        .map_err(|e| DbError::Migration(version, e))
+}
+
+/// The index a migration builds concurrently, from its first line.
+fn concurrent_index(sql: &str) -> Option<&str> {
+    let index = sql.lines().next()?.strip_prefix(CONCURRENT_INDEX)?.trim();
+    let plain = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    };
+    let (schema, name) = index.split_once('.')?;
+    (plain(schema) && plain(name)).then_some(index)
+}
+
+/// Builds an index outside a transaction. A build cut short (a crash, a cancel, a lost
+/// connection) leaves the index invalid: it is dropped and built again.
+async fn apply_concurrently(
+    client: &Client,
+    version: i32,
+    name: &str,
+    index: &str,
+    sql: &str,
+) -> Result<(), DbError> {
+    let failed = |e| DbError::Migration(version, e);
+    let invalid = client
+        .query_opt(
+            "select not indisvalid from pg_index where indexrelid = to_regclass($1)",
+            &[&index],
+        )
+        .await
+        .map_err(failed)?
+        .is_some_and(|r| r.get::<_, bool>(0));
+    if invalid {
+        tracing::warn!(
+            version,
+            index,
+            "an earlier build left the index invalid: rebuilding it"
+        );
+        client
+            .batch_execute(&format!("drop index concurrently if exists {index}"))
+            .await
+            .map_err(failed)?;
+    }
+    client.batch_execute(sql).await.map_err(failed)?;
+    client
+        .execute(
+            "insert into sume.schema_migrations (version, name) values ($1, $2)
+             on conflict (version) do nothing",
+            &[&version, &name],
+        )
+        .await
+        .map_err(failed)?;
+    Ok(())
 }
 
 impl super::Store {
@@ -153,6 +259,37 @@ mod tests {
         assert_eq!(files, listed);
         for (i, (v, _, _)) in MIGRATIONS.iter().enumerate() {
             assert_eq!(*v as usize, i + 1, "versions are 1, 2, 3 ...");
+        }
+    }
+
+    #[test]
+    fn a_concurrent_index_is_named_on_the_first_line_and_nowhere_else() {
+        assert_eq!(
+            concurrent_index("-- index concurrently: sume.jobs_order_id\ncreate index ..."),
+            Some("sume.jobs_order_id")
+        );
+        for not in [
+            "create index concurrently x on t (a)",
+            "-- a comment\n-- index concurrently: sume.x",
+            "-- index concurrently: jobs_order_id",
+            "-- index concurrently: sume.x; drop table sume.jobs",
+            "-- index concurrently: sume.",
+        ] {
+            assert_eq!(concurrent_index(not), None, "{not}");
+        }
+        let concurrent: Vec<i32> = MIGRATIONS
+            .iter()
+            .filter(|(_, _, sql)| concurrent_index(sql).is_some())
+            .map(|(v, _, _)| *v)
+            .collect();
+        assert!(concurrent.contains(&11), "{concurrent:?}");
+        for (v, _, sql) in MIGRATIONS {
+            assert_eq!(
+                concurrent_index(sql).is_some(),
+                sql.to_lowercase()
+                    .contains("index concurrently if not exists"),
+                "migration {v}: a concurrent build must be declared on its first line"
+            );
         }
     }
 }

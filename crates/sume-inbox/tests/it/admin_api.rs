@@ -87,6 +87,7 @@ async fn the_scopes_the_host_and_json_writes_hold_and_errors_carry_the_request_i
         "/v1/stats",
         "/v1/inbox",
         "/v1/audit",
+        "/v1/instances",
         "/metrics",
         "/v1/jobs/job_app/detail",
     ] {
@@ -278,6 +279,12 @@ async fn answers_validate_against_the_served_openapi_document() {
     })
     .await;
     api.post("/v1/dead-letters/replay", json!({})).await;
+    wait_for(
+        "the instance's heartbeat",
+        Duration::from_secs(10),
+        || async { db.scalar("select count(*) from sume.instances").await == 1 },
+    )
+    .await;
     for (path, token) in [
         ("/v1/jobs/job_a", APP),
         ("/v1/jobs/job_b?wait=10ms", APP),
@@ -293,6 +300,7 @@ async fn answers_validate_against_the_served_openapi_document() {
         ("/v1/dead-letters", OPERATOR),
         ("/v1/stats", OPERATOR),
         ("/v1/audit", OPERATOR),
+        ("/v1/instances", OPERATOR),
         ("/v1/inbox?after=garbage", OPERATOR),
     ] {
         let (s, body) = api.get(path, token).await;

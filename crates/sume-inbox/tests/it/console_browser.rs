@@ -67,11 +67,39 @@ async fn seed(db: &TestDb, console: &Console) {
         .unwrap();
 }
 
+/// This instance's first heartbeat, and a second instance's last hour as its rows would be
+/// (an afternoon's traffic with a burst of forged deliveries), for the overview's picture.
+async fn seed_fleet(db: &TestDb) {
+    wait_for("the first heartbeat", Duration::from_secs(20), || async {
+        db.scalar("select count(*) from sume.instances").await == 1
+    })
+    .await;
+    db.client()
+        .await
+        .batch_execute(
+            "insert into sume.instances (instance, hostname, pid, version, started_at, last_seen, tasks)
+             values ('web-2-4242-00ff00ff00ff00ff', 'web-2', 4242, '0.1.0', now() - interval '3 hours',
+                     now() - interval '20 seconds',
+                     '{\"attach\": \"running\", \"fleet\": \"running\", \"ingest-0\": \"running\"}');
+             insert into sume.instance_minutes (minute, instance, stored, duplicates, unauthorized,
+                                                unavailable, closed_by_webhook, closed_by_poll, given_up)
+             select date_trunc('minute', now()) - make_interval(mins => m), 'web-2-4242-00ff00ff00ff00ff',
+                    (30 + 12 * sin(m / 7.0))::int, (2 + 2 * sin(m / 3.0))::int,
+                    case when m between 20 and 24 then 40 - m else 0 end,
+                    case when m = 41 then 6 else 0 end, (26 + 11 * sin((m + 1) / 7.0))::int,
+                    2 * (m % 9 = 0)::int, (m = 33)::int
+             from generate_series(1, 59) m;",
+        )
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_operator_signs_in_finds_a_raced_job_and_replays_a_dead_letter_in_chromium() {
     let db = TestDb::new().await;
     let console = Console::start(&db, Some(OPERATOR)).await;
     seed(&db, &console).await;
+    seed_fleet(&db).await;
     let driver = Driver::start().await;
     let b = driver.browser().await;
     let shots = screenshots();
@@ -92,7 +120,19 @@ async fn an_operator_signs_in_finds_a_raced_job_and_replays_a_dead_letter_in_chr
         "{overview}"
     );
     assert!(overview.contains("running"), "the tasks: {overview}");
+    for fleet in [
+        "this one",
+        "alive",
+        "web-2",
+        "webhooks stored",
+        "401 refused",
+    ] {
+        assert!(overview.contains(fleet), "the fleet: {fleet}: {overview}");
+    }
     b.screenshot(&shots, "overview.png").await;
+    b.goto(&at("/console/overview#fleet")).await;
+    b.wait_text("h1", "Overview").await;
+    b.screenshot(&shots, "fleet.png").await;
 
     b.goto(&at("/console/jobs")).await;
     b.type_into("input[name=q]", "order-1042").await;

@@ -1,5 +1,6 @@
-//! The sweep's and attach's queries stay on their indexes beside a million closed jobs: the
-//! cost of a pass grows with the rows due, not with the size of the tables.
+//! The sweep's and attach's queries, and the search by order id, stay on their indexes beside
+//! a million closed jobs: the cost grows with the rows due or found, not with the size of the
+//! tables.
 
 use crate::support::*;
 
@@ -14,6 +15,7 @@ fn statements() -> Vec<(&'static str, String)> {
         sql::INBOX_CHECKS_ENQUEUE,
         sql::INBOX_CHECKS_CLAIM,
         sql::EVENTS_ATTACHABLE_SCAN,
+        sql::JOBS_LIST_BY_ORDER,
     ]
     .iter()
     .map(|s| (s.name(), s.sql().to_owned()))
@@ -72,6 +74,22 @@ async fn sweep_queries_use_indexes_beside_a_million_closed_jobs() {
                 Box::new(DATABASE_CLOCK),
             ],
             "events_attachable_scan" => vec![Box::new(100i64)],
+            // The console's and the API's search by order id, for the first page.
+            "jobs_list_by_order" => {
+                let any: Option<String> = None;
+                let anytime: Option<chrono::DateTime<chrono::Utc>> = None;
+                vec![
+                    Box::new(""),
+                    Box::new(any.clone()),
+                    Box::new(Some("order_500000")),
+                    Box::new(any),
+                    Box::new(anytime),
+                    Box::new(anytime),
+                    Box::new(anytime),
+                    Box::new(anytime),
+                    Box::new(50i64),
+                ]
+            }
             _ => unreachable!(),
         };
         let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =

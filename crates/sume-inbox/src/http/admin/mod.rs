@@ -1,7 +1,8 @@
 //! The admin API on ADMIN_ADDR: its state and its routes. What guards them is [`access`]; the
 //! handlers live in a file per concern (`jobs.rs`: registering, reading and listing jobs, the
 //! feed of closes; `wait.rs`: waiting for a close; `operator.rs`: the operator's reads;
-//! `replay.rs`: the operator's writes and their audit); [`openapi`] describes them all.
+//! `fleet.rs`: the fleet's instances and last hour; `replay.rs`: the operator's writes and
+//! their audit); [`openapi`] describes them all.
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use axum::Router;
 use sume_wire::Secret;
 
 pub mod access;
+mod fleet;
 mod jobs;
 pub mod openapi;
 mod operator;
@@ -48,6 +50,8 @@ pub struct AdminState {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// SUME_WEBHOOK_SECRET: replay verifies stored deliveries again with them.
     pub secrets: Arc<Vec<Secret>>,
+    /// This instance's name in the fleet's picture (its lease owner name).
+    pub instance: Arc<str>,
 }
 
 /// The admin API's routes: the application's (register, read, wait, the feed, the OpenAPI
@@ -68,6 +72,7 @@ pub fn router(state: AdminState, access: Access) -> Router {
         .route("/v1/dead-letters/replay", post(replay::replay_dead_letters))
         .route("/v1/events/{event_id}/replay", post(replay::replay_event))
         .route("/v1/stats", get(operator::stats))
+        .route("/v1/instances", get(fleet::instances))
         .route("/v1/audit", get(operator::audit))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn(access::operator_only));

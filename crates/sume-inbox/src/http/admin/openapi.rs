@@ -8,7 +8,7 @@ use serde::Serialize;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use super::{jobs, operator, replay};
+use super::{fleet, jobs, operator, replay};
 
 /// Every error: `{"error":{"code","message"},"request_id"}`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -54,6 +54,7 @@ impl Modify for BearerAuth {
         jobs::register, jobs::list, jobs::show, serve,
         operator::job_detail, operator::inbox, operator::set_aside, operator::orphans,
         operator::disagreements, operator::dead_letters, operator::stats, operator::audit,
+        fleet::instances,
         replay::replay_event, replay::replay_dead_letters, replay::drop_dead_letters,
         super::metrics,
     ),

@@ -6,7 +6,8 @@
 //! API, and on every answer a strict Content-Security-Policy (nothing but this origin's
 //! stylesheet and images, no script, no frame). Signing in ([`session`]) exchanges the token for
 //! a server-side session; every form that changes something carries the session's CSRF token.
-//! The pages live in `pages.rs` (overview, inbox, set aside and orphans, dead letters),
+//! The pages live in `pages.rs` (overview, inbox, set aside and orphans, dead letters; the
+//! overview's instances and chart in `fleet.rs` and `chart.rs`),
 //! `job.rs` (search and timeline) and `actions.rs` (replay and drop, each audited).
 
 use std::sync::Arc;
@@ -20,6 +21,8 @@ use axum::Router;
 use maud::html;
 
 mod actions;
+mod chart;
+mod fleet;
 mod job;
 mod layout;
 mod pages;

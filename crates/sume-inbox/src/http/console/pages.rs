@@ -8,13 +8,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use maud::{html, Markup};
 
+use super::fleet;
 use super::layout::{self, age, answers, at, at_opt};
 use super::session::{require, Operator};
 use super::ConsoleState;
-use crate::health::TaskState;
 
 /// Rows a list page shows.
 const ROWS: i64 = 200;
+/// Instances the overview lists.
+const INSTANCES: i64 = 100;
 
 fn unavailable(
     operator: &Operator,
@@ -44,9 +46,14 @@ pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> 
         Ok(o) => o,
         Err(r) => return *r,
     };
-    let stats = state.admin.store.stats_summary().await;
+    let store = &state.admin.store;
+    let clock = crate::clock::Clock::Database;
+    let (stats, instances, minutes) = tokio::join!(
+        store.stats_summary(),
+        store.instances_list(INSTANCES, &clock),
+        store.instance_minutes_last_hour(&clock)
+    );
     let grace = state.inbox_grace.as_secs_f64();
-    let tasks = state.admin.health.snapshot();
     let body = html! {
         h2 { "Right now" }
         div.cards {
@@ -68,19 +75,8 @@ pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> 
                 Err(_) => { (card("down", "database", Some("bad"))) }
             }
         }
-        h2 { "This instance's tasks" }
-        table {
-            tr { th { "task" } th { "state" } }
-            @for (name, task) in &tasks {
-                tr { td { code { (name) } } td {
-                    @match task {
-                        TaskState::Running => span.ok { "running" },
-                        TaskState::Finished => span.muted { "finished" },
-                        TaskState::Dead => span.bad { "dead" },
-                    }
-                } }
-            }
-        }
+        (fleet::instances(&instances, &state.admin.instance, &state.admin.health.snapshot()))
+        (fleet::last_hour(&minutes))
     };
     if let Err(e) = &stats {
         tracing::error!(error = %e, "console: reading stats failed");

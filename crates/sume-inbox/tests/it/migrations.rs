@@ -1,0 +1,109 @@
+//! Migrations against a live schema: instances that start at once while an index builds
+//! concurrently, and an index build cut short, found invalid and built again.
+
+use sume_inbox::db::migrate::{latest, migrate};
+
+use crate::support::*;
+
+async fn version(db: &TestDb) -> i32 {
+    db.client()
+        .await
+        .query_one("select max(version) from sume.schema_migrations", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// `(valid, unique, definition)` of an index, if it exists.
+async fn index(db: &TestDb, name: &str) -> Option<(bool, bool, String)> {
+    db.client()
+        .await
+        .query_opt(
+            "select indisvalid, indisunique, pg_get_indexdef(indexrelid)
+             from pg_index where indexrelid = to_regclass($1)",
+            &[&name],
+        )
+        .await
+        .unwrap()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn instances_that_migrate_at_once_all_start_while_an_index_builds_concurrently() {
+    let db = TestDb::new().await;
+    // The others wait for the lock while one builds; a waiter blocked inside a statement would
+    // be waited for by `create index concurrently`, a deadlock.
+    let mut runs = Vec::new();
+    for _ in 0..4 {
+        let url = db.url.clone();
+        runs.push(tokio::spawn(async move {
+            let mut c = connect(&url).await;
+            migrate(&mut c).await
+        }));
+    }
+    let mut applied = Vec::new();
+    for run in runs {
+        // Not a speed check: a deadlocked migration never ends, and the test must say so.
+        let run = tokio::time::timeout(std::time::Duration::from_secs(300), run)
+            .await
+            .expect("the migrations deadlocked");
+        applied.extend(
+            run.unwrap()
+                .expect("every instance migrates or finds it done"),
+        );
+    }
+    applied.sort();
+    let all: Vec<i32> = (1..=latest()).collect();
+    assert_eq!(applied, all, "each migration applied exactly once");
+    assert_eq!(version(&db).await, latest());
+    let (valid, _, _) = index(&db, "sume.jobs_order_id").await.unwrap();
+    assert!(valid);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_index_build_cut_short_is_dropped_and_built_again() {
+    let db = TestDb::new().await;
+    let mut c = db.client().await;
+    migrate(&mut c).await.unwrap();
+    // Undo the build, then leave an invalid index under its name, as a cancelled or crashed
+    // `create index concurrently` does (here: a unique build that meets a duplicate).
+    c.batch_execute(
+        "insert into sume.jobs (job_id, order_id) values ('job_a', 'order_1'), ('job_b', 'order_1');
+         drop index sume.jobs_order_id;
+         delete from sume.schema_migrations where version = 11;",
+    )
+    .await
+    .unwrap();
+    let cut = c
+        .batch_execute(
+            "create unique index concurrently jobs_order_id on sume.jobs (order_id)
+             where order_id is not null",
+        )
+        .await;
+    assert!(
+        cut.is_err(),
+        "the duplicate order id fails the unique build"
+    );
+    let (valid, unique, _) = index(&db, "sume.jobs_order_id").await.unwrap();
+    assert!(!valid && unique, "left behind invalid");
+
+    assert_eq!(migrate(&mut c).await.unwrap(), vec![11]);
+    let (valid, unique, def) = index(&db, "sume.jobs_order_id").await.unwrap();
+    assert!(valid && !unique, "{def}");
+    assert!(def.contains("(order_id, job_id)"), "{def}");
+    assert_eq!(version(&db).await, latest());
+    // Both jobs of the order are found through it.
+    let store = sume_inbox::db::Store::new(&db.url, 2).unwrap();
+    let filter = sume_inbox::db::JobFilter {
+        order_id: Some("order_1".into()),
+        ..Default::default()
+    };
+    let jobs: Vec<String> = store
+        .jobs_list(&filter, "", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| j.job_id)
+        .collect();
+    assert_eq!(jobs, ["job_a", "job_b"]);
+}
