@@ -61,14 +61,33 @@ clean-db:
 	for d in target/devpg-*-bouncer; do [ -d $$d ] && scripts/devbouncer destroy $$d; done; true
 	for d in target/devpg-*; do scripts/devpg destroy $$d; done
 
-## bench: the benchmark of docs/benchmarks.md, in about 3 minutes after the build: a throwaway
+## bench: the benchmark of docs/benchmarks.md, in about 10 minutes after the build: a throwaway
 ## PostgreSQL under target/, the release daemon, a per-request baseline and the PostgreSQL
-## ceiling, measured in one run; prints the table and appends it to docs/benchmarks.md.
-## Options: BENCH_ARGS="--duration 20s --connections 16,64,256 --rate 1000" (see --help).
-.PHONY: bench
+## ceiling, measured in one run (about 3 minutes); then the fleet (`sume-bench fleet`, about 7
+## minutes): 1, 2 and 4 instances, direct and through a throwaway PgBouncer, 3 rounds. Each
+## prints its table and appends it to docs/benchmarks.md.
+## Options: BENCH_ARGS="--duration 20s --connections 16,64,256 --rate 1000" (see --help),
+## FLEET_ARGS="--rounds 1 --duration 5s --instances 1,2" (see `sume-bench fleet --help`).
+.PHONY: bench bench-fleet
 bench:
 	$(CARGO) build --release -p sume-inbox -p sume-bench
 	$${CARGO_TARGET_DIR:-target}/release/sume-bench run $(BENCH_ARGS)
+	$${CARGO_TARGET_DIR:-target}/release/sume-bench fleet $(FLEET_ARGS)
+
+## bench-fleet: only the fleet part of `make bench` (FLEET_ARGS as there)
+bench-fleet:
+	$(CARGO) build --release -p sume-inbox -p sume-bench
+	MAKE_TARGET=$@ $${CARGO_TARGET_DIR:-target}/release/sume-bench fleet $(FLEET_ARGS)
+
+## soak: 10 minutes at a fixed 2,000 events/s against one daemon with attach, the sweep and
+## retention running (a throwaway PostgreSQL and the simulator, started by it); samples memory,
+## p99, table sizes per live row and dead tuples every 30 s, draws docs/soak.svg, appends a
+## section to docs/benchmarks.md, and fails when a series grows after the first 3 minutes.
+## Options: SOAK_ARGS="--duration 2m --sample-every 10s" (see `sume-bench soak --help`).
+.PHONY: soak
+soak:
+	$(CARGO) build --release -p sume-bench
+	$${CARGO_TARGET_DIR:-target}/release/sume-bench soak $(SOAK_ARGS)
 
 ## bench-console: each console page's time beside a million closed jobs (scripts/bench-console:
 ## a throwaway cluster seeded, the release daemon, an operator signed in with curl); Markdown rows

@@ -52,3 +52,10 @@ select j.job_id, j.state, j.sume_status, j.closed_by, j.closed_event_id,
        (select count(*) from sume.events e where e.job_id = j.job_id and e.outcome = 'closed'),
        (select count(*) from sume.events e where e.job_id = j.job_id)
 from sume.jobs j;
+
+-- name: jobs_register_many
+-- The soak's application: the job rows of one tick, committed together, with the key name
+-- the sweep reads them with.
+insert into sume.jobs (job_id, order_id, api_key)
+select j, j, $2 from unnest($1::text[]) j
+on conflict do nothing;

@@ -34,3 +34,36 @@ create database {database};
 select count(pg_terminate_backend(pid))
 from pg_stat_activity
 where datname = $1 and pid <> pg_backend_pid();
+
+-- name: server_backends
+-- The fleet benchmark's sample: client backends of the whole server (connections open) and
+-- those running a statement, leaving out the benchmark's own (application_name sume-bench)
+-- and those opened before $1 (text, a timestamptz: PgBouncer's idle server connections left
+-- from an earlier step when the instances connect directly).
+select count(*)::int8,
+       count(*) filter (where state not in ('idle'))::int8
+from pg_stat_activity
+where backend_type = 'client backend' and application_name <> 'sume-bench'
+  and backend_start >= $1::text::timestamptz;
+
+-- name: server_now
+select now()::text;
+
+-- name: server_mark_own_connection
+-- Names the benchmark's own connections, so that its samples leave them out.
+set application_name = 'sume-bench';
+
+-- name: server_tables
+-- The soak's sample of each table of the daemon's schema: live and dead tuples as the
+-- statistics count them, and table + indexes + TOAST in bytes.
+select relname::text, n_live_tup, n_dead_tup, pg_total_relation_size(relid)
+from pg_stat_user_tables
+where schemaname = 'sume'
+order by relname;
+
+-- name: server_live_rows
+-- The soak's exact row counts of the tables that grow with the traffic.
+select (select count(*) from sume.events),
+       (select count(*) from sume.jobs),
+       (select count(*) from sume.job_closes),
+       (select count(*) from sume.inbox_checks);

@@ -1,5 +1,6 @@
-//! The command line: `sume-bench run` (what `make bench` calls) and `sume-bench
-//! baseline-server` (the per-request baseline, started by `run` as a child process).
+//! The command line: `sume-bench run` and `sume-bench fleet` (what `make bench` calls), `soak`
+//! (`make soak`), `chaos` (`make chaos`), `protocol`, and `baseline-server` (the per-request
+//! baseline, started by `run` as a child process).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,6 +26,11 @@ pub struct Cli {
 pub enum Command {
     /// Start PostgreSQL, the daemon and the baseline; load them; print and append the table.
     Run(RunArgs),
+    /// 1, 2 and 4 daemon instances on one PostgreSQL, directly and through PgBouncer.
+    Fleet(crate::fleet::FleetArgs),
+    /// One daemon at a fixed rate for minutes, attach, the sweep and retention running:
+    /// memory, latency and table sizes sampled, drawn and checked for flatness.
+    Soak(crate::soak::SoakArgs),
     /// The chaos suite: faults under signed load, a three-instance race, stalled connections.
     Chaos(crate::chaos::ChaosArgs),
     /// The per-request baseline server (started by `run`; stops when its stdin closes).

@@ -12,6 +12,11 @@
 //! and one sweep pass beside a million closed jobs against one without. [`protocol`]
 //! (`sume-bench protocol`) measures what unnamed statements cost against prepared ones.
 //!
+//! [`fleet`] (`sume-bench fleet`, part of `make bench`) loads 1, 2 and 4 instances on one
+//! PostgreSQL, directly and through PgBouncer; [`soak`] (`make soak`) holds one daemon at a
+//! fixed rate for minutes with attach, the sweep and retention running, and checks that
+//! memory, latency and the tables stay flat.
+//!
 //! [`chaos`] (`make chaos`) tries the daemon's promise against faults: `kill -9`, cut
 //! connections, a locked inbox, a PostgreSQL crash, a three-instance race and stalled sockets.
 //!
@@ -25,10 +30,12 @@ pub mod ceiling;
 pub mod chaos;
 pub mod check;
 pub mod cli;
+pub mod fleet;
 pub mod load;
 pub mod protocol;
 pub mod report;
 pub mod run;
+pub mod soak;
 pub mod stack;
 pub mod stages;
 pub mod stats;

@@ -168,9 +168,20 @@ fn unix_now() -> i64 {
 /// Runs one step: opens every connection first (so connecting is not measured), then sends
 /// until the warm-up and the measured window have passed, and waits for every answer.
 pub async fn run(step: &Step, generator: Arc<Generator>) -> Result<Tally, LoadError> {
+    run_spread(step, &[step.addr], generator).await
+}
+
+/// [`run`] with the connections spread over several servers (connection `i` goes to
+/// `addrs[i % addrs.len()]`; `step.addr` is not used): one load over a fleet of instances.
+pub async fn run_spread(
+    step: &Step,
+    addrs: &[SocketAddr],
+    generator: Arc<Generator>,
+) -> Result<Tally, LoadError> {
+    assert!(!addrs.is_empty(), "a load needs a server");
     let mut opening = JoinSet::new();
     for index in 0..step.connections {
-        let addr = step.addr;
+        let addr = addrs[index % addrs.len()];
         opening.spawn(async move { Conn::open_indexed(addr, index).await });
     }
     let mut conns = Vec::with_capacity(step.connections);

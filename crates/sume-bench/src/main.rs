@@ -16,6 +16,8 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => sume_bench::run::run(args).await,
+            Command::Fleet(args) => sume_bench::fleet::run(args).await,
+            Command::Soak(args) => sume_bench::soak::run(args).await,
             Command::Protocol(args) => sume_bench::protocol::run(args).await,
             Command::Chaos(args) => sume_bench::chaos::main(args).await,
             Command::BaselineServer(args) => {

@@ -50,11 +50,17 @@ impl Generator {
         self.next.load(Ordering::Relaxed)
     }
 
+    /// The job id of delivery `n` (the `n`-th made, from 0), known before it is made: what an
+    /// application that registers its job before the webhook arrives would hold.
+    pub fn job_id(&self, n: u64) -> String {
+        format!("job_{}_{n}", self.run_id)
+    }
+
     /// The next delivery, signed at `now` (Unix seconds).
     pub fn next(&self, now: i64) -> Delivery {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let event_id = format!("evt_{}_{n}", self.run_id);
-        let job_id = format!("job_{}_{n}", self.run_id);
+        let job_id = self.job_id(n);
         let body = Bytes::from(envelope(&event_id, &job_id, n, now));
         Delivery {
             signature: signature_header(&self.secrets, now, &body),

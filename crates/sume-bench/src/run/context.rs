@@ -49,17 +49,50 @@ fn first_line_with(text: &str, key: &str) -> Option<String> {
 }
 
 fn command_line() -> String {
+    command_line_of("bench", "BENCH_ARGS")
+}
+
+/// The command as the reader would type it: `make TARGET VAR="..."` when `make` ran this
+/// subcommand, else the command line itself.
+pub(crate) fn command_line_of(target: &str, var: &str) -> String {
     let args: Vec<String> = std::env::args().skip(2).collect();
     // `make` exports MAKELEVEL to the commands it runs: show what the reader would type.
     if std::env::var_os("MAKELEVEL").is_some() {
+        // The Makefile names its target when one subcommand serves several (`bench-fleet`).
+        let named = std::env::var("MAKE_TARGET").ok().filter(|t| !t.is_empty());
+        let target = named.as_deref().unwrap_or(target);
         if args.is_empty() {
-            "make bench".to_owned()
+            format!("make {target}")
         } else {
-            format!("make bench BENCH_ARGS=\"{}\"", args.join(" "))
+            format!("make {target} {var}=\"{}\"", args.join(" "))
         }
     } else {
         std::env::args().collect::<Vec<_>>().join(" ")
     }
+}
+
+/// `N CPUs (model), N GiB RAM, Linux ...; PostgreSQL ...; revision ...`: the machine line of
+/// the fleet's and the soak's sections.
+pub(crate) async fn machine(db: &tokio_postgres::Client) -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_gib = first_line_with(&meminfo, "MemTotal")
+        .and_then(|v| v.trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map(|kib| format!("{:.0} GiB RAM", kib / 1024.0 / 1024.0))
+        .unwrap_or_else(|| "RAM unknown".into());
+    let postgres = match db.query_one(sql::SERVER_VERSION.sql(), &[]).await {
+        Ok(row) => format!("PostgreSQL {}", row.get::<_, String>(0)),
+        Err(_) => "PostgreSQL (version unknown)".into(),
+    };
+    format!(
+        "{} CPUs ({}), {mem_gib}, Linux {}; {postgres}; revision {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        first_line_with(&cpuinfo, "model name").unwrap_or_else(|| "unknown CPU".into()),
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim(),
+        revision()
+    )
 }
 
 /// The short commit, marked when the work tree differs from it.

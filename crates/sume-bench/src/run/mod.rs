@@ -12,9 +12,9 @@
 //! attach and sweep, `context.rs` describes the machine and `output.rs` writes the results.
 
 pub(crate) mod context;
-mod output;
+pub(crate) mod output;
 mod servers;
-mod setup;
+pub(crate) mod setup;
 mod stages;
 mod steps;
 

@@ -34,7 +34,8 @@ pub(super) fn print_partial(context: Context, rows: Vec<Row>) {
     eprintln!("{}", partial.table());
 }
 
-fn append(path: &Path, section: &str) -> anyhow::Result<()> {
+/// Appends `section` to `path` (created with its headings when missing).
+pub(crate) fn append(path: &Path, section: &str) -> anyhow::Result<()> {
     let fresh = !path.exists();
     let mut f = std::fs::OpenOptions::new()
         .create(true)

@@ -50,7 +50,7 @@ pub(super) fn database(
 }
 
 /// Connects and migrates; fails unless PostgreSQL runs with fsync and synchronous_commit on.
-pub(super) async fn open_durable(url: &str) -> anyhow::Result<tokio_postgres::Client> {
+pub(crate) async fn open_durable(url: &str) -> anyhow::Result<tokio_postgres::Client> {
     let mut db = connect(url).await?;
     sume_inbox::db::migrate::migrate(&mut db).await?;
     let sync: String = db
@@ -66,7 +66,7 @@ pub(super) async fn open_durable(url: &str) -> anyhow::Result<tokio_postgres::Cl
 
 /// A fresh webhook secret for this run, and the generator signing deliveries with it (their
 /// ids carry a fresh run id).
-pub(super) fn secret_and_generator() -> (String, Arc<Generator>) {
+pub(crate) fn secret_and_generator() -> (String, Arc<Generator>) {
     let (secret, run_id) = {
         let mut rng = rand::thread_rng();
         (
@@ -78,7 +78,7 @@ pub(super) fn secret_and_generator() -> (String, Arc<Generator>) {
     (secret, generator)
 }
 
-pub(super) async fn connect(url: &str) -> anyhow::Result<tokio_postgres::Client> {
+pub(crate) async fn connect(url: &str) -> anyhow::Result<tokio_postgres::Client> {
     let (client, driver) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .context("connecting to PostgreSQL")?;

@@ -20,8 +20,15 @@ use crate::metrics::Metrics;
 const BATCHES_PER_PASS: usize = 10;
 
 /// How often closed jobs are looked for (JOB_RETENTION): a scan of `sume.jobs` without an
-/// index, too dear for every pass.
+/// index, too dear for every pass. A retention shorter than this (below what the configuration
+/// accepts: only a library caller such as the soak benchmark sets one) is its own period.
 const JOBS_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// How long after a look for closed jobs the next one is due: [`JOBS_EVERY`], or JOB_RETENTION
+/// when shorter.
+fn jobs_period(keep: std::time::Duration) -> std::time::Duration {
+    JOBS_EVERY.min(keep)
+}
 
 /// The retention service.
 pub struct Retention {
@@ -82,7 +89,8 @@ impl Retention {
         Ok(removed)
     }
 
-    /// With JOB_RETENTION, at the first pass and then once an hour: closed jobs older than it.
+    /// With JOB_RETENTION, at the first pass and then once an hour (or once per JOB_RETENTION,
+    /// when shorter): closed jobs older than it.
     async fn closed_jobs_pass(&self) -> Result<u64, DbError> {
         let Some(keep) = self.config.job_retention else {
             return Ok(0);
@@ -93,7 +101,7 @@ impl Retention {
             if due.is_some_and(|at| now < at) {
                 return Ok(0);
             }
-            *due = Some(now + JOBS_EVERY);
+            *due = Some(now + jobs_period(keep));
         }
         self.store
             .jobs_delete_closed(
@@ -103,5 +111,21 @@ impl Retention {
                 &self.clock,
             )
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn closed_jobs_are_looked_for_hourly_or_once_per_a_shorter_job_retention() {
+        assert_eq!(jobs_period(Duration::from_secs(90 * 86_400)), JOBS_EVERY);
+        assert_eq!(jobs_period(Duration::from_secs(3600)), JOBS_EVERY);
+        assert_eq!(
+            jobs_period(Duration::from_secs(60)),
+            Duration::from_secs(60)
+        );
     }
 }

@@ -207,3 +207,41 @@ async fn job_retention_removes_only_jobs_closed_long_ago() {
     assert_eq!(off.run_once().await.unwrap().jobs, 0);
     assert_eq!(db.scalar("select count(*) from sume.jobs").await, 2);
 }
+
+/// Closed jobs are looked for at the first pass, then not again until their period is over
+/// (`sweep/retention.rs` tests the period itself: an hour, or a shorter JOB_RETENTION).
+#[tokio::test]
+async fn closed_jobs_are_looked_for_at_the_first_pass_then_once_a_period() {
+    let db = TestDb::new().await;
+    let mut c = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
+    let close_one = |id: &'static str| {
+        let c = &c;
+        async move {
+            c.execute(
+                "insert into sume.jobs (job_id, state, sume_status, closed_by, created_at, closed_at)
+                 values ($1, 'completed', 'completed', 'webhook', now() - interval '3 hours',
+                         now() - interval '3 hours')",
+                &[&id],
+            )
+            .await
+            .unwrap();
+        }
+    };
+    let store = Store::new(&db.url, 2).unwrap();
+    let metrics = std::sync::Arc::new(sume_inbox::metrics::Metrics::new());
+    let with = |keep: u64| SweepConfig {
+        job_retention: Some(Duration::from_secs(keep)),
+        ..SweepConfig::default()
+    };
+    let minute = Retention::new(store.clone(), metrics.clone(), with(60), Clock::Database);
+    let hours = Retention::new(store, metrics, with(2 * 3600), Clock::Database);
+    close_one("a").await;
+    assert_eq!(minute.run_once().await.unwrap().jobs, 1);
+    close_one("b").await;
+    assert_eq!(hours.run_once().await.unwrap().jobs, 1);
+    close_one("c").await;
+    // Neither is due again at once, though job c is old enough.
+    assert_eq!(minute.run_once().await.unwrap().jobs, 0);
+    assert_eq!(hours.run_once().await.unwrap().jobs, 0);
+}
