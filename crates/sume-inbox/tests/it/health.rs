@@ -54,11 +54,13 @@ async fn a_flood_of_readiness_checks_costs_the_database_nothing_per_request() {
     .into_iter()
     .sum::<i64>();
     let flood = transactions(&db).await - flood_start;
-    assert!(checks >= 200, "only {checks} checks were answered");
+    assert!(checks >= 1_000, "only {checks} checks were answered");
     // A handful of cached checks (one a second) beside the background work; one per request
-    // would be hundreds.
+    // would be thousands. The statistics of idle connections reach pg_stat_database up to
+    // seconds late, so the background work of other moments (start-up, the fleet's write)
+    // may land in either window: the bound is a tenth of the checks, not the quiet window.
     assert!(
-        flood <= quiet + 20,
+        flood * 10 < checks,
         "{checks} readiness checks cost {flood} transactions (quiet: {quiet})"
     );
     daemon.stop().await;
