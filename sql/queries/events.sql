@@ -35,24 +35,31 @@ where j.job_id = any($1)
   and exists (select 1 from sume.events e where e.job_id = j.job_id and e.applied_at is null);
 
 -- name: events_attachable_scan
--- The catch-up scan: any waiting event whose job row exists (a lost notification, a crash).
--- A set-aside event attaches too once its job is registered (the verdict was that no key of
--- ours knew the job; a row says it is ours after all): those are found from the open jobs,
--- since most set-aside events are another workspace's and never get a row.
+-- The catch-up scan: waiting events whose job row exists (a lost notification, a crash, hints
+-- dropped while attach was behind), oldest first from the index events_pending, stopping at $1
+-- rows: a scan costs the rows it returns plus the jobless events older than them, not the whole
+-- inbox, so a backlog drains in batches of constant cost. One row per event (a job with two
+-- waiting events comes twice; the caller keeps one). A set-aside event attaches too once its
+-- job is registered (the verdict was that no key of ours knew the job; a row says it is ours
+-- after all): those are looked for only when the first part comes back short, from the open
+-- jobs, since most set-aside events are another workspace's and never get a row.
 select job_id
-from (select distinct e.job_id
-      from sume.events e
-      where e.applied_at is null
-        and e.set_aside_at is null
-        and exists (select 1 from sume.jobs j where j.job_id = e.job_id)
-      union
-      select j.job_id
-      from sume.jobs j
-      where j.state = 'open'
-        and exists (select 1 from sume.events e
-                    where e.job_id = j.job_id
-                      and e.applied_at is null
-                      and e.set_aside_at is not null)) attachable
+from ((select e.job_id
+       from sume.events e
+       where e.applied_at is null
+         and e.set_aside_at is null
+         and exists (select 1 from sume.jobs j where j.job_id = e.job_id)
+       order by e.received_at
+       limit $1)
+      union all
+      (select j.job_id
+       from sume.jobs j
+       where j.state = 'open'
+         and exists (select 1 from sume.events e
+                     where e.job_id = j.job_id
+                       and e.applied_at is null
+                       and e.set_aside_at is not null)
+       limit $1)) attachable
 limit $1;
 
 -- name: events_pending_for_jobs

@@ -200,12 +200,12 @@ impl Attach {
         let limit = self.config.batch_max.max(1) as i64;
         let mut total = AttachReport::default();
         loop {
-            let jobs = self.store.events_attachable_scan(limit).await?;
-            let full = jobs.len() as i64 == limit;
-            if jobs.is_empty() {
+            let found = self.store.events_attachable_scan(limit).await?;
+            let full = found.more;
+            if found.job_ids.is_empty() {
                 break;
             }
-            let report = self.store.attach_jobs(&jobs).await?;
+            let report = self.store.attach_jobs(&found.job_ids).await?;
             self.observe(&report);
             let progressed = report.events_applied > 0;
             total.merge(report);

@@ -159,6 +159,15 @@ pub(super) fn waiting_event(r: &tokio_postgres::Row) -> WaitingEvent {
     }
 }
 
+/// What one catch-up scan found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Attachable {
+    /// Jobs with a row and waiting events, each once, oldest event first.
+    pub job_ids: Vec<String>,
+    /// The scan stopped at its limit: there may be more.
+    pub more: bool,
+}
+
 impl Store {
     /// Stores one batch of deliveries atomically and answers the event ids that were new (the
     /// rest were already stored). Ids must be distinct; rows are written sorted by id so that
@@ -207,13 +216,23 @@ impl Store {
             .await
     }
 
-    /// The catch-up scan: up to `limit` jobs that have a row and waiting events.
-    pub async fn events_attachable_scan(&self, limit: i64) -> Result<Vec<String>, DbError> {
+    /// The catch-up scan: jobs that have a row and waiting events, from up to `limit` events,
+    /// oldest first.
+    pub async fn events_attachable_scan(&self, limit: i64) -> Result<Attachable, DbError> {
         let client = self.client().await?;
         let rows = sql::EVENTS_ATTACHABLE_SCAN
             .query(&client, &[&limit])
             .await?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        let mut seen = HashSet::new();
+        let job_ids = rows
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .filter(|id| seen.insert(id.clone()))
+            .collect();
+        Ok(Attachable {
+            job_ids,
+            more: rows.len() as i64 >= limit,
+        })
     }
 
     /// Events waiting at least `older_than_secs`, oldest first.

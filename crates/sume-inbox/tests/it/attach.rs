@@ -278,6 +278,71 @@ async fn a_lost_notification_is_caught_up() {
     daemon.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_catch_up_scan_drains_a_backlog_larger_than_its_batch() {
+    let db = TestDb::new().await;
+    let mut cfg = config(&db.url);
+    cfg.attach.batch_max = 16;
+    cfg.attach.scan_interval = Duration::from_millis(200);
+    let daemon = Daemon::start(cfg).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    // The oldest waiting events are jobless (the race still open), then 60 jobs with two
+    // events each (a status, then the end): batches hold the same job twice.
+    for i in 0..20 {
+        Delivery::completed(&format!("jobless_{i:02}"))
+            .send(&http, &url)
+            .await;
+    }
+    for i in 0..60 {
+        let job = format!("job_{i:02}");
+        Delivery::status(&job, "processing").send(&http, &url).await;
+        Delivery::completed(&job).send(&http, &url).await;
+    }
+    // Rows with triggers off: no notification, only the scan can find them.
+    db.client()
+        .await
+        .batch_execute(
+            "set session_replication_role = replica;
+             insert into sume.jobs (job_id) select 'job_' || lpad(g::text, 2, '0')
+             from generate_series(0, 59) g;
+             set session_replication_role = origin;",
+        )
+        .await
+        .unwrap();
+    wait_for(
+        "the scan closes all 60 jobs, 16 events at a time",
+        Duration::from_secs(20),
+        || async {
+            let c = db.client().await;
+            let closed: i64 = c
+                .query_one(
+                    "select count(*) from sume.jobs where state = 'completed'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            closed == 60
+        },
+    )
+    .await;
+    let c = db.client().await;
+    let waiting: Vec<String> = c
+        .query(
+            "select job_id from sume.events where applied_at is null order by job_id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let jobless: Vec<String> = (0..20).map(|i| format!("jobless_{i:02}")).collect();
+    assert_eq!(waiting, jobless, "every event of a registered job applied");
+    daemon.stop().await;
+}
+
 /// Registers `jobs` jobs and delivers their events in random order with random delays, through
 /// both registration paths, against the given daemons; every job must end `completed`.
 async fn race(db: &TestDb, daemons: &[&Daemon], jobs: usize) {

@@ -171,7 +171,12 @@ async fn named_statements_break_behind_the_pooler_and_the_pooled_store_does_not(
             store.schema_migrations_version().await.unwrap(),
             sume_inbox::db::migrate::latest()
         );
-        assert!(store.events_attachable_scan(10).await.unwrap().is_empty());
+        assert!(store
+            .events_attachable_scan(10)
+            .await
+            .unwrap()
+            .job_ids
+            .is_empty());
     }
     other.batch_execute("commit").await.unwrap();
 }
