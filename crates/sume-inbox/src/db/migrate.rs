@@ -55,6 +55,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "jobs_order_id",
         include_str!("../../../../sql/0011_jobs_order_id.sql"),
     ),
+    (
+        12,
+        "autovacuum",
+        include_str!("../../../../sql/0012_autovacuum.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.

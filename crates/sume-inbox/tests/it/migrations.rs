@@ -107,3 +107,30 @@ async fn an_index_build_cut_short_is_dropped_and_built_again() {
         .collect();
     assert_eq!(jobs, ["job_a", "job_b"]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_churning_tables_are_vacuumed_sooner_than_the_defaults() {
+    let db = TestDb::new().await;
+    let mut c = db.client().await;
+    migrate(&mut c).await.unwrap();
+    for table in ["sume.jobs", "sume.events"] {
+        let options: Vec<String> = c
+            .query_one(
+                "select coalesce(reloptions, '{}') from pg_class where oid = $1::text::regclass",
+                &[&table],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        for wanted in [
+            "autovacuum_vacuum_scale_factor=0.02",
+            "autovacuum_vacuum_insert_scale_factor=0.02",
+            "autovacuum_vacuum_cost_limit=2000",
+        ] {
+            assert!(
+                options.iter().any(|o| o == wanted),
+                "{table}: {options:?}"
+            );
+        }
+    }
+}
