@@ -127,10 +127,7 @@ async fn the_churning_tables_are_vacuumed_sooner_than_the_defaults() {
             "autovacuum_vacuum_insert_scale_factor=0.02",
             "autovacuum_vacuum_cost_limit=2000",
         ] {
-            assert!(
-                options.iter().any(|o| o == wanted),
-                "{table}: {options:?}"
-            );
+            assert!(options.iter().any(|o| o == wanted), "{table}: {options:?}");
         }
     }
 }
