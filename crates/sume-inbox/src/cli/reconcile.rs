@@ -26,6 +26,9 @@ pub struct ReconcileArgs {
     /// PostgreSQL connection URL.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
+    /// `transaction` when DATABASE_URL is a transaction pooler (unnamed statements only).
+    #[arg(long, env = "DB_POOLER", default_value = "none")]
+    pub db_pooler: String,
     /// Base URL of Sume's API.
     #[arg(
         long,
@@ -87,7 +90,10 @@ impl ReconcileArgs {
         let database_url = check_database_url(&self.database_url)?;
         let client = sume_wire::StatusClient::new(&url, timeout)
             .map_err(|e| ConfigError::new("SUME_API_URL", e.to_string()))?;
-        let store = Store::new(database_url.expose(), 2)?;
+        let mut store = Store::new(database_url.expose(), 2)?;
+        if crate::config::parse_pooler(&self.db_pooler)? == crate::config::Pooler::Transaction {
+            store = store.behind_pooler(None);
+        }
         Ok((
             Reconcile::new(store, client, keys, rate, daily),
             since,

@@ -174,3 +174,18 @@ fn without_a_key_reconcile_refuses_to_start_naming_the_setting() {
         "{err}"
     );
 }
+
+#[test]
+fn reconcile_takes_db_pooler_and_refuses_a_value_it_does_not_know() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(["reconcile", "--since", "6h"])
+        .env_clear()
+        .env("DATABASE_URL", "postgres://u:pw@127.0.0.1:1/db")
+        .env("SUME_API_KEYS", "main:sk_secret_value")
+        .env("DB_POOLER", "statement")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("DB_POOLER"), "{err}");
+}
