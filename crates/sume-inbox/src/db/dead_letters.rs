@@ -56,7 +56,8 @@ pub(super) async fn insert<C: Session>(db: &C, dead: &[NewDeadLetter]) -> Result
     Ok(())
 }
 
-/// A dead letter as the listings read it (`dead_letters_list`, `_page`).
+/// A dead letter as the listings read it (`dead_letters_list`, `_page`, and with its body's
+/// head for the console).
 pub(super) fn dead_letter_row(r: &tokio_postgres::Row) -> DeadLetterRow {
     DeadLetterRow {
         dead_letter_id: r.get("dead_letter_id"),
@@ -138,14 +139,7 @@ impl Store {
         Ok(rows
             .iter()
             .map(|r| DeadLetterBody {
-                row: DeadLetterRow {
-                    dead_letter_id: r.get("dead_letter_id"),
-                    reason: r.get("reason"),
-                    header_event_id: r.get("header_event_id"),
-                    bytes: r.get("bytes"),
-                    received_at: r.get("received_at"),
-                    replayed_at: r.get("replayed_at"),
-                },
+                row: dead_letter_row(r),
                 body_head: r.get("body_head"),
             })
             .collect())
