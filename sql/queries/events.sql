@@ -5,25 +5,30 @@
 -- event_id is the key from the signed body; header_event_id is X-Sume-Event-Id as received, a
 -- hint only. A row stored before 0004_signed_keys was keyed by the header's id: a delivery
 -- whose header id names such a row is a redelivery of it, and is not stored again. Results come
--- as JSON text, exactly as received, and become jsonb here. Answers the ids that were new; the
--- others were duplicates.
-insert into sume.events (event_id, job_id, event_type, status, result, body, signed_at,
-                         signature, header_event_id)
-select u.event_id, u.job_id, u.event_type, u.status, u.result::jsonb, u.body, u.signed_at,
-       u.signature, u.header_event_id
-from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-            $7::int8[], $8::text[], $9::text[])
-     as u(event_id, job_id, event_type, status, result, body, signed_at, signature,
-          header_event_id)
-where u.header_event_id is null
-   or u.header_event_id = u.event_id
-   or not exists (
-        select 1 from sume.events legacy
-        where legacy.event_id = u.header_event_id
-          and legacy.received_at < (select applied_at from sume.schema_migrations
-                                    where version = 4))
-on conflict (event_id) do nothing
-returning event_id;
+-- as JSON text, exactly as received, and become jsonb here. Answers the ids that were new (the
+-- others were duplicates), each with whether its job's row existed in this statement's snapshot:
+-- ingest hints attach only those, and the jobs registered since (see attach.rs, "hints").
+with inserted as (
+    insert into sume.events (event_id, job_id, event_type, status, result, body, signed_at,
+                             signature, header_event_id)
+    select u.event_id, u.job_id, u.event_type, u.status, u.result::jsonb, u.body, u.signed_at,
+           u.signature, u.header_event_id
+    from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
+                $7::int8[], $8::text[], $9::text[])
+         as u(event_id, job_id, event_type, status, result, body, signed_at, signature,
+              header_event_id)
+    where u.header_event_id is null
+       or u.header_event_id = u.event_id
+       or not exists (
+            select 1 from sume.events legacy
+            where legacy.event_id = u.header_event_id
+              and legacy.received_at < (select applied_at from sume.schema_migrations
+                                        where version = 4))
+    on conflict (event_id) do nothing
+    returning event_id, job_id
+)
+select i.event_id, exists (select 1 from sume.jobs j where j.job_id = i.job_id) as job_known
+from inserted i;
 
 -- name: events_attachable
 -- Which of these jobs have a committed row and events waiting. Takes no locks: a cheap filter

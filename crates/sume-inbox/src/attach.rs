@@ -7,11 +7,24 @@
 //! transaction pooler without LISTEN_DATABASE_URL there is no LISTEN: the scan (every second by
 //! default there) is how a job row committed after its events is found. Every path
 //! ends in [`Store::attach_jobs`], which is idempotent and safe beside other instances.
+//!
+//! ## Which of ingest's hints need the database
+//! Ingest's insert answers, for each new event, whether its job's row existed in the insert's
+//! snapshot. Those jobs are attached. A job whose row did not exist then can only have been
+//! registered since, and that registration's notification reaches this task too: if it came
+//! first, the job is among the recently registered ([`Recent`]) and is attached; if it comes
+//! later, attaching it then sees the event, committed before its hint was sent. So a hint for
+//! a job neither known to the insert nor registered recently is dropped without asking the
+//! database: the race the daemon exists for (events before their row) costs no query per
+//! batch. Where notifications may have been missed (no LISTEN connection, or one younger than
+//! [`HINT_WINDOW`], which may have come up after such a registration) every hint is checked.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::AttachConfig;
@@ -20,16 +33,28 @@ use crate::health::{Health, TaskGuard};
 use crate::metrics::Metrics;
 use std::sync::Arc;
 
+/// How long a registration's notification is remembered, and how long after LISTEN comes up
+/// every hint is still checked: far longer than an ingest statement between its snapshot and
+/// its commit, which is the window a registration can fall into unseen by both sides. A longer
+/// statement leaves its events to the catch-up scan.
+pub const HINT_WINDOW: Duration = Duration::from_secs(10);
+
+/// The registrations remembered per [`HINT_WINDOW`] at most (a faster stream of registrations
+/// shortens the window instead of growing the memory: 8 bytes an id).
+const RECENT_MAX: usize = 100_000;
+
 enum Msg {
-    /// Jobs that may have work; nobody waits for the answer.
-    Jobs(Vec<String>),
+    /// Events were stored for these jobs, each with whether its row existed then.
+    Stored(Vec<(String, bool)>),
+    /// These job rows were committed (their notification).
+    Registered(Vec<String>),
+    /// The LISTEN connection is up (`true`: catch up now, notifications flow again) or lost.
+    Listening(bool),
     /// Jobs to attach now; the caller waits.
     Now(
         Vec<String>,
         oneshot::Sender<Result<AttachReport, AttachError>>,
     ),
-    /// Run the catch-up scan now (after the LISTEN connection was re-established).
-    CatchUp,
 }
 
 /// Why [`AttachHandle::attach_now`] could not report an attach.
@@ -50,13 +75,24 @@ pub struct AttachHandle {
 }
 
 impl AttachHandle {
-    /// Hints that these jobs may have work. Never waits: when the queue is full the hint is
-    /// dropped, and the catch-up scan finds the work instead.
-    pub fn notify(&self, job_ids: Vec<String>) {
-        if job_ids.is_empty() {
-            return;
+    /// Hints that events were stored for these jobs, each with whether its row existed in the
+    /// storing statement's snapshot. Never waits: when the queue is full the hint is dropped,
+    /// and the catch-up scan finds the work instead.
+    pub fn stored(&self, jobs: Vec<(String, bool)>) {
+        if !jobs.is_empty() {
+            self.hint(Msg::Stored(jobs));
         }
-        if self.tx.try_send(Msg::Jobs(job_ids)).is_err() {
+    }
+
+    /// Hints that these job rows were committed; as [`AttachHandle::stored`].
+    pub fn registered(&self, job_ids: Vec<String>) {
+        if !job_ids.is_empty() {
+            self.hint(Msg::Registered(job_ids));
+        }
+    }
+
+    fn hint(&self, msg: Msg) {
+        if self.tx.try_send(msg).is_err() {
             tracing::debug!("attach queue full; leaving the work to the catch-up scan");
         }
     }
@@ -80,6 +116,9 @@ pub struct Attach {
     config: AttachConfig,
     tx: mpsc::Sender<Msg>,
     rx: mpsc::Receiver<Msg>,
+    /// Since when notifications have been flowing; `None` while there is no LISTEN connection.
+    listening_since: Option<Instant>,
+    recent: Recent,
 }
 
 impl Attach {
@@ -98,6 +137,8 @@ impl Attach {
                 config,
                 tx,
                 rx,
+                listening_since: None,
+                recent: Recent::default(),
             },
             handle,
         )
@@ -144,13 +185,35 @@ impl Attach {
         let mut catch_up = false;
         let mut next = Some(first);
         while let Some(msg) = next.take() {
+            let now = Instant::now();
             match msg {
-                Msg::Jobs(j) => ids.extend(j),
+                Msg::Stored(jobs) => {
+                    let check_all = self
+                        .listening_since
+                        .is_none_or(|since| now.duration_since(since) < HINT_WINDOW);
+                    for (job_id, known) in jobs {
+                        if known || check_all || self.recent.contains(&job_id, now) {
+                            ids.insert(job_id);
+                        } else {
+                            self.metrics.attach_hints_skipped.inc();
+                        }
+                    }
+                }
+                Msg::Registered(j) => {
+                    for job_id in &j {
+                        self.recent.insert(job_id, now);
+                    }
+                    ids.extend(j);
+                }
                 Msg::Now(j, done) => {
                     ids.extend(j);
                     waiters.push(done);
                 }
-                Msg::CatchUp => catch_up = true,
+                Msg::Listening(true) => {
+                    self.listening_since = Some(now);
+                    catch_up = true;
+                }
+                Msg::Listening(false) => self.listening_since = None,
             }
             if ids.len() < self.config.batch_max {
                 next = self.rx.try_recv().ok();
@@ -265,7 +328,7 @@ async fn listen_once(
 ) -> Result<(), DbError> {
     let mut listener = store.jobs_listen().await?;
     tracing::debug!("listening for job rows");
-    let _ = attach.tx.send(Msg::CatchUp).await;
+    let _ = attach.tx.send(Msg::Listening(true)).await;
     let mut batch = Vec::new();
     loop {
         tokio::select! {
@@ -274,13 +337,84 @@ async fn listen_once(
                 if n == 0 {
                     break;
                 }
-                attach.notify(std::mem::take(&mut batch));
+                attach.registered(std::mem::take(&mut batch));
             }
         }
     }
+    let _ = attach.tx.send(Msg::Listening(false)).await;
     drop(listener.client);
     match listener.connection.await {
         Ok(Err(e)) => Err(DbError::Connect(e)),
         _ => Err(DbError::Closed),
+    }
+}
+
+/// The job ids registered lately (their notifications), as hashes in two generations of up to
+/// [`HINT_WINDOW`] each: an id is remembered for one to two windows. A collision only costs a
+/// look at the database.
+#[derive(Default)]
+struct Recent {
+    current: HashSet<u64>,
+    previous: HashSet<u64>,
+    started: Option<Instant>,
+}
+
+impl Recent {
+    fn hash(job_id: &str) -> u64 {
+        BuildHasherDefault::<DefaultHasher>::default().hash_one(job_id)
+    }
+
+    fn rotate(&mut self, now: Instant) {
+        let started = *self.started.get_or_insert(now);
+        if now.duration_since(started) >= HINT_WINDOW || self.current.len() >= RECENT_MAX {
+            self.previous = std::mem::take(&mut self.current);
+            self.started = Some(now);
+        }
+    }
+
+    fn insert(&mut self, job_id: &str, now: Instant) {
+        self.rotate(now);
+        self.current.insert(Self::hash(job_id));
+    }
+
+    fn contains(&mut self, job_id: &str, now: Instant) -> bool {
+        self.rotate(now);
+        let h = Self::hash(job_id);
+        self.current.contains(&h) || self.previous.contains(&h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registration_is_remembered_for_one_to_two_windows() {
+        let mut recent = Recent::default();
+        let t0 = Instant::now();
+        recent.insert("job_a", t0);
+        assert!(recent.contains("job_a", t0));
+        assert!(!recent.contains("job_b", t0));
+        let later = t0 + HINT_WINDOW + Duration::from_secs(1);
+        assert!(
+            recent.contains("job_a", later),
+            "kept in the previous generation"
+        );
+        assert!(
+            !recent.contains("job_a", later + HINT_WINDOW),
+            "forgotten after two windows"
+        );
+    }
+
+    #[test]
+    fn a_flood_of_registrations_rotates_early_instead_of_growing() {
+        let mut recent = Recent::default();
+        let now = Instant::now();
+        for i in 0..(RECENT_MAX * 3) {
+            recent.insert(&format!("job_{i}"), now);
+        }
+        assert!(recent.current.len() <= RECENT_MAX);
+        assert!(recent.previous.len() <= RECENT_MAX);
+        assert!(recent.contains(&format!("job_{}", RECENT_MAX * 3 - 1), now));
     }
 }

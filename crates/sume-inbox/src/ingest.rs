@@ -5,7 +5,8 @@
 //! mpsc channel ([`IngestHandle`]); writer tasks take everything that has queued up (up to a
 //! batch limit), store it in one transaction, then answer every waiting request. Several
 //! writers share the channel, so while one commits the next is already collecting: under load
-//! the batches grow, and the cost of a commit is shared by many requests.
+//! the batches grow, and the cost of a commit is shared by many requests. Each committed
+//! event's job id goes to attach, with whether its row existed (the insert answers it).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -167,16 +168,15 @@ impl Writer {
                     new = new_ids.len(),
                     "inbox batch committed"
                 );
-                let jobs: Vec<String> = events
+                let jobs = events
                     .iter()
-                    .filter(|e| new_ids.contains(&e.event_id))
-                    .map(|e| e.job_id.clone())
+                    .filter_map(|e| Some((e.job_id.clone(), *new_ids.get(&e.event_id)?)))
                     .collect();
-                self.attach.notify(jobs);
+                self.attach.stored(jobs);
                 let mut fates: HashMap<Key, Result<Stored, Unavailable>> = events
                     .into_iter()
                     .map(|e| {
-                        let stored = if new_ids.contains(&e.event_id) {
+                        let stored = if new_ids.contains_key(&e.event_id) {
                             Stored::New
                         } else {
                             Stored::Duplicate
@@ -224,8 +224,9 @@ impl Writer {
             let (job_id, as_dead) = (e.job_id.clone(), e.clone());
             let fate = match self.store.write_inbox_batch(&mut [e], &mut []).await {
                 Ok(new) if new.is_empty() => Ok(Stored::Duplicate),
-                Ok(_) => {
-                    self.attach.notify(vec![job_id]);
+                Ok(new) => {
+                    let known = new.values().any(|known| *known);
+                    self.attach.stored(vec![(job_id, known)]);
                     Ok(Stored::New)
                 }
                 Err(err) if err.is_bad_data() => {

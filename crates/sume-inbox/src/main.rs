@@ -1,5 +1,5 @@
 //! The `sume-inbox` binary: reads `*_FILE` secrets, parses the command line, starts logging
-//! and hands over to [`sume_inbox::cli::dispatch`]; the exit status comes from the error's
+//! and the runtime (WORKER_THREADS) and hands over to [`sume_inbox::cli::dispatch`]; the exit status comes from the error's
 //! kind ([`sume_inbox::cli::CliError::exit_code`]).
 
 use std::process::ExitCode;
@@ -21,7 +21,15 @@ fn main() -> ExitCode {
     if let Err(e) = sume_inbox::telemetry::init(&cli.log_format) {
         return fail(cli::CliError::from(e));
     }
-    let runtime = match tokio::runtime::Runtime::new() {
+    let workers = match sume_inbox::config::worker_threads_from_env() {
+        Ok(n) => n,
+        Err(e) => return fail(cli::CliError::from(e)),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("sume-inbox: cannot start the runtime: {e}");

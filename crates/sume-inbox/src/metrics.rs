@@ -47,6 +47,9 @@ pub struct Metrics {
     pub orphans_found: Counter,
     /// Terminal observations that contradicted a job's final state.
     pub disagreements_seen: Counter,
+    /// Ingest's hints for jobs with no row, answered without the database (no registration
+    /// since; see attach.rs).
+    pub attach_hints_skipped: Counter,
     /// Calls to Sume's API by key and answer.
     pub sume_requests: Family<ApiLabels, Counter>,
     /// 429 answers from Sume.
@@ -117,6 +120,7 @@ impl Metrics {
             events_set_aside: Counter::default(),
             orphans_found: Counter::default(),
             disagreements_seen: Counter::default(),
+            attach_hints_skipped: Counter::default(),
             sume_requests: Family::default(),
             sume_rate_limited: Counter::default(),
             sume_refused: Family::default(),

@@ -88,3 +88,14 @@ fn a_lease_must_outlive_its_requests() {
     ok.sweep.request_timeout = Duration::from_secs(10);
     assert!(ok.validate().is_ok());
 }
+
+#[test]
+fn worker_threads_are_one_to_the_maximum() {
+    assert_eq!(parse_worker_threads("1"), Ok(1));
+    assert_eq!(parse_worker_threads(" 4 "), Ok(4));
+    assert_eq!(parse_worker_threads("64"), Ok(MAX_WORKER_THREADS));
+    for bad in ["0", "65", "-1", "two", "1.5", "99999999999999999999999"] {
+        let e = parse_worker_threads(bad).unwrap_err();
+        assert_eq!(e.name, "WORKER_THREADS", "{bad}");
+    }
+}

@@ -5,7 +5,7 @@ use super::Session;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::dead_letters::{self, NewDeadLetter};
 use super::{sql, DbError, Store};
@@ -102,11 +102,12 @@ pub struct StoredDelivery {
     pub reason: Option<String>,
 }
 
+/// The ids of a batch's events that were new, each with whether its job's row existed when
+/// they were stored (in the inserting statement's snapshot).
+pub type Inserted = HashMap<String, bool>;
+
 /// `events_insert` for a batch sorted by id; answers the ids that were new.
-pub(super) async fn insert<C: Session>(
-    db: &C,
-    events: &[NewEvent],
-) -> Result<HashSet<String>, DbError> {
+pub(super) async fn insert<C: Session>(db: &C, events: &[NewEvent]) -> Result<Inserted, DbError> {
     let ids: Vec<&str> = events.iter().map(|e| e.event_id.as_str()).collect();
     let jobs: Vec<&str> = events.iter().map(|e| e.job_id.as_str()).collect();
     let types: Vec<Option<&str>> = events.iter().map(|e| e.event_type.as_deref()).collect();
@@ -127,7 +128,10 @@ pub(super) async fn insert<C: Session>(
             ],
         )
         .await?;
-    Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+    Ok(rows
+        .iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, bool>(1)))
+        .collect())
 }
 
 fn delivery(r: &tokio_postgres::Row) -> StoredDelivery {
@@ -170,7 +174,7 @@ pub struct Attachable {
 
 impl Store {
     /// Stores one batch of deliveries atomically and answers the event ids that were new (the
-    /// rest were already stored). Ids must be distinct; rows are written sorted by id so that
+    /// rest were already stored), each with whether its job's row existed. Ids must be distinct; rows are written sorted by id so that
     /// two batches sharing ids never wait on each other in opposite orders.
     ///
     /// A batch of one kind (the usual case: only events) is one statement in autocommit: its
@@ -181,16 +185,16 @@ impl Store {
         &self,
         events: &mut [NewEvent],
         dead: &mut [NewDeadLetter],
-    ) -> Result<HashSet<String>, DbError> {
+    ) -> Result<Inserted, DbError> {
         events.sort_by(|a, b| a.event_id.cmp(&b.event_id));
         dead.sort_by(|a, b| a.dead_letter_id.cmp(&b.dead_letter_id));
         let mut client = self.client().await?;
         match (events.is_empty(), dead.is_empty()) {
-            (true, true) => Ok(HashSet::new()),
+            (true, true) => Ok(Inserted::new()),
             (false, true) => insert(&client, events).await,
             (true, false) => {
                 dead_letters::insert(&client, dead).await?;
-                Ok(HashSet::new())
+                Ok(Inserted::new())
             }
             (false, false) => {
                 let tx = super::begin(&mut client, "write_inbox_batch").await?;

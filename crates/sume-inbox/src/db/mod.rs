@@ -39,7 +39,7 @@ use thiserror::Error;
 pub use close::{AttachReport, ReconcileObservation};
 pub use dead_letters::{DeadLetterBody, DeadLetterRow, NewDeadLetter};
 pub use disagreements::DisagreementRow;
-pub use events::{Attachable, EventRow, NewEvent, StoredDelivery, WaitingEvent};
+pub use events::{Attachable, EventRow, Inserted, NewEvent, StoredDelivery, WaitingEvent};
 pub use inbox_checks::{CheckRow, ClaimedCheck, Concluded, Verdict};
 pub use instance_minutes::{FleetMinute, MinuteCounts};
 pub use instances::{Heartbeat, InstanceRow, PendingMinute};

@@ -65,6 +65,11 @@ impl Metrics {
             self.disagreements_seen.clone(),
         );
         r.register(
+            "attach_hints_skipped",
+            "Hints for events whose job had no row and was not registered since: no query",
+            self.attach_hints_skipped.clone(),
+        );
+        r.register(
             "retention_removed_rows",
             "Rows removed by retention",
             self.retention_removed.clone(),

@@ -278,6 +278,112 @@ async fn a_lost_notification_is_caught_up() {
     daemon.stop().await;
 }
 
+async fn hints_skipped(http: &reqwest::Client, daemon: &Daemon) -> f64 {
+    let text = http
+        .get(daemon.admin_url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("sume_inbox_attach_hints_skipped_total "))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0.0)
+}
+
+/// Ingest hints attach only the jobs whose row its insert saw, and those registered since. The
+/// hard case: a registration that commits after an event's insert took its snapshot and before
+/// it committed is seen by neither statement. Its notification, remembered by attach, closes the
+/// job when the event's hint arrives, with no catch-up scan to fall back on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registration_inside_an_inserts_window_attaches_without_the_scan() {
+    let db = TestDb::new().await;
+    let mut cfg = config(&db.url);
+    cfg.attach.scan_interval = Duration::from_secs(3600);
+    let daemon = Daemon::start(cfg).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    let app = app_pool(&db).await;
+    // Every hint is checked for a window after LISTEN comes up (notifications may have been
+    // missed before it).
+    tokio::time::sleep(sume_inbox::attach::HINT_WINDOW + Duration::from_secs(1)).await;
+
+    // An event for a job nobody registered: left waiting, no query.
+    assert_eq!(
+        Delivery::completed("job_nobody")
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
+    wait_for(
+        "the jobless hint skipped",
+        Duration::from_secs(10),
+        || async { hints_skipped(&http, &daemon).await >= 1.0 },
+    )
+    .await;
+    // A job registered long before its event: the insert sees the row.
+    app_commit_job(&app, "job_known", "order-k", Duration::ZERO).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Delivery::completed("job_known").send(&http, &url).await;
+    wait_for("job_known completed", Duration::from_secs(10), || async {
+        job_state(&db, "job_known").await.as_deref() == Some("completed")
+    })
+    .await;
+
+    // The race: an uncommitted row holding the event's key makes the daemon's insert wait
+    // after taking its snapshot; the job row commits meanwhile; then the insert goes on.
+    let mut blocker = db.client().await;
+    let tx = blocker.transaction().await.unwrap();
+    tx.execute(
+        "insert into sume.events (event_id, job_id, body, signed_at, signature)
+         values ('job_race/job.completed', 'job_race', '\\x00', 0, 'x')",
+        &[],
+    )
+    .await
+    .unwrap();
+    let send = {
+        let (http, url) = (http.clone(), url.clone());
+        tokio::spawn(async move {
+            Delivery::completed("job_race")
+                .send(&http, &url)
+                .await
+                .status()
+        })
+    };
+    wait_for(
+        "the insert waits on the held key",
+        Duration::from_secs(10),
+        || async {
+            db.scalar(
+                "select count(*) from pg_stat_activity
+             where wait_event_type = 'Lock' and query like '%insert into sume.events%'",
+            )
+            .await
+                >= 1
+        },
+    )
+    .await;
+    app_commit_job(&app, "job_race", "order-r", Duration::ZERO).await;
+    // Attach takes the registration's notification now, and finds no committed event.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(job_state(&db, "job_race").await.as_deref(), Some("open"));
+    tx.rollback().await.unwrap();
+    assert_eq!(send.await.unwrap(), 204);
+    wait_for("job_race completed", Duration::from_secs(10), || async {
+        job_state(&db, "job_race").await.as_deref() == Some("completed")
+    })
+    .await;
+    assert_eq!(
+        hints_skipped(&http, &daemon).await,
+        1.0,
+        "only job_nobody's hint went without a query"
+    );
+    daemon.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_catch_up_scan_drains_a_backlog_larger_than_its_batch() {
     let db = TestDb::new().await;

@@ -123,6 +123,18 @@ fn bad_settings_fail_at_start_naming_the_setting() {
         cmd.env(k, v);
     }
     assert_eq!(cmd.output().unwrap().status.code(), Some(78));
+    // WORKER_THREADS is read before the runtime starts, with the same exit and a named error.
+    for bad in ["0", "65", "many"] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+        cmd.arg("serve").env_clear();
+        for (k, v) in with(&[("WORKER_THREADS", bad)]) {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(78), "WORKER_THREADS={bad}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains("WORKER_THREADS"), "{text}");
+    }
 }
 
 #[test]
