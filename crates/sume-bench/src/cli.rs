@@ -82,6 +82,13 @@ pub struct RunArgs {
     /// Connections registering jobs in the attach stage.
     #[arg(long, default_value_t = 8)]
     pub attach_connections: usize,
+    /// Registrations per second of the attach stage's steady part, after its full-speed part
+    /// (0 skips it).
+    #[arg(long, default_value_t = 500.0)]
+    pub attach_rate: f64,
+    /// Jobs of the attach stage's steady part.
+    #[arg(long, default_value_t = 5_000)]
+    pub attach_steady_jobs: usize,
     /// Open jobs due in the sweep stage's pass (0 skips it).
     #[arg(long, default_value_t = 10_000)]
     pub sweep_due: usize,

@@ -1,10 +1,10 @@
 //! The two measurements beside ingest, run by `sume-bench run` after the ingest steps.
 //!
 //! - **attach**: N jobs whose events are already waiting are registered through the SQL path at
-//!   full speed (each its own transaction, on several connections, as applications do); the
-//!   daemon attaches them. Measured: the time from the first registration until every job is
-//!   closed, and the registration-to-closed latency of each job (`closed_at - created_at`, both
-//!   the database's clock), p50/p99.
+//!   full speed, or at a steady rate (each its own transaction, on several connections, as
+//!   applications do); the daemon attaches them. Measured: the time from the first registration
+//!   until every job is closed, and the registration-to-closed latency of each job
+//!   (`closed_at - created_at`, both the database's clock), p50/p99.
 //! - **sweep**: one pass of the sweep's poll service (`Poll::run_once`) over N open jobs that
 //!   are due (each answered `completed` by the simulator), once in a database holding nothing else and once beside a million closed jobs
 //!   with their applied events. The ratio of the two pass times shows whether a pass costs what
@@ -35,6 +35,8 @@ pub struct AttachResult {
     pub jobs: usize,
     /// Connections registering at once.
     pub connections: usize,
+    /// Registrations per second when paced; `None` at full speed.
+    pub rate: Option<f64>,
     /// From the first registration until every job was closed.
     pub total: Duration,
     /// From the first registration until the last one committed.
@@ -54,9 +56,9 @@ pub struct SweepResult {
     pub due: usize,
     /// Closed jobs, with their applied events, beside the due ones in the second database.
     pub closed_beside: usize,
-    /// The pass in the database holding only the due jobs (best of two).
+    /// The pass in the database holding only the due jobs (the median of the rounds).
     pub pass_empty: Duration,
-    /// The same pass beside the closed jobs (best of two).
+    /// The same pass beside the closed jobs (the median of the rounds).
     pub pass_beside_closed: Duration,
     /// Jobs the last pass closed; the stage fails unless it is every due job.
     pub closed_by_pass: usize,
@@ -102,13 +104,38 @@ fn daemon_config(url: &str) -> Config {
     config
 }
 
-/// The attach stage, on a fresh database `url`.
-pub async fn attach(url: &str, jobs: usize, connections: usize) -> anyhow::Result<AttachResult> {
+/// The attach stage, on a fresh database `url`: `jobs` registrations at full speed, or at
+/// `rate` a second (registration i due at the start + i / rate, taken by a free connection).
+pub async fn attach(
+    url: &str,
+    jobs: usize,
+    connections: usize,
+    rate: Option<f64>,
+) -> anyhow::Result<AttachResult> {
     let shutdown = CancellationToken::new();
     let config = daemon_config(url);
     let webhook = TcpListener::bind(config.listen_addr).await?;
     let admin = TcpListener::bind(config.admin_addr).await?;
-    let daemon = tokio::spawn(run(config, Listeners { webhook, admin }, shutdown.clone()));
+    // The daemon on a runtime of its own, with the binary's WORKER_THREADS (default 1), so
+    // that the registering connections of this process do not share its threads.
+    let workers = sume_inbox::config::worker_threads_from_env()?;
+    let (webhook, admin) = (webhook.into_std()?, admin.into_std()?);
+    let daemon = {
+        let shutdown = shutdown.clone();
+        std::thread::spawn(move || -> anyhow::Result<()> {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .enable_all()
+                .build()?;
+            rt.block_on(async move {
+                let listeners = Listeners {
+                    webhook: TcpListener::from_std(webhook)?,
+                    admin: TcpListener::from_std(admin)?,
+                };
+                Ok(run(config, listeners, shutdown).await?)
+            })
+        })
+    };
     let store = Store::new(url, connections + 2)?;
     let deadline = Instant::now() + Duration::from_secs(30);
     while store.schema_migrations_version().await.unwrap_or(0) < sume_inbox::db::migrate::latest() {
@@ -135,6 +162,10 @@ pub async fn attach(url: &str, jobs: usize, connections: usize) -> anyhow::Resul
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if i > jobs {
                     return Ok::<_, anyhow::Error>(());
+                }
+                if let Some(rate) = rate {
+                    let due = started + Duration::from_secs_f64((i - 1) as f64 / rate);
+                    tokio::time::sleep_until(due.into()).await;
                 }
                 sql::JOBS_REGISTER
                     .execute(&db, &[&format!("job_{i}")])
@@ -164,10 +195,13 @@ pub async fn attach(url: &str, jobs: usize, connections: usize) -> anyhow::Resul
     let total = started.elapsed();
     let row = c.query_one(sql::JOBS_CLOSE_LATENCY.sql(), &[]).await?;
     shutdown.cancel();
-    daemon.await??;
+    tokio::task::spawn_blocking(move || daemon.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the daemon's thread panicked"))??;
     Ok(AttachResult {
         jobs,
         connections,
+        rate,
         total,
         registered_in,
         p50_ms: row.get::<_, f64>(0),
@@ -261,8 +295,15 @@ async fn one_pass(url: &str, sim: &RunningSim, due: usize) -> anyhow::Result<(Du
     Ok((took, stats.closed_by_poll))
 }
 
-/// The sweep stage: the same pass over `due` jobs without and beside `closed` closed jobs.
-pub async fn sweep(server_url: &str, due: usize, closed: usize) -> anyhow::Result<SweepResult> {
+/// The sweep stage: the same pass over `due` jobs without and beside `closed` closed jobs,
+/// taking turns, `rounds` times each after one round that warms the caches; each keeps its
+/// median.
+pub async fn sweep(
+    server_url: &str,
+    due: usize,
+    closed: usize,
+    rounds: usize,
+) -> anyhow::Result<SweepResult> {
     let mut sc = SimConfig::for_tests().with_key("bench", "sk_bench", "mem_bench", "ws_bench");
     sc.log_capacity = 10;
     let sim = RunningSim::start(sc)
@@ -273,29 +314,35 @@ pub async fn sweep(server_url: &str, due: usize, closed: usize) -> anyhow::Resul
     let full = fresh_database(server_url, "bench_sweep_full").await?;
     prepare_sweep_db(&empty, &ids, 0).await?;
     prepare_sweep_db(&full, &ids, closed).await?;
-    // Alternate, and keep each one's best of two, so that neither pays for a cold cache alone.
-    let mut best = [Duration::MAX, Duration::MAX];
+    let mut took: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
     let mut closed_by_pass = 0;
-    for round in 0..2 {
+    for round in 0..=rounds.max(1) {
         for (i, url) in [&empty, &full].into_iter().enumerate() {
-            if round == 1 {
-                // Re-open the jobs the first round closed.
+            if round > 0 {
+                // Re-open the jobs the round before closed.
                 client(url)
                     .await?
                     .execute(sql::JOBS_REOPEN.sql(), &[&ids])
                     .await?;
             }
-            let (took, n) = one_pass(url, &sim, due).await?;
-            best[i] = best[i].min(took);
+            let (t, n) = one_pass(url, &sim, due).await?;
+            if round > 0 {
+                took[i].push(t);
+            }
             closed_by_pass = n;
         }
     }
+    let median = |v: &mut Vec<Duration>| {
+        v.sort();
+        v[(v.len() - 1) / 2]
+    };
+    let [mut empty_took, mut full_took] = took;
     sim.stop().await?;
     Ok(SweepResult {
         due,
         closed_beside: closed,
-        pass_empty: best[0],
-        pass_beside_closed: best[1],
+        pass_empty: median(&mut empty_took),
+        pass_beside_closed: median(&mut full_took),
         closed_by_pass,
     })
 }

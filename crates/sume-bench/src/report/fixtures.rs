@@ -58,6 +58,7 @@ pub fn report() -> Report {
             row(Server::Daemon, Mode::Closed, 256, 60_000, 40_000),
             row(Server::Baseline, Mode::Closed, 256, 15_000, 90_000),
             row(Server::Daemon, Mode::Rate(1000.0), 64, 10_000, 12_000),
+            row(Server::Baseline, Mode::Rate(1000.0), 64, 10_000, 3_000),
         ],
         ceiling: Some(Ceiling {
             rows: 200_000,
@@ -65,7 +66,7 @@ pub fn report() -> Report {
             batch: 1000,
             connections: 2,
         }),
-        attach: None,
+        attach: vec![attach(None, 25.0), attach(Some(500.0), 8.0)],
         sweep: Some(crate::stages::SweepResult {
             due: 10_000,
             closed_beside: 1_000_000,
@@ -73,5 +74,18 @@ pub fn report() -> Report {
             pass_beside_closed: Duration::from_millis(3200),
             closed_by_pass: 10_000,
         }),
+    }
+}
+
+fn attach(rate: Option<f64>, p99_ms: f64) -> crate::stages::AttachResult {
+    crate::stages::AttachResult {
+        jobs: 10_000,
+        connections: 8,
+        rate,
+        total: Duration::from_secs(3),
+        registered_in: Duration::from_secs(3),
+        p50_ms: p99_ms / 4.0,
+        p99_ms,
+        max_ms: p99_ms * 2.0,
     }
 }

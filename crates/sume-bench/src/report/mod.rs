@@ -174,8 +174,9 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// The PostgreSQL ceiling; `None` when skipped (`--ceiling-duration 0s`) or not reached.
     pub ceiling: Option<Ceiling>,
-    /// The attach stage; `None` when skipped (`--attach-jobs 0`) or not reached.
-    pub attach: Option<crate::stages::AttachResult>,
+    /// The attach stage: at full speed, then at a steady rate; each skipped at 0 jobs or rate
+    /// (`--attach-jobs`, `--attach-rate`), or not reached.
+    pub attach: Vec<crate::stages::AttachResult>,
     /// The sweep stage; `None` when skipped (`--sweep-due 0`) or not reached.
     pub sweep: Option<crate::stages::SweepResult>,
 }
@@ -220,6 +221,13 @@ impl Report {
         self.rows
             .iter()
             .find(|r| r.server == Server::Daemon && matches!(r.mode, Mode::Rate(_)))
+    }
+
+    /// The baseline's fixed-rate step.
+    fn baseline_rate(&self) -> Option<&Row> {
+        self.rows
+            .iter()
+            .find(|r| r.server == Server::Baseline && matches!(r.mode, Mode::Rate(_)))
     }
 
     /// The main daemon's highest peak resident set over all its steps.

@@ -28,7 +28,7 @@ pub(super) fn print_partial(context: Context, rows: Vec<Row>) {
         context,
         rows,
         ceiling: None,
-        attach: None,
+        attach: Vec::new(),
         sweep: None,
     };
     eprintln!("{}", partial.table());

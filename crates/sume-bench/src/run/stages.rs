@@ -37,19 +37,41 @@ impl Bench {
     }
 }
 
-/// Jobs registered at full speed over events already waiting, in a database of their own.
-pub(super) async fn attach(args: &RunArgs, url: &str) -> anyhow::Result<Option<AttachResult>> {
-    if args.attach_jobs == 0 {
-        return Ok(None);
+/// Jobs registered over events already waiting, in a database of their own: at full speed,
+/// then at a steady rate; each part `--rounds` times, keeping its round of median p99.
+pub(super) async fn attach(args: &RunArgs, url: &str) -> anyhow::Result<Vec<AttachResult>> {
+    let mut parts = Vec::new();
+    if args.attach_jobs > 0 {
+        parts.push((args.attach_jobs, None));
     }
-    eprint!(
-        "sume-bench: attach, {} jobs registered on {} connections ... ",
-        args.attach_jobs, args.attach_connections
-    );
-    let db_url = crate::stages::fresh_database(url, "bench_attach").await?;
-    let a = crate::stages::attach(&db_url, args.attach_jobs, args.attach_connections).await?;
-    eprintln!("all closed in {:.2} s", a.total.as_secs_f64());
-    Ok(Some(a))
+    if args.attach_rate > 0.0 && args.attach_steady_jobs > 0 {
+        parts.push((args.attach_steady_jobs, Some(args.attach_rate)));
+    }
+    let mut out = Vec::new();
+    for (jobs, rate) in parts {
+        let mut rounds = Vec::new();
+        for round in 1..=args.rounds.max(1) {
+            eprint!(
+                "sume-bench: attach, {jobs} jobs registered {} on {} connections, round {round} ... ",
+                match rate {
+                    None => "at full speed".to_owned(),
+                    Some(r) => format!("at {r}/s"),
+                },
+                args.attach_connections
+            );
+            let db_url = crate::stages::fresh_database(url, "bench_attach").await?;
+            let a = crate::stages::attach(&db_url, jobs, args.attach_connections, rate).await?;
+            eprintln!(
+                "all closed in {:.2} s, p99 {:.1} ms",
+                a.total.as_secs_f64(),
+                a.p99_ms
+            );
+            rounds.push(a);
+        }
+        rounds.sort_by(|a, b| a.p99_ms.total_cmp(&b.p99_ms));
+        out.push(rounds.swap_remove((rounds.len() - 1) / 2));
+    }
+    Ok(out)
 }
 
 /// One sweep pass beside many closed jobs against one beside none.
@@ -61,7 +83,8 @@ pub(super) async fn sweep(args: &RunArgs, url: &str) -> anyhow::Result<Option<Sw
         "sume-bench: sweep, a pass over {} due jobs beside {} closed ones vs none ... ",
         args.sweep_due, args.sweep_closed
     );
-    let sw = crate::stages::sweep(url, args.sweep_due, args.sweep_closed).await?;
+    let sw =
+        crate::stages::sweep(url, args.sweep_due, args.sweep_closed, args.rounds as usize).await?;
     eprintln!("ratio {:.2}", sw.ratio());
     Ok(Some(sw))
 }

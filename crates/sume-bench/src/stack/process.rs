@@ -84,6 +84,7 @@ pub fn free_port() -> anyhow::Result<SocketAddr> {
 
 /// The daemon's tunables passed through from this process's environment, with defaults.
 pub const DAEMON_TUNABLES: &[(&str, &str)] = &[
+    ("WORKER_THREADS", "1"),
     ("INGEST_WRITERS", "2"),
     ("INGEST_BATCH_MAX", "512"),
     ("DB_POOL_SIZE", "16"),
