@@ -12,7 +12,24 @@ use sume_inbox::cli::{self, Cli};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `purge_delay` (the option's number in the `mi_option_e` of the mimalloc this
+/// build links, v3): how long freed pages are kept before they go back to the system.
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Freed pages go back to the system after 100 ms instead of mimalloc's 1 s: at 256 connections
+/// the peak resident set falls from 50 to 42 MiB for no measurable throughput, where purging at
+/// once costs 5% (docs/benchmarks.md, "Returning freed memory sooner"). `MIMALLOC_PURGE_DELAY`
+/// set in the environment wins.
+fn allocator_options() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets one option of the allocator by its number; called before any other
+        // thread exists.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 100) };
+    }
+}
+
 fn main() -> ExitCode {
+    allocator_options();
     // Before anything else runs: this sets environment variables.
     if let Err(e) = sume_inbox::secrets_from_files::load() {
         return fail(cli::CliError::from(e));

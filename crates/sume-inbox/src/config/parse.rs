@@ -170,6 +170,40 @@ pub fn check_database_url(raw: &str) -> Result<Secret, ConfigError> {
     Ok(Secret::new(raw))
 }
 
+/// WORKER_THREADS when unset: one thread runs every task of the process. The daemon's work is
+/// waiting (on sockets and on PostgreSQL) and short steps between; with a second worker, most
+/// steps wake a parked thread, which costs more than the step (docs/benchmarks.md, "One worker
+/// thread").
+pub const DEFAULT_WORKER_THREADS: usize = 1;
+
+/// The most WORKER_THREADS accepted: more threads than that only contend.
+pub const MAX_WORKER_THREADS: usize = 64;
+
+/// WORKER_THREADS from the environment: the async runtime's worker threads, read before the
+/// runtime (and so before the rest of the settings) exists.
+pub fn worker_threads_from_env() -> Result<usize, ConfigError> {
+    const NAME: &str = "WORKER_THREADS";
+    match std::env::var(NAME) {
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_WORKER_THREADS),
+        Err(std::env::VarError::NotUnicode(_)) => Err(ConfigError::new(NAME, "is not UTF-8")),
+        Ok(raw) if raw.trim().is_empty() => Ok(DEFAULT_WORKER_THREADS),
+        Ok(raw) => parse_worker_threads(&raw),
+    }
+}
+
+/// `1` to [`MAX_WORKER_THREADS`].
+pub fn parse_worker_threads(raw: &str) -> Result<usize, ConfigError> {
+    const NAME: &str = "WORKER_THREADS";
+    let n = parse_count(NAME, raw, 1)?;
+    if n > MAX_WORKER_THREADS {
+        return Err(ConfigError::new(
+            NAME,
+            format!("{n} is more than {MAX_WORKER_THREADS}"),
+        ));
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,38 +315,4 @@ mod tests {
         assert!(check_database_url("postgres://u:p@127.0.0.1:5432/db").is_ok());
         assert!(check_database_url("postgres://u:p@127.0.0.1:notaport/db").is_err());
     }
-}
-
-/// WORKER_THREADS when unset: one thread runs every task of the process. The daemon's work is
-/// waiting (on sockets and on PostgreSQL) and short steps between; with a second worker, most
-/// steps wake a parked thread, which costs more than the step (docs/benchmarks.md, "One worker
-/// thread").
-pub const DEFAULT_WORKER_THREADS: usize = 1;
-
-/// The most WORKER_THREADS accepted: more threads than that only contend.
-pub const MAX_WORKER_THREADS: usize = 64;
-
-/// WORKER_THREADS from the environment: the async runtime's worker threads, read before the
-/// runtime (and so before the rest of the settings) exists.
-pub fn worker_threads_from_env() -> Result<usize, ConfigError> {
-    const NAME: &str = "WORKER_THREADS";
-    match std::env::var(NAME) {
-        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_WORKER_THREADS),
-        Err(std::env::VarError::NotUnicode(_)) => Err(ConfigError::new(NAME, "is not UTF-8")),
-        Ok(raw) if raw.trim().is_empty() => Ok(DEFAULT_WORKER_THREADS),
-        Ok(raw) => parse_worker_threads(&raw),
-    }
-}
-
-/// `1` to [`MAX_WORKER_THREADS`].
-pub fn parse_worker_threads(raw: &str) -> Result<usize, ConfigError> {
-    const NAME: &str = "WORKER_THREADS";
-    let n = parse_count(NAME, raw, 1)?;
-    if n > MAX_WORKER_THREADS {
-        return Err(ConfigError::new(
-            NAME,
-            format!("{n} is more than {MAX_WORKER_THREADS}"),
-        ));
-    }
-    Ok(n)
 }
