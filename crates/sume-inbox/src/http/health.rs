@@ -84,7 +84,7 @@ impl Readiness {
 }
 
 /// Alive unless a task has died: a process that lost an actor should be restarted, not kept.
-pub async fn healthz(State(state): State<WebhookState>) -> Response {
+pub async fn healthz(State(state): State<Arc<WebhookState>>) -> Response {
     state
         .health
         .dead_tasks()
@@ -93,7 +93,7 @@ pub async fn healthz(State(state): State<WebhookState>) -> Response {
 
 /// Ready when no task has died, the database answers, and the schema is at least this binary's
 /// version.
-pub async fn readyz(State(state): State<WebhookState>) -> Response {
+pub async fn readyz(State(state): State<Arc<WebhookState>>) -> Response {
     if let Some(dead) = state.health.dead_tasks() {
         return dead;
     }

@@ -67,13 +67,14 @@ pub struct WebhookState {
     pub metrics: Arc<Metrics>,
 }
 
-/// The public port's routes: the webhook and the health checks.
+/// The public port's routes: the webhook and the health checks. The state is shared behind one
+/// `Arc`: every request takes a handle to it, one reference count instead of one per field.
 pub fn router(state: WebhookState) -> Router {
     Router::new()
         .route("/webhooks/sume", post(receive))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .with_state(state)
+        .with_state(Arc::new(state))
 }
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -97,7 +98,7 @@ fn unix_now() -> i64 {
 
 /// Cheap checks first: the headers alone can refuse a delivery (401, 413) before a byte of its
 /// body is read; then the body, within BODY_TIMEOUT and MAX_BODY_BYTES; then the signature.
-async fn receive(State(state): State<WebhookState>, request: Request) -> Response {
+async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
     let tolerance = state.tolerance.as_secs();
