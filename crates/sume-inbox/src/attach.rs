@@ -12,7 +12,7 @@
 //! Ingest's insert answers, for each new event, whether its job's row existed in the insert's
 //! snapshot. Those jobs are attached. A job whose row did not exist then can only have been
 //! registered since, and that registration's notification reaches this task too: if it came
-//! first, the job is among the recently registered ([`Recent`]) and is attached; if it comes
+//! first, the job is among the recently registered (`Recent`) and is attached; if it comes
 //! later, attaching it then sees the event, committed before its hint was sent. So a hint for
 //! a job neither known to the insert nor registered recently is dropped without asking the
 //! database: the race the daemon exists for (events before their row) costs no query per

@@ -185,7 +185,7 @@ mod tests {
         assert_eq!(sql::EVENTS_INSERT.name(), "events_insert");
         assert!(sql::EVENTS_INSERT
             .sql()
-            .starts_with("insert into sume.events"));
+            .starts_with("with inserted as (\n    insert into sume.events"));
         assert!(!sql::JOBS_GET.sql().ends_with(';'));
     }
 }
