@@ -253,9 +253,17 @@ impl SubmitClient {
                 let client = self.pool.get().await?;
                 match client.batch_execute(ORDERS_CREATE).await {
                     // Two sessions running `create table if not exists` at once: one wins the
-                    // race on the catalog, the other's table exists all the same.
+                    // race on the catalog, the other's table exists all the same. The loser
+                    // hears of it as a unique violation in the catalog, or as the table's row
+                    // type already existing, depending on where the two meet.
                     Err(e)
-                        if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) =>
+                        if [
+                            &tokio_postgres::error::SqlState::UNIQUE_VIOLATION,
+                            &tokio_postgres::error::SqlState::DUPLICATE_OBJECT,
+                            &tokio_postgres::error::SqlState::DUPLICATE_TABLE,
+                        ]
+                        .iter()
+                        .any(|c| e.code() == Some(c)) =>
                     {
                         Ok(())
                     }
