@@ -103,12 +103,12 @@ async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Re
     let headers = &parts.headers;
     let tolerance = state.tolerance.as_secs();
     if let Err(e) = check_headers(received(headers), unix_now(), tolerance) {
-        return refused(&state, e);
+        return unread_body(refused(&state, e));
     }
     let declared = header_str(headers, header::CONTENT_LENGTH.as_str())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > state.max_body_bytes as u64) {
-        return too_large(&state);
+        return unread_body(too_large(&state));
     }
     // Held until the answer: the body lives on in the delivery until its commit.
     let (body, _held) = match read_body(&state, body, declared).await {
@@ -140,6 +140,16 @@ async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Re
     store(&state, delivery).await
 }
 
+/// An answer given before the body was read: the connection cannot carry another request (the
+/// rest of this one is still on the wire), so it closes after the answer, and says so, lest the
+/// client send its next request on it.
+fn unread_body(mut answer: Response) -> Response {
+    answer
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    answer
+}
+
 /// Why a body was not read.
 enum Unread {
     TooLarge,
@@ -164,10 +174,10 @@ async fn read_body(
     };
     match tokio::time::timeout(state.body_timeout, read).await {
         Ok(Ok(read)) => Ok(read),
-        Ok(Err(Unread::TooLarge)) => Err(too_large(state)),
+        Ok(Err(Unread::TooLarge)) => Err(unread_body(too_large(state))),
         Ok(Err(Unread::OverBudget)) => {
             state.metrics.port_body_memory_refused.inc();
-            Err(unavailable(state.retry_after_secs))
+            Err(unread_body(unavailable(state.retry_after_secs)))
         }
         Ok(Err(Unread::Shed)) => {
             state.metrics.port_bodies_shed.inc();

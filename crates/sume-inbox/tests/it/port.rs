@@ -325,6 +325,20 @@ async fn what_cannot_verify_is_refused_without_reading_the_body() {
             answer.starts_with(&format!("HTTP/1.1 {status}")),
             "{answer}\nto:\n{head}"
         );
+        // The unread body is still on the wire: the connection cannot carry another request,
+        // and the answer says so before the server closes it.
+        assert!(
+            answer
+                .to_ascii_lowercase()
+                .contains("\r\nconnection: close\r\n"),
+            "{answer}\nto:\n{head}"
+        );
+        assert!(
+            read_until_closed(&mut s, Duration::from_secs(5))
+                .await
+                .is_some(),
+            "still open after refusing:\n{head}"
+        );
     }
     assert!(
         metric(
