@@ -118,15 +118,11 @@ pub async fn attach(
     let admin = TcpListener::bind(config.admin_addr).await?;
     // The daemon on a runtime of its own, with the binary's WORKER_THREADS (default 1), so
     // that the registering connections of this process do not share its threads.
-    let workers = sume_inbox::config::worker_threads_from_env()?;
     let (webhook, admin) = (webhook.into_std()?, admin.into_std()?);
     let daemon = {
         let shutdown = shutdown.clone();
         std::thread::spawn(move || -> anyhow::Result<()> {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(workers)
-                .enable_all()
-                .build()?;
+            let rt = sume_inbox::process::runtime()?;
             rt.block_on(async move {
                 let listeners = Listeners {
                     webhook: TcpListener::from_std(webhook)?,

@@ -32,6 +32,7 @@ pub mod listen;
 pub mod metrics;
 pub mod notify;
 pub mod ops;
+pub mod process;
 pub mod ratelog;
 pub mod reconcile;
 pub mod secrets_from_files;

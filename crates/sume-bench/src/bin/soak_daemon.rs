@@ -1,5 +1,5 @@
 //! `sume-soak-daemon`: the daemon of `sume-bench soak`. It is `sume-inbox serve` (the same
-//! settings, read and checked the same way, the same allocator), with one difference: after
+//! settings, read and checked the same way, the same allocator and runtime), with one difference: after
 //! the configuration has been checked, `SOAK_RETENTION` replaces `RETENTION` and
 //! `JOB_RETENTION`.
 //!
@@ -39,6 +39,7 @@ fn retention(raw: &str) -> Result<Duration, String> {
 }
 
 fn main() -> ExitCode {
+    sume_inbox::process::tune_allocator();
     let cli = Cli::parse();
     if let Err(e) = sume_inbox::telemetry::init("json") {
         eprintln!("sume-soak-daemon: {e}");
@@ -53,11 +54,11 @@ fn main() -> ExitCode {
     };
     config.sweep.retention = cli.soak_retention;
     config.sweep.job_retention = Some(cli.soak_retention);
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match sume_inbox::process::runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("sume-soak-daemon: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
+            eprintln!("sume-soak-daemon: {e}");
+            return ExitCode::from(e.exit_code());
         }
     };
     let served = runtime.block_on(async move {
