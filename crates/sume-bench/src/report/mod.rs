@@ -28,7 +28,7 @@ pub enum Server {
     Daemon,
     /// Another build or other settings of the daemon, measured beside it for comparison.
     Variant,
-    /// The per-request baseline (`sume-bench baseline-server`), the yardstick of the 3x target.
+    /// The per-request baseline (`sume-bench baseline-server`), the yardstick of the targets.
     Baseline,
 }
 
