@@ -278,19 +278,9 @@ async fn a_lost_notification_is_caught_up() {
     daemon.stop().await;
 }
 
-async fn hints_skipped(http: &reqwest::Client, daemon: &Daemon) -> f64 {
-    let text = http
-        .get(daemon.admin_url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("sume_inbox_attach_hints_skipped_total "))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap_or(0.0)
+/// How many of ingest's hints went without a query.
+async fn hints_skipped(daemon: &Daemon) -> f64 {
+    crate::port::metric(daemon, "sume_inbox_attach_hints_skipped_total").await
 }
 
 /// Ingest hints attach only the jobs whose row its insert saw, and those registered since. The
@@ -327,7 +317,7 @@ async fn a_registration_inside_an_inserts_window_attaches_without_the_scan() {
             204
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
-        if hints_skipped(&http, &daemon).await >= 1.0 {
+        if hints_skipped(&daemon).await >= 1.0 {
             break;
         }
         assert!(
@@ -344,7 +334,7 @@ async fn a_registration_inside_an_inserts_window_attaches_without_the_scan() {
     })
     .await;
     // Attach takes hints in order: every jobless one before job_known's has been counted.
-    let skipped = hints_skipped(&http, &daemon).await;
+    let skipped = hints_skipped(&daemon).await;
 
     // The race: an uncommitted row holding the event's key makes the daemon's insert wait
     // after taking its snapshot; the job row commits meanwhile; then the insert goes on.
@@ -390,7 +380,7 @@ async fn a_registration_inside_an_inserts_window_attaches_without_the_scan() {
     })
     .await;
     assert_eq!(
-        hints_skipped(&http, &daemon).await,
+        hints_skipped(&daemon).await,
         skipped,
         "only jobless hints went without a query"
     );
