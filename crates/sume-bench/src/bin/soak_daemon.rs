@@ -1,7 +1,7 @@
 //! `sume-soak-daemon`: the daemon of `sume-bench soak`. It is `sume-inbox serve` (the same
-//! settings, read and checked the same way, the same allocator and runtime), with one difference: after
-//! the configuration has been checked, `SOAK_RETENTION` replaces `RETENTION` and
-//! `JOB_RETENTION`.
+//! settings, read and checked the same way, the same allocator and runtime), with one
+//! difference: after the configuration has been checked, `SOAK_RETENTION` replaces `RETENTION`
+//! and `JOB_RETENTION`.
 //!
 //! Why: the configuration refuses a `RETENTION` under one hour (applied events are what makes a
 //! redelivery a duplicate) and a `JOB_RETENTION` under it, so in a ten-minute soak the

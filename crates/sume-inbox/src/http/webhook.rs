@@ -181,11 +181,7 @@ async fn read_body(
         }
         Ok(Err(Unread::Shed)) => {
             state.metrics.port_bodies_shed.inc();
-            let mut answer = unavailable(state.retry_after_secs);
-            answer
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            Err(answer)
+            Err(unread_body(unavailable(state.retry_after_secs)))
         }
         Ok(Err(Unread::Broken(e))) => {
             tracing::debug!(error = %e, "webhook body not read");
@@ -197,15 +193,13 @@ async fn read_body(
         }
         Err(_) => {
             state.metrics.port_timeout(TimeoutKind::body);
-            let mut answer = (
-                StatusCode::REQUEST_TIMEOUT,
-                "the request body did not arrive within BODY_TIMEOUT",
-            )
-                .into_response();
-            answer
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            Err(answer)
+            Err(unread_body(
+                (
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request body did not arrive within BODY_TIMEOUT",
+                )
+                    .into_response(),
+            ))
         }
     }
 }
