@@ -3,9 +3,10 @@
 //! it holds open, read from its admin console (`SHOW SERVERS`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context as _};
+
+use crate::stack::{quietly, start_fresh};
 
 /// A running PgBouncer; destroyed when dropped.
 pub struct Bouncer {
@@ -20,28 +21,7 @@ pub struct Bouncer {
 impl Bouncer {
     /// Starts a fresh PgBouncer in `dir` in front of the server of `pg_url`.
     pub fn start(script: &Path, dir: &Path, pg_url: &str) -> anyhow::Result<Bouncer> {
-        let _ = Command::new(script)
-            .arg("destroy")
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let out = Command::new(script)
-            .arg("start")
-            .arg(dir)
-            .arg(pg_url)
-            .stderr(Stdio::inherit())
-            .output()
-            .with_context(|| format!("running {}", script.display()))?;
-        if !out.status.success() {
-            bail!("{} start {} failed", script.display(), dir.display());
-        }
-        let url = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
+        let url = start_fresh(script, dir, &[pg_url.to_owned()])?;
         let Some(base) = url.strip_suffix("/postgres") else {
             bail!("{} start printed no pooler URL", script.display());
         };
@@ -87,11 +67,6 @@ pub async fn server_connections(admin: &tokio_postgres::Client) -> anyhow::Resul
 
 impl Drop for Bouncer {
     fn drop(&mut self) {
-        let _ = Command::new(&self.script)
-            .arg("destroy")
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        quietly(&self.script, "destroy", &self.dir);
     }
 }

@@ -20,11 +20,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use clap::Args;
 
 use crate::run::{context, output, setup};
-use crate::stack::{self, Postgres};
+use crate::stack;
 use crate::webhook::Generator;
 
 pub use report::{FleetReport, FleetRow};
@@ -121,14 +120,9 @@ pub async fn run(args: FleetArgs) -> anyhow::Result<()> {
         "--instances needs counts of at least 1"
     );
     stack::ensure_fd_limit(2 * args.connections as u64 + 2048)?;
-    std::fs::create_dir_all(&args.work_dir)
-        .with_context(|| format!("creating {}", args.work_dir.display()))?;
-    let work_dir = std::fs::canonicalize(&args.work_dir)?;
+    let work_dir = setup::work_dir(&args.work_dir)?;
     eprintln!("sume-bench: starting a throwaway PostgreSQL");
-    let pg = Postgres::start(&args.devpg, &work_dir.join("pg"), false)?;
-    let db = setup::open_durable(&pg.url).await?;
-    db.batch_execute(crate::sql::SERVER_MARK_OWN_CONNECTION.sql())
-        .await?;
+    let (pg, db) = setup::throwaway_durable(&args.devpg, &work_dir).await?;
     let bouncer = if args.no_bouncer {
         None
     } else {

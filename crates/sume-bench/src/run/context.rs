@@ -8,29 +8,15 @@ use crate::sql;
 use crate::stack;
 
 pub(super) async fn context(args: &RunArgs, db: &tokio_postgres::Client) -> Context {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let mem_gib = first_line_with(&meminfo, "MemTotal")
-        .and_then(|v| v.trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map(|kib| format!("{:.0} GiB RAM", kib / 1024.0 / 1024.0))
-        .unwrap_or_else(|| "RAM unknown".into());
-    let postgres = match db.query_one(sql::SERVER_VERSION.sql(), &[]).await {
-        Ok(row) => format!("PostgreSQL {}", row.get::<_, String>(0)),
-        Err(_) => "PostgreSQL (version unknown)".into(),
-    };
+    let m = Machine::read(db).await;
     Context {
         command: command_line(),
         date: chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
-        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
-        cpu_model: first_line_with(&cpuinfo, "model name").unwrap_or_else(|| "unknown CPU".into()),
-        memory: mem_gib,
-        kernel: format!(
-            "Linux {}",
-            std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                .unwrap_or_default()
-                .trim()
-        ),
-        postgres,
+        cpus: m.cpus,
+        cpu_model: m.cpu_model,
+        memory: m.memory,
+        kernel: m.kernel,
+        postgres: m.postgres,
         revision: revision(),
         settings: stack::daemon_settings(),
         rounds: args.rounds,
@@ -38,6 +24,44 @@ pub(super) async fn context(args: &RunArgs, db: &tokio_postgres::Client) -> Cont
         warmup: args.warmup,
         duration: args.duration,
         note: args.note.clone(),
+    }
+}
+
+/// The machine and the PostgreSQL a run measured on.
+struct Machine {
+    cpus: usize,
+    cpu_model: String,
+    /// `N GiB RAM`.
+    memory: String,
+    /// `Linux <release>`.
+    kernel: String,
+    /// `PostgreSQL <version>`.
+    postgres: String,
+}
+
+impl Machine {
+    async fn read(db: &tokio_postgres::Client) -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        Machine {
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            cpu_model: first_line_with(&cpuinfo, "model name")
+                .unwrap_or_else(|| "unknown CPU".into()),
+            memory: first_line_with(&meminfo, "MemTotal")
+                .and_then(|v| v.trim_end_matches("kB").trim().parse::<f64>().ok())
+                .map(|kib| format!("{:.0} GiB RAM", kib / 1024.0 / 1024.0))
+                .unwrap_or_else(|| "RAM unknown".into()),
+            kernel: format!(
+                "Linux {}",
+                std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                    .unwrap_or_default()
+                    .trim()
+            ),
+            postgres: match db.query_one(sql::SERVER_VERSION.sql(), &[]).await {
+                Ok(row) => format!("PostgreSQL {}", row.get::<_, String>(0)),
+                Err(_) => "PostgreSQL (version unknown)".into(),
+            },
+        }
     }
 }
 
@@ -74,23 +98,14 @@ pub(crate) fn command_line_of(target: &str, var: &str) -> String {
 /// `N CPUs (model), N GiB RAM, Linux ...; PostgreSQL ...; revision ...`: the machine line of
 /// the fleet's and the soak's sections.
 pub(crate) async fn machine(db: &tokio_postgres::Client) -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let mem_gib = first_line_with(&meminfo, "MemTotal")
-        .and_then(|v| v.trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map(|kib| format!("{:.0} GiB RAM", kib / 1024.0 / 1024.0))
-        .unwrap_or_else(|| "RAM unknown".into());
-    let postgres = match db.query_one(sql::SERVER_VERSION.sql(), &[]).await {
-        Ok(row) => format!("PostgreSQL {}", row.get::<_, String>(0)),
-        Err(_) => "PostgreSQL (version unknown)".into(),
-    };
+    let m = Machine::read(db).await;
     format!(
-        "{} CPUs ({}), {mem_gib}, Linux {}; {postgres}; revision {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        first_line_with(&cpuinfo, "model name").unwrap_or_else(|| "unknown CPU".into()),
-        std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim(),
+        "{} CPUs ({}), {}, {}; {}; revision {}",
+        m.cpus,
+        m.cpu_model,
+        m.memory,
+        m.kernel,
+        m.postgres,
         revision()
     )
 }

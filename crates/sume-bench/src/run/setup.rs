@@ -2,7 +2,7 @@
 //! the database (a throwaway cluster or --database-url), migrated and checked to be durable,
 //! and the run's webhook secret with the generator that signs with it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context as _};
@@ -27,9 +27,26 @@ pub(super) fn prepare(args: &RunArgs) -> anyhow::Result<PathBuf> {
     // Our sockets, the server's, PostgreSQL's, and slack for files and reconnects.
     let limit = stack::ensure_fd_limit(2 * most + 1024)?;
     eprintln!("sume-bench: open-file limit {limit}");
-    std::fs::create_dir_all(&args.work_dir)
-        .with_context(|| format!("creating {}", args.work_dir.display()))?;
-    Ok(std::fs::canonicalize(&args.work_dir)?)
+    work_dir(&args.work_dir)
+}
+
+/// Creates `dir` if missing; answers its absolute path.
+pub(crate) fn work_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(std::fs::canonicalize(dir)?)
+}
+
+/// A throwaway cluster in WORK_DIR/pg (destroyed when the guard drops), migrated and checked
+/// durable, with a connection to it that the benchmark's own counts leave out.
+pub(crate) async fn throwaway_durable(
+    devpg: &Path,
+    work_dir: &Path,
+) -> anyhow::Result<(Postgres, tokio_postgres::Client)> {
+    let pg = Postgres::start(devpg, &work_dir.join("pg"), false)?;
+    let db = open_durable(&pg.url).await?;
+    db.batch_execute(sql::SERVER_MARK_OWN_CONNECTION.sql())
+        .await?;
+    Ok((pg, db))
 }
 
 /// The database's URL, and the throwaway cluster behind it (stopped when the guard drops)

@@ -29,7 +29,7 @@ use sume_sim::{RunningSim, SimConfig};
 use tokio::time::Instant;
 
 use crate::run::{output, setup};
-use crate::stack::{self, Postgres, Proc};
+use crate::stack::{self, Proc};
 use report::SoakReport;
 use sample::Sample;
 use traffic::Shared;
@@ -145,14 +145,9 @@ pub async fn soak(args: &SoakArgs) -> anyhow::Result<SoakReport> {
         "--sample-every must be more than 0 and at most --duration"
     );
     stack::ensure_fd_limit(2 * args.connections as u64 + 1024)?;
-    std::fs::create_dir_all(&args.work_dir)
-        .with_context(|| format!("creating {}", args.work_dir.display()))?;
-    let work_dir = std::fs::canonicalize(&args.work_dir)?;
+    let work_dir = setup::work_dir(&args.work_dir)?;
     eprintln!("sume-bench: starting a throwaway PostgreSQL and the simulator");
-    let pg = Postgres::start(&args.devpg, &work_dir.join("pg"), false)?;
-    let db = setup::open_durable(&pg.url).await?;
-    db.batch_execute(crate::sql::SERVER_MARK_OWN_CONNECTION.sql())
-        .await?;
+    let (pg, db) = setup::throwaway_durable(&args.devpg, &work_dir).await?;
     let mut sim_config =
         SimConfig::for_tests().with_key(KEY_NAME, KEY_SECRET, "mem_bench", "ws_bench");
     sim_config.log_capacity = 100;

@@ -13,7 +13,7 @@ mod usage;
 
 use anyhow::bail;
 
-pub use postgres::{postmaster_pid, run_devpg, Postgres};
+pub use postgres::{postmaster_pid, quietly, run_devpg, start_fresh, Postgres};
 pub use process::{
     daemon_settings, free_port, spawn_baseline, spawn_daemon, Proc, DAEMON_TUNABLES,
 };

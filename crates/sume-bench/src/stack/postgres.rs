@@ -30,30 +30,8 @@ impl Postgres {
         keep: bool,
         port: Option<u16>,
     ) -> anyhow::Result<Postgres> {
-        let _ = Command::new(script)
-            .arg("destroy")
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let mut start = Command::new(script);
-        start.arg("start").arg(dir);
-        if let Some(port) = port {
-            start.arg(port.to_string());
-        }
-        let out = start
-            .stderr(Stdio::inherit())
-            .output()
-            .with_context(|| format!("running {}", script.display()))?;
-        if !out.status.success() {
-            bail!("{} start {} failed", script.display(), dir.display());
-        }
-        let url = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
+        let port_arg = port.map(|p| p.to_string());
+        let url = start_fresh(script, dir, port_arg.as_slice())?;
         if !url.starts_with("postgres://") {
             bail!("{} start printed no DATABASE_URL", script.display());
         }
@@ -105,14 +83,46 @@ pub fn run_devpg(mut cmd: Command) -> anyhow::Result<()> {
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        let cmd = if self.keep { "stop" } else { "destroy" };
-        let _ = Command::new(&self.script)
-            .arg(cmd)
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        quietly(
+            &self.script,
+            if self.keep { "stop" } else { "destroy" },
+            &self.dir,
+        );
     }
+}
+
+/// `SCRIPT start DIR ARGS...` of a throwaway service script (`scripts/devpg`,
+/// `scripts/devbouncer`) after removing whatever an earlier run left in DIR; answers the last
+/// line it printed (its URL).
+pub fn start_fresh(script: &Path, dir: &Path, args: &[String]) -> anyhow::Result<String> {
+    quietly(script, "destroy", dir);
+    let out = Command::new(script)
+        .arg("start")
+        .arg(dir)
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("running {}", script.display()))?;
+    if !out.status.success() {
+        bail!("{} start {} failed", script.display(), dir.display());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_owned())
+}
+
+/// `SCRIPT CMD DIR`, its output and outcome ignored: the stop or removal of something that may
+/// already be gone.
+pub fn quietly(script: &Path, cmd: &str, dir: &Path) {
+    let _ = Command::new(script)
+        .arg(cmd)
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }
 
 /// The postmaster of the cluster this client is connected to, when it runs on this machine
