@@ -40,7 +40,8 @@ pub enum Command {
     Protocol(crate::protocol::ProtocolArgs),
 }
 
-fn duration(raw: &str) -> Result<Duration, String> {
+/// A humantime duration flag (`15s`, `10m`), for every subcommand's flags.
+pub(crate) fn duration(raw: &str) -> Result<Duration, String> {
     humantime::parse_duration(raw.trim()).map_err(|e| format!("{raw:?}: {e}"))
 }
 

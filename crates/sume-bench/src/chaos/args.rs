@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::cli::duration;
 use clap::{Args, ValueEnum};
 
 /// One scenario of the suite.
@@ -36,10 +37,6 @@ impl Scenario {
             Scenario::Stall => "stall",
         }
     }
-}
-
-fn duration(raw: &str) -> Result<Duration, String> {
-    humantime::parse_duration(raw.trim()).map_err(|e| format!("{raw:?}: {e}"))
 }
 
 /// The flags of `sume-bench chaos`.

@@ -22,15 +22,12 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use crate::cli::duration;
 use crate::run::{context, output, setup};
 use crate::stack;
 use crate::webhook::Generator;
 
 pub use report::{FleetReport, FleetRow};
-
-fn duration(raw: &str) -> Result<Duration, String> {
-    humantime::parse_duration(raw.trim()).map_err(|e| format!("{raw:?}: {e}"))
-}
 
 /// The flags of `sume-bench fleet`.
 #[derive(Debug, Clone, Args)]
@@ -165,12 +162,7 @@ pub async fn run(args: FleetArgs) -> anyhow::Result<()> {
         args,
         rows: report::median_rows(rows),
     };
-    let section = report.markdown();
-    println!("\n{section}");
-    if !report.args.no_append {
-        output::append(&report.args.out, &section)?;
-        eprintln!("sume-bench: appended to {}", report.args.out.display());
-    }
+    output::print_and_append(&report.markdown(), &report.args.out, report.args.no_append)?;
     drop(fleet.bouncer.take());
     drop(pg);
     eprintln!("sume-bench: done in {:.0} s", began.elapsed().as_secs_f64());

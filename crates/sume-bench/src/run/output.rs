@@ -12,11 +12,16 @@ use crate::report::{Context, Report, Row};
 
 /// Prints the section and appends it to --out unless --no-append.
 pub(super) fn publish(report: &Report, args: &RunArgs) -> anyhow::Result<()> {
-    let section = report.markdown();
+    print_and_append(&report.markdown(), &args.out, args.no_append)
+}
+
+/// Prints `section` on stdout and, unless `no_append`, appends it to `out`: what every
+/// subcommand that records results does with its section.
+pub(crate) fn print_and_append(section: &str, out: &Path, no_append: bool) -> anyhow::Result<()> {
     println!("\n{section}");
-    if !args.no_append {
-        append(&args.out, &section)?;
-        eprintln!("sume-bench: appended to {}", args.out.display());
+    if !no_append {
+        append(out, section)?;
+        eprintln!("sume-bench: appended to {}", out.display());
     }
     Ok(())
 }

@@ -28,6 +28,7 @@ use clap::Args;
 use sume_sim::{RunningSim, SimConfig};
 use tokio::time::Instant;
 
+use crate::cli::duration;
 use crate::run::{output, setup};
 use crate::stack::{self, Proc};
 use report::SoakReport;
@@ -38,10 +39,6 @@ use traffic::Shared;
 pub const KEY_NAME: &str = "bench";
 /// The key itself, as the simulator knows it.
 pub const KEY_SECRET: &str = "sk_bench";
-
-fn duration(raw: &str) -> Result<Duration, String> {
-    humantime::parse_duration(raw.trim()).map_err(|e| format!("{raw:?}: {e}"))
-}
 
 /// The flags of `sume-bench soak`.
 #[derive(Debug, Clone, Args)]
@@ -270,12 +267,7 @@ pub fn publish(args: &SoakArgs, report: &SoakReport) -> anyhow::Result<()> {
     }
     std::fs::write(&args.svg, svg).with_context(|| format!("writing {}", args.svg.display()))?;
     eprintln!("sume-bench: chart written to {}", args.svg.display());
-    let section = report.markdown();
-    println!("\n{section}");
-    if !args.no_append {
-        output::append(&args.out, &section)?;
-        eprintln!("sume-bench: appended to {}", args.out.display());
-    }
+    output::print_and_append(&report.markdown(), &args.out, args.no_append)?;
     let growing: Vec<String> = report
         .verdicts
         .iter()

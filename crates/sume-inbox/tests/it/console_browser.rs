@@ -70,10 +70,7 @@ async fn seed(db: &TestDb, console: &Console) {
 /// This instance's first heartbeat, and a second instance's last hour as its rows would be
 /// (an afternoon's traffic with a burst of forged deliveries), for the overview's picture.
 async fn seed_fleet(db: &TestDb) {
-    wait_for("the first heartbeat", Duration::from_secs(20), || async {
-        db.scalar("select count(*) from sume.instances").await == 1
-    })
-    .await;
+    crate::fleet::first_heartbeat(db).await;
     db.client()
         .await
         .batch_execute(
