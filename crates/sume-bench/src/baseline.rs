@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
 use deadpool_postgres::Pool;
-use sume_inbox::delivery::{verify_delivery, Delivery, Received, Verified};
+use sume_inbox::decisions::delivery::{verify_delivery, Delivery, Received, Verified};
 use sume_wire::{headers, Secret};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;

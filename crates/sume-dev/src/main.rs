@@ -10,7 +10,7 @@ use sume_dev::cli::{Cli, Command};
 fn main() -> std::process::ExitCode {
     // Before anything else runs: this sets environment variables. `sign` reads
     // SUME_WEBHOOK_SECRET_FILE the way the daemon does.
-    if let Err(e) = sume_inbox::secrets_from_files::load() {
+    if let Err(e) = sume_inbox::config::secret_files::load() {
         eprintln!("sume-dev: {e}");
         return std::process::ExitCode::FAILURE;
     }
@@ -20,7 +20,7 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(78);
     }
     let cli = Cli::parse();
-    if let Err(e) = sume_inbox::telemetry::init(&cli.log_format) {
+    if let Err(e) = sume_inbox::process::logging::init(&cli.log_format) {
         eprintln!("sume-dev: {e}");
         return std::process::ExitCode::FAILURE;
     }
@@ -72,6 +72,6 @@ async fn dispatch(command: Command) -> anyhow::Result<()> {
 
 /// Cancels `shutdown` on SIGTERM or SIGINT.
 async fn on_signal(shutdown: CancellationToken) {
-    sume_inbox::signal::terminated().await;
+    sume_inbox::process::signal::terminated().await;
     shutdown.cancel();
 }

@@ -2,44 +2,45 @@
 //! sume-inbox: receives Sume's signed webhooks into a PostgreSQL inbox and applies them to jobs
 //! once the job rows commit, whichever comes first.
 //!
-//! The actors, each a task of its own:
-//! - [`ingest`]: writes verified deliveries in batches and answers only after the commit;
-//! - [`attach`]: applies waiting events to jobs whose rows exist (LISTEN/NOTIFY + catch-up);
-//! - [`sweep`]: checks stale inbox rows and polls open jobs at Sume, within the fleet-wide
-//!   [`budget`], and removes what retention allows (three services, three tasks);
-//!
-//! talking over mpsc channels and sharing one [`db::Store`]. [`app::run`] wires them together;
-//! [`close`] is the one idempotent close every observation of a job goes through.
+//! The actors, each a task of its own, talk over mpsc channels and share one [`db::Store`]:
+//! ingest writes verified deliveries in batches and answers only after the commit; attach
+//! applies waiting events to jobs whose rows exist; the sweep asks Sume about stale inbox rows
+//! and open jobs within the fleet-wide read budget. [`app::run`] wires them together;
+//! [`decisions::job_fold`] is the one idempotent close every observation of a job goes through.
 //!
 //! The tools that rehearse the daemon (the simulator's command, the demo, signed test webhooks,
 //! the example submit path) live in the `sume-dev` crate, not here: this crate is what ships.
+//!
+//! # Layout
+//!
+//! | folder | role | what is there |
+//! |---|---|---|
+//! | `config/` | every setting | `declared/`: each setting declared once (variable, flag, default, form, description), a file per concern; `read.rs`: the [`Config`] built from them; `rules.rs`: checks between two settings; `forms.rs`: reading durations, sizes, rates... |
+//! | `app/` | the wiring | [`app::run`]: opens the database, starts every actor and both servers, shuts down in order |
+//! | `actors/` | the long-lived tasks | `ingest.rs`, `attach/`, `sweep/` (`inbox_check.rs`: stale inbox rows; `poll.rs`: open jobs; `retention.rs`), `close_waiters.rs`, `heartbeat.rs`; `supervision.rs`: how each starts and is watched |
+//! | `decisions/` | pure decisions | `delivery.rs` (a signed request to an event), `job_fold.rs` (the one close), `poll_decision.rs`, `inbox_verdict.rs`, `backoff.rs` |
+//! | `http/` | the HTTP surfaces | `server.rs` + `timed_io.rs` (the public port's loop and timeouts), `webhook.rs`, `probes.rs` (`/healthz`, `/readyz`), `admin/` (the admin API), `console/` (the operator console) |
+//! | `db/` | the database | one file per table mirroring `sql/queries/`, `statement.rs` (every statement), `connection.rs`, `migrate.rs`, `clock.rs` (the statements' clock) |
+//! | `sume_api/` | the way to Sume | `status_reader.rs`, `read_budget.rs` (the fleet-wide token bucket), `key_checks.rs` (when a 404 is a verdict), `answer.rs` |
+//! | `operations/` | operator actions | `replay.rs`, `reconciliation.rs` |
+//! | `metrics/` | `/metrics` | the Prometheus registry |
+//! | `process/` | the process | runtime, logging, sockets, signals, systemd, the instance's name |
+//! | `cli/` | the commands | `serve.rs`, `admin.rs`, `reconcile.rs`, `healthcheck.rs`; `render.rs`: what they print |
+//!
+//! To change how long a stale inbox row waits before Sume is asked: `INBOX_GRACE`, declared in
+//! `config/declared/sweep.rs` and used by `actors/sweep/inbox_check.rs`.
 
+pub mod actors;
 pub mod app;
-pub mod attach;
-pub mod budget;
 pub mod cli;
-pub mod clock;
-pub mod close;
 pub mod config;
 pub mod db;
-pub mod delivery;
-pub mod fd_limit;
-pub mod fleet;
-pub mod health;
+pub mod decisions;
 pub mod http;
-pub mod ingest;
-pub mod listen;
 pub mod metrics;
-pub mod notify;
-pub mod ops;
+pub mod operations;
 pub mod process;
-pub mod ratelog;
-pub mod reconcile;
-pub mod secrets_from_files;
-pub mod signal;
-pub mod sweep;
-pub mod telemetry;
-pub mod waiters;
+pub mod sume_api;
 
 pub use app::{run, Listeners};
 pub use config::Config;

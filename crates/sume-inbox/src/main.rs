@@ -16,11 +16,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     sume_inbox::process::tune_allocator();
     // Before anything else runs: this sets environment variables.
-    if let Err(e) = sume_inbox::secrets_from_files::load() {
+    if let Err(e) = sume_inbox::config::secret_files::load() {
         return fail(cli::CliError::from(e));
     }
     let cli = Cli::parse();
-    if let Err(e) = sume_inbox::telemetry::init(&cli.log_format) {
+    if let Err(e) = sume_inbox::process::logging::init(&cli.log_format) {
         return fail(cli::CliError::from(e));
     }
     let runtime = match sume_inbox::process::runtime() {

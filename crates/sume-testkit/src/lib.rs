@@ -190,8 +190,8 @@ impl Daemon {
     /// RUST_LOG is set.
     pub async fn start(config: Config) -> Daemon {
         init_logging();
-        let webhook_listener = sume_inbox::listen::bind(config.listen_addr).unwrap();
-        let admin_listener = sume_inbox::listen::bind(config.admin_addr).unwrap();
+        let webhook_listener = sume_inbox::process::sockets::bind(config.listen_addr).unwrap();
+        let admin_listener = sume_inbox::process::sockets::bind(config.admin_addr).unwrap();
         let webhook = webhook_listener.local_addr().unwrap();
         let admin = admin_listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();

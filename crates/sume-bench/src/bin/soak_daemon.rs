@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use sume_inbox::cli::ServeArgs;
-use sume_inbox::{listen, run, Listeners};
+use sume_inbox::process::sockets as listen;
+use sume_inbox::{run, Listeners};
 use tokio_util::sync::CancellationToken;
 
 #[global_allocator]
@@ -41,7 +42,7 @@ fn retention(raw: &str) -> Result<Duration, String> {
 fn main() -> ExitCode {
     sume_inbox::process::tune_allocator();
     let cli = Cli::parse();
-    if let Err(e) = sume_inbox::telemetry::init("json") {
+    if let Err(e) = sume_inbox::process::logging::init("json") {
         eprintln!("sume-soak-daemon: {e}");
         return ExitCode::from(78);
     }
@@ -70,7 +71,7 @@ fn main() -> ExitCode {
         tokio::spawn({
             let shutdown = shutdown.clone();
             async move {
-                sume_inbox::signal::terminated().await;
+                sume_inbox::process::signal::terminated().await;
                 shutdown.cancel();
             }
         });

@@ -1,15 +1,15 @@
 //! The operator's commands: `jobs show`, `inbox ls`, `dead-letters ls`, `dead-letters drop`,
 //! `replay`, `stats`, `audit ls`. They read the database (DATABASE_URL, no daemon needed) or,
-//! with `--admin-url`, a daemon's admin API ([`super::source`]); [`crate::ops`] renders their
+//! with `--admin-url`, a daemon's admin API ([`super::source`]); [`super::render`] renders their
 //! answers.
 
 use clap::{ArgGroup, Args, Subcommand};
 
+use super::render;
 use super::source::{Remote, Source};
 use super::CliError;
 use crate::config;
 use crate::db::Store;
-use crate::ops;
 
 /// What every admin command takes: the database, or a daemon's admin API.
 #[derive(Debug, Args)]
@@ -150,7 +150,7 @@ async fn open(admin: &AdminArgs) -> Result<Source, CliError> {
 /// `jobs show ID`: fails when nothing at all is known about the id.
 pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> {
     let detail = open(admin).await?.job_detail(job_id).await?;
-    let (out, known) = ops::render_job_detail(&detail, admin.json);
+    let (out, known) = render::render_job_detail(&detail, admin.json);
     print!("{out}");
     if !known {
         return Err(CliError::Failed(format!(
@@ -164,14 +164,14 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
 pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
     let older_than = config::parse_duration("--older-than", older_than)?;
     let rows = open(admin).await?.inbox(older_than, limit).await?;
-    print!("{}", ops::render_inbox(&rows, admin.json));
+    print!("{}", render::render_inbox(&rows, admin.json));
     Ok(())
 }
 
 /// `dead-letters ls`.
 pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
     let rows = open(admin).await?.dead_letters(limit).await?;
-    print!("{}", ops::render_dead_letters(&rows, admin.json));
+    print!("{}", render::render_dead_letters(&rows, admin.json));
     Ok(())
 }
 
@@ -179,7 +179,7 @@ pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliErr
 pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), CliError> {
     let dropped = open(admin).await?.drop_dead_letters(ids).await?;
     let missing: Vec<&String> = ids.iter().filter(|id| !dropped.contains(id)).collect();
-    print!("{}", ops::render_dropped(&dropped, &missing, admin.json));
+    print!("{}", render::render_dropped(&dropped, &missing, admin.json));
     if !missing.is_empty() {
         return Err(CliError::Failed(format!(
             "{} of {} ids name no dead letter",
@@ -210,7 +210,7 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
     let items = source
         .replay(args.event_id.as_deref(), args.limit, &secrets)
         .await?;
-    print!("{}", ops::render_replayed(&items, args.admin.json));
+    print!("{}", render::render_replayed(&items, args.admin.json));
     if args.event_id.is_some() && !items.iter().all(|r| r.ok) {
         return Err(CliError::Failed("replay failed".into()));
     }
@@ -226,13 +226,13 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
 /// `stats`.
 pub async fn stats(admin: &AdminArgs) -> Result<(), CliError> {
     let st = open(admin).await?.stats().await?;
-    print!("{}", ops::render_stats(&st, admin.json));
+    print!("{}", render::render_stats(&st, admin.json));
     Ok(())
 }
 
 /// `audit ls`.
 pub async fn audit_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
     let entries = open(admin).await?.audit(limit).await?;
-    print!("{}", ops::render_audit(&entries, admin.json));
+    print!("{}", render::render_audit(&entries, admin.json));
     Ok(())
 }

@@ -11,6 +11,7 @@
 pub mod admin;
 pub mod healthcheck;
 pub mod reconcile;
+pub mod render;
 pub mod serve;
 pub mod source;
 

@@ -1,5 +1,5 @@
 //! `sume-inbox reconcile --since 6h`: closes, through the normal fold, every registered job
-//! that Sume's job list reports terminal (see [`crate::reconcile`]). Run it after a database
+//! that Sume's job list reports terminal (see [`crate::operations::reconciliation`]). Run it after a database
 //! restore or a failover to an asynchronous replica; it needs DATABASE_URL and the API keys,
 //! not a running daemon, and spends the same read budget as the fleet.
 
@@ -8,7 +8,7 @@ use clap::Args;
 use super::CliError;
 use crate::config::{self, ApiKey, ConfigError};
 use crate::db::Store;
-use crate::reconcile::{Reconcile, ReconcileReport};
+use crate::operations::reconciliation::{Reconcile, ReconcileReport};
 
 /// `reconcile`'s settings: the database, Sume's API and its budget, as `serve` reads them.
 #[derive(Debug, Args)]

@@ -11,7 +11,7 @@ use crate::{db, run, Listeners};
 pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let config = args.into_config()?;
     let bind = |setting: &'static str, addr: std::net::SocketAddr| async move {
-        crate::listen::bind(addr).map_err(|source| CliError::Bind {
+        crate::process::sockets::bind(addr).map_err(|source| CliError::Bind {
             setting,
             addr,
             source,
@@ -25,8 +25,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     tokio::spawn({
         let shutdown = shutdown.clone();
         async move {
-            crate::signal::terminated().await;
-            crate::notify::stopping();
+            crate::process::signal::terminated().await;
+            crate::process::systemd::stopping();
             shutdown.cancel();
         }
     });
@@ -308,7 +308,7 @@ impl ServeArgs {
                 &self.wait_wakeup,
                 &self.wait_poll_interval,
             )?,
-            fleet: crate::fleet::FleetConfig::default(),
+            fleet: crate::actors::heartbeat::FleetConfig::default(),
         };
         config.validate()?;
         Ok(config)

@@ -11,7 +11,7 @@ use sume_wire::Secret;
 
 use super::CliError;
 use crate::db::{AuditEntry, DeadLetterRow, JobDetail, Stats, Store, WaitingEvent};
-use crate::ops::{self, Replayed};
+use crate::operations::replay::{self, Replayed};
 
 /// The admin API of one daemon.
 pub struct Remote {
@@ -34,7 +34,7 @@ pub fn actor() -> String {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
         .unwrap_or_else(|_| "unknown".into());
-    let host = crate::sweep::kernel_hostname().unwrap_or_else(|| "unknown".into());
+    let host = crate::process::instance_name::kernel_hostname().unwrap_or_else(|| "unknown".into());
     format!("cli:{user}@{host}")
 }
 
@@ -226,11 +226,11 @@ impl Source {
                 let (action, items) = match event_id {
                     Some(id) => (
                         "replay_event",
-                        vec![ops::replay_event(store, secrets, id).await?],
+                        vec![replay::replay_event(store, secrets, id).await?],
                     ),
                     None => (
                         "replay_dead_letters",
-                        ops::replay_dead_letters(store, secrets, limit).await?,
+                        replay::replay_dead_letters(store, secrets, limit).await?,
                     ),
                 };
                 let detail = json!({ "event_id": event_id, "limit": limit, "result": items });
@@ -267,7 +267,7 @@ impl Source {
         Ok(items
             .into_iter()
             .map(|mut r| {
-                r.not_verified |= r.result == ops::NOT_VERIFIED;
+                r.not_verified |= r.result == replay::NOT_VERIFIED;
                 r
             })
             .collect())

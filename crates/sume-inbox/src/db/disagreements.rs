@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{sql, DbError};
-use crate::close::JobFold;
+use crate::decisions::job_fold::JobFold;
 
 /// A recorded disagreement, for `jobs show`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -27,7 +27,7 @@ pub struct DisagreementRow {
 
 /// Records the disagreements these folds found (one statement for all of them).
 pub(super) async fn insert<C: Session>(tx: &C, folds: &[JobFold]) -> Result<(), DbError> {
-    let found: Vec<(&str, &crate::close::Disagreement)> = folds
+    let found: Vec<(&str, &crate::decisions::job_fold::Disagreement)> = folds
         .iter()
         .flat_map(|f| f.disagreements.iter().map(move |d| (f.job_id.as_str(), d)))
         .collect();

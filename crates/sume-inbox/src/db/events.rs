@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::dead_letters::{self, NewDeadLetter};
 use super::{sql, DbError, Store};
-use crate::clock::Clock;
+use crate::db::clock::Clock;
 
 /// A verified event, ready to store.
 #[derive(Debug, Clone)]

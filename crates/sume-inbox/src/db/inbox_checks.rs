@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{jobs, sql, DbError, Store};
-use crate::clock::Clock;
+use crate::db::clock::Clock;
 
 /// An inbox check claimed for a look at Sume.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{sql, DbError, Store};
-use crate::clock::Clock;
+use crate::db::clock::Clock;
 
 /// The counters of one minute (or of part of one).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]

@@ -1,5 +1,5 @@
 //! `sume.instances` and `sume.instance_minutes` (statements of `sql/queries/instances.sql`):
-//! each instance's heartbeat and per-minute counters, written by [`crate::fleet`], and the
+//! each instance's heartbeat and per-minute counters, written by [`crate::actors::heartbeat`], and the
 //! list of instances the console and the admin API read; the minutes themselves are in
 //! `instance_minutes.rs`.
 
@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{sql, DbError, MinuteCounts, Store};
-use crate::clock::Clock;
+use crate::db::clock::Clock;
 
 /// What an instance says of itself at every heartbeat.
 #[derive(Debug, Clone)]

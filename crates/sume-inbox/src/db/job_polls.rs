@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{sql, DbError, Store};
-use crate::clock::Clock;
+use crate::db::clock::Clock;
 
 /// Calls kept per job: the ring's size, fixed by `sql/0010_job_polls.sql` (`slot between 0 and
 /// 19`, `seq % 20`).

@@ -8,8 +8,8 @@ use serde_json::Value;
 use sume_wire::JobState;
 
 use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, PollRow, Store};
-use crate::clock::Clock;
-use crate::close::{JobFold, Observation, Source};
+use crate::db::clock::Clock;
+use crate::decisions::job_fold::{JobFold, Observation, Source};
 
 /// A registration through the API.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,9 @@
 //! `on conflict do nothing`, updates are guarded by the state they expect, and jobs are changed
 //! only under their row lock.
 
-mod close;
+pub mod clock;
+mod close_transactions;
+mod connection;
 mod dead_letters;
 mod disagreements;
 mod events;
@@ -21,12 +23,11 @@ mod job_closes;
 mod job_polls;
 mod jobs;
 mod jobs_list;
-mod listen;
 pub mod migrate;
+mod notifications;
 mod pages;
 mod rate_buckets;
-mod retention;
-mod session;
+mod retention_deletes;
 mod statement;
 mod stats;
 pub mod tls;
@@ -36,7 +37,9 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use thiserror::Error;
 
-pub use close::{AttachReport, ReconcileObservation};
+pub use clock::Clock;
+pub use close_transactions::{AttachReport, ReconcileObservation};
+pub use connection::{Conn, Protocol, Session, Tx};
 pub use dead_letters::{DeadLetterBody, DeadLetterRow, NewDeadLetter};
 pub use disagreements::DisagreementRow;
 pub use events::{Attachable, EventRow, Inserted, NewEvent, StoredDelivery, WaitingEvent};
@@ -47,11 +50,10 @@ pub use job_closes::{BadCursor, ClosesListener, FeedCursor, FeedEntry, FeedPage}
 pub use job_polls::{kept_answer, PollRow, PolledCall, ANSWER_MAX_CHARS, POLL_HISTORY};
 pub use jobs::{ClaimedJob, JobDetail, JobRow, JobsListener, NewJob, PollDone, Registered};
 pub use jobs_list::JobFilter;
-pub use listen::Listener;
+pub use notifications::Listener;
 pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent};
 pub use rate_buckets::Take;
-pub use retention::Removed;
-pub use session::{Conn, Protocol, Session, Tx};
+pub use retention_deletes::Removed;
 pub use statement::{sql, Params, Statement};
 pub use stats::{Gauges, Stats};
 
@@ -167,7 +169,7 @@ pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
     Ok(client)
 }
 
-pub(crate) use session::{begin, commit};
+pub(crate) use connection::{begin, commit};
 
 /// The shared handle to the database; cheap to clone.
 #[derive(Clone)]

@@ -1,5 +1,5 @@
 //! `sume.rate_buckets` (statements of `sql/queries/rate_buckets.sql`): the fleet-wide token
-//! bucket per API key that [`crate::budget::Budget`] draws on.
+//! bucket per API key that [`crate::sume_api::read_budget::Budget`] draws on.
 
 use super::{sql, DbError, Store};
 

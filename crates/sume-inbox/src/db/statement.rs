@@ -4,7 +4,7 @@
 //! time from `sql/queries/*.sql` (see the `sume-sql` crate): `jobs_insert` in `jobs.sql` is
 //! `sql::JOBS_INSERT`. It runs on a [`Session`] (a connection of the pool or a transaction),
 //! whose [`Protocol`] says how: prepared once per connection and cached there (direct), or
-//! unnamed at every run (behind a transaction-mode pooler, see [`super::session`]). Either way
+//! unnamed at every run (behind a transaction-mode pooler, see [`super::connection`]). Either way
 //! an error names the statement, so a failure reads `jobs_insert: duplicate key ... (23505)`.
 
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::GenericClient as _;
 use tokio_postgres::Row;
 
-use super::session::{ParamTypes, Protocol, Session};
+use super::connection::{ParamTypes, Protocol, Session};
 use super::DbError;
 
 /// The parameters of one statement, in `$n` order.

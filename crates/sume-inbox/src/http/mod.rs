@@ -1,4 +1,4 @@
-//! The two HTTP surfaces: the public webhook endpoint ([`webhook`]) with the health checks ([`health`]), and
+//! The two HTTP surfaces: the public webhook endpoint ([`webhook`]) with the health checks ([`probes`]), and
 //! the admin API ([`admin`]). Handlers only translate HTTP to messages and store calls. The
 //! public port is served by a loop of its own, [`server`], whose connections keep their
 //! timeouts in [`timed_io`], and the bodies it holds are bounded by [`body_budget`]; the admin port, on loopback or behind a token, by `axum::serve`.
@@ -7,7 +7,7 @@ pub mod admin;
 pub mod body_budget;
 pub mod body_readers;
 pub mod console;
-pub mod health;
+pub mod probes;
 pub mod server;
 pub mod timed_io;
 pub mod webhook;

@@ -44,7 +44,7 @@ use super::body_readers::BodyReaders;
 use super::timed_io::{ConnState, TimedIo};
 use crate::config::PortConfig;
 use crate::metrics::Metrics;
-use crate::ratelog::LogBudget;
+use crate::process::log_budget::LogBudget;
 
 /// Accept errors repeat while their cause lasts: a line now and then, with how many were left out.
 static ACCEPT_ERRORS_LOG: LogBudget = LogBudget::new(1, Duration::from_secs(5));

@@ -1,4 +1,4 @@
-//! `POST /webhooks/sume` on LISTEN_ADDR, beside the health checks of [`super::health`].
+//! `POST /webhooks/sume` on LISTEN_ADDR, beside the health checks of [`super::probes`].
 //!
 //! A delivery is checked from its headers alone first (signature header well formed, timestamp
 //! within the tolerance, Content-Length within MAX_BODY_BYTES), so a request that cannot verify
@@ -29,11 +29,11 @@ use sume_wire::{headers, Secret, VerifyError};
 pub use super::body_budget::BodyBudget;
 use super::body_budget::Held;
 pub use super::body_readers::BodyReaders;
-use super::health::{self, Readiness};
-use crate::delivery::{check_headers, verify_delivery, Delivery, Received};
-use crate::ingest::{IngestHandle, Stored};
+use super::probes::{self, Readiness};
+use crate::actors::ingest::{IngestHandle, Stored};
+use crate::decisions::delivery::{check_headers, verify_delivery, Delivery, Received};
 use crate::metrics::{Metrics, TimeoutKind, WebhookOutcome};
-use crate::ratelog::LogBudget;
+use crate::process::log_budget::LogBudget;
 
 /// Refused deliveries are counted always and logged at most this often (anyone can send them).
 static REFUSALS_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(1));
@@ -72,8 +72,8 @@ pub struct WebhookState {
 pub fn router(state: WebhookState) -> Router {
     Router::new()
         .route("/webhooks/sume", post(receive))
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
+        .route("/healthz", get(probes::healthz))
+        .route("/readyz", get(probes::readyz))
         .with_state(Arc::new(state))
 }
 

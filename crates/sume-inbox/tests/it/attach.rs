@@ -303,7 +303,7 @@ async fn a_registration_inside_an_inserts_window_attaches_without_the_scan() {
     let app = app_pool(&db).await;
     // Every hint is checked for a window after LISTEN comes up (notifications may have been
     // missed before it).
-    tokio::time::sleep(sume_inbox::attach::HINT_WINDOW).await;
+    tokio::time::sleep(sume_inbox::actors::attach::HINT_WINDOW).await;
 
     // Events for jobs nobody registered: left waiting, no query, once LISTEN has been up for
     // the window (on a busy machine it comes up a little after the daemon).

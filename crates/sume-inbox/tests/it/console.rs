@@ -198,7 +198,7 @@ async fn signing_in_trades_the_token_for_a_session_and_every_write_needs_its_csr
 async fn sign_in_is_limited_even_for_the_right_token() {
     let db = TestDb::new().await;
     let console = Console::start(&db, Some(OPERATOR)).await;
-    let limit = sume_inbox::http::console::session::SIGN_IN_LIMIT;
+    let limit = sume_inbox::http::console::sessions::SIGN_IN_LIMIT;
     for _ in 0..limit {
         assert_eq!(
             console.try_sign_in("guess").await.0,

@@ -1,5 +1,5 @@
 //! The fleet's picture: each instance's heartbeat and per-minute counters (one statement a
-//! minute, `sume_inbox::fleet`), shown on any instance's console overview and at
+//! minute, `sume_inbox::actors::heartbeat`), shown on any instance's console overview and at
 //! `GET /v1/instances`. A 401 writes nothing at request time; counts survive a database
 //! outage and are never added twice; old rows are pruned.
 
@@ -9,10 +9,10 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use reqwest::StatusCode;
 use serde_json::Value;
-use sume_inbox::clock::Clock;
+use sume_inbox::actors::heartbeat::{Fleet, FleetConfig};
+use sume_inbox::actors::supervision::Health;
+use sume_inbox::db::clock::Clock;
 use sume_inbox::db::{MinuteCounts, Store};
-use sume_inbox::fleet::{Fleet, FleetConfig};
-use sume_inbox::health::Health;
 use sume_inbox::metrics::{Metrics, WebhookOutcome};
 
 use crate::console::{Console, OPERATOR};

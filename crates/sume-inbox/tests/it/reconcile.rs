@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use sume_inbox::config::Rate;
 use sume_inbox::db::Store;
-use sume_inbox::reconcile::Reconcile;
+use sume_inbox::operations::reconciliation::Reconcile;
 use sume_sim::{RequestsAnswer, RunningSim};
 
 use crate::support::*;

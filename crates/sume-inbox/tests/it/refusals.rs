@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use serde_json::json;
+use sume_inbox::actors::sweep::PollStats;
 use sume_inbox::metrics::ApiLabels;
-use sume_inbox::sweep::PollStats;
 use sume_sim::RunningSim;
 
 use crate::support::*;

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use sume_inbox::actors::sweep::{Clock, Retention};
 use sume_inbox::config::SweepConfig;
 use sume_inbox::db::{Removed, Store};
-use sume_inbox::sweep::{Clock, Retention};
 
 use crate::support::*;
 

@@ -96,7 +96,7 @@ async fn a_job_keeps_its_latest_polls_and_they_go_with_it() {
         .polls
         .iter()
         .all(|p| p.answer == "200 running" && p.key_name == "main"));
-    let (text, known) = sume_inbox::ops::render_job_detail(&detail, false);
+    let (text, known) = sume_inbox::cli::render::render_job_detail(&detail, false);
     assert!(known);
     assert!(
         text.contains(&format!("polls (latest {POLL_HISTORY}):")),

@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
+use sume_inbox::actors::sweep::{Clock, InboxCheck, InboxCheckStats, Poll, PollStats};
 use sume_inbox::config::{ApiKey, Rate, SweepConfig};
 use sume_inbox::db::Store;
 use sume_inbox::metrics::Metrics;
-use sume_inbox::sweep::{Clock, InboxCheck, InboxCheckStats, Poll, PollStats, StatusReader};
+use sume_inbox::sume_api::StatusReader;
 use sume_sim::{Faults, JobsAnswer, RequestsAnswer, RunningSim, SimConfig, SimStats};
 use sume_wire::Secret;
 use tokio_util::sync::CancellationToken;

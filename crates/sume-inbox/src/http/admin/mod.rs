@@ -15,17 +15,17 @@ use axum::Router;
 use sume_wire::Secret;
 
 pub mod access;
-mod fleet;
-mod jobs;
+mod instance_routes;
+mod job_routes;
 pub mod openapi;
 mod operator;
-mod replay;
+mod replay_routes;
 mod wait;
 
 pub use access::{current_request_id, Access, Scope};
 
 use super::error;
-use crate::attach::AttachHandle;
+use crate::actors::attach::AttachHandle;
 use crate::db::Store;
 use crate::metrics::Metrics;
 
@@ -41,9 +41,9 @@ pub struct AdminState {
     /// What `/metrics` encodes.
     pub metrics: Arc<Metrics>,
     /// The tasks' liveness, for the `tasks_dead` gauge.
-    pub health: crate::health::Health,
+    pub health: crate::actors::supervision::Health,
     /// Requests waiting for a job to close (`?wait=`).
-    pub waiters: crate::waiters::Waiters,
+    pub waiters: crate::actors::close_waiters::Waiters,
     /// MAX_WAIT: the longest wait a request may ask for.
     pub max_wait: std::time::Duration,
     /// Cancelled at shutdown: waiting requests are answered at once.
@@ -58,8 +58,8 @@ pub struct AdminState {
 /// document) and the operator's (everything else), all behind [`access::guard`].
 pub fn router(state: AdminState, access: Access) -> Router {
     let app = Router::new()
-        .route("/v1/jobs", post(jobs::register).get(jobs::list))
-        .route("/v1/jobs/{job_id}", get(jobs::show))
+        .route("/v1/jobs", post(job_routes::register).get(job_routes::list))
+        .route("/v1/jobs/{job_id}", get(job_routes::show))
         .route("/v1/openapi.json", get(openapi::serve));
     let operator = Router::new()
         .route("/v1/jobs/{job_id}/detail", get(operator::job_detail))
@@ -68,11 +68,20 @@ pub fn router(state: AdminState, access: Access) -> Router {
         .route("/v1/orphans", get(operator::orphans))
         .route("/v1/disagreements", get(operator::disagreements))
         .route("/v1/dead-letters", get(operator::dead_letters))
-        .route("/v1/dead-letters/drop", post(replay::drop_dead_letters))
-        .route("/v1/dead-letters/replay", post(replay::replay_dead_letters))
-        .route("/v1/events/{event_id}/replay", post(replay::replay_event))
+        .route(
+            "/v1/dead-letters/drop",
+            post(replay_routes::drop_dead_letters),
+        )
+        .route(
+            "/v1/dead-letters/replay",
+            post(replay_routes::replay_dead_letters),
+        )
+        .route(
+            "/v1/events/{event_id}/replay",
+            post(replay_routes::replay_event),
+        )
         .route("/v1/stats", get(operator::stats))
-        .route("/v1/instances", get(fleet::instances))
+        .route("/v1/instances", get(instance_routes::instances))
         .route("/v1/audit", get(operator::audit))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn(access::operator_only));

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use super::jobs::page_limit;
+use super::job_routes::page_limit;
 use super::{unavailable, AdminState};
 use crate::db::{
     AuditEntry, DbError, DeadLetterRow, Disagreement, JobDetail, Orphan, PageKey, SetAsideEvent,

@@ -1,7 +1,7 @@
 //! `GET /v1/jobs/{job_id}?wait=30s`: the job as soon as it is closed, or as it is when the wait
 //! ends. The request holds a place among the instance's waiters (503 with `Retry-After` when
 //! MAX_WAITERS are taken) and no database connection while it waits; a close made by any
-//! instance wakes it (see [`crate::waiters`]). `X-Wait-Outcome` says how the wait ended:
+//! instance wakes it (see [`crate::actors::close_waiters`]). `X-Wait-Outcome` says how the wait ended:
 //! `closed` (a read found the job closed: it was already, or a wake-up led to it), `timeout`
 //! (the wait ran out; the job is answered as it is then, which may be closed), `shutdown`
 //! (the daemon is stopping).

@@ -9,10 +9,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 
-use super::pages::urlencode;
-use super::session::{audit, require_csrf};
+use super::list_pages::urlencode;
+use super::sessions::{audit, require_csrf};
 use super::{layout, ConsoleState};
-use crate::ops;
+use crate::operations::replay;
 
 /// The replay form's field.
 #[derive(Debug, Deserialize)]
@@ -40,7 +40,7 @@ pub async fn replay(
         Err(r) => return *r,
     };
     let admin = &state.admin;
-    let replayed = match ops::replay_dead_letters(&admin.store, &admin.secrets, 1000).await {
+    let replayed = match replay::replay_dead_letters(&admin.store, &admin.secrets, 1000).await {
         Ok(r) => r,
         Err(e) => return failed("Replay", &e),
     };
@@ -100,7 +100,7 @@ pub async fn replay_event(
         Err(r) => return *r,
     };
     let admin = &state.admin;
-    let replayed = match ops::replay_event(&admin.store, &admin.secrets, &f.event_id).await {
+    let replayed = match replay::replay_event(&admin.store, &admin.secrets, &f.event_id).await {
         Ok(r) => r,
         Err(e) => return failed("Replay", &e),
     };

@@ -12,8 +12,8 @@ use maud::{html, Markup};
 use serde::Deserialize;
 
 use super::layout::{self, answers, at, at_opt};
-use super::pages::urlencode;
-use super::session::require;
+use super::list_pages::urlencode;
+use super::sessions::require;
 use super::ConsoleState;
 use crate::db::{JobDetail, JobFilter, JobRow, POLL_HISTORY};
 

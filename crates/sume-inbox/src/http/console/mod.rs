@@ -4,7 +4,7 @@
 //!
 //! What guards it, outermost first (`guard`): a request id, the same `Host` check as the admin
 //! API, and on every answer a strict Content-Security-Policy (nothing but this origin's
-//! stylesheet and images, no script, no frame). Signing in ([`session`]) exchanges the token for
+//! stylesheet and images, no script, no frame). Signing in ([`sessions`]) exchanges the token for
 //! a server-side session; every form that changes something carries the session's CSRF token.
 //! The pages live in `pages.rs` (overview, inbox, set aside and orphans, dead letters; the
 //! overview's instances and chart in `fleet.rs` and `chart.rs`),
@@ -22,15 +22,15 @@ use maud::html;
 
 mod actions;
 mod chart;
-mod fleet;
+mod fleet_view;
 mod job;
 mod layout;
-mod pages;
-pub mod session;
+mod list_pages;
+pub mod sessions;
 
 use super::admin::access::{request_id, REQUEST_ID};
 use super::admin::{Access, AdminState};
-use session::Sessions;
+use sessions::Sessions;
 
 /// The Content-Security-Policy of every console answer: this origin's stylesheet and images,
 /// forms posted only here, nothing else (no script at all, inline or not).
@@ -63,15 +63,15 @@ pub fn router(state: ConsoleState) -> Router {
         )
         .route(
             "/console/sign-in",
-            get(session::sign_in_form).post(session::sign_in),
+            get(sessions::sign_in_form).post(sessions::sign_in),
         )
-        .route("/console/sign-out", post(session::sign_out))
-        .route("/console/overview", get(pages::overview))
+        .route("/console/sign-out", post(sessions::sign_out))
+        .route("/console/overview", get(list_pages::overview))
         .route("/console/jobs", get(job::search))
-        .route("/console/inbox", get(pages::inbox))
-        .route("/console/set-aside", get(pages::set_aside))
+        .route("/console/inbox", get(list_pages::inbox))
+        .route("/console/set-aside", get(list_pages::set_aside))
         .route("/console/set-aside/replay", post(actions::replay_event))
-        .route("/console/dead-letters", get(pages::dead_letters))
+        .route("/console/dead-letters", get(list_pages::dead_letters))
         .route("/console/dead-letters/replay", post(actions::replay))
         .route("/console/dead-letters/drop", post(actions::drop))
         .route("/console/static/console.css", get(stylesheet))

@@ -1,7 +1,7 @@
 //! The transactions that fold observations onto jobs: [`Store::attach_jobs`] for stored
 //! webhooks, [`Store::close_by_poll`] for a status read by the sweep, [`Store::close_reconciled`]
 //! for the terminal statuses `reconcile` reads from Sume's job list. Both lock the jobs' rows
-//! in id order (`jobs_lock`), fold each observation with [`crate::close::JobFold`] and write
+//! in id order (`jobs_lock`), fold each observation with [`crate::decisions::job_fold::JobFold`] and write
 //! what changed (`jobs_apply`, `disagreements_insert`), so whichever observation comes first
 //! wins, on any instance, any number of times.
 
@@ -10,8 +10,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::{jobs, sql, DbError, Store};
-use crate::clock::Clock;
-use crate::close::{Observation, Outcome, Source};
+use crate::db::clock::Clock;
+use crate::decisions::job_fold::{Observation, Outcome, Source};
 
 /// What one attach transaction did.
 #[derive(Debug, Clone, Default, PartialEq)]

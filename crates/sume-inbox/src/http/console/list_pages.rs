@@ -8,9 +8,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use maud::{html, Markup};
 
-use super::fleet;
+use super::fleet_view;
 use super::layout::{self, age, answers, at, at_opt};
-use super::session::{require, Operator};
+use super::sessions::{require, Operator};
 use super::ConsoleState;
 
 /// Rows a list page shows.
@@ -47,7 +47,7 @@ pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> 
         Err(r) => return *r,
     };
     let store = &state.admin.store;
-    let clock = crate::clock::Clock::Database;
+    let clock = crate::db::clock::Clock::Database;
     let (stats, instances, minutes) = tokio::join!(
         store.stats_summary(),
         store.instances_list(INSTANCES, &clock),
@@ -75,8 +75,8 @@ pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> 
                 Err(_) => { (card("down", "database", Some("bad"))) }
             }
         }
-        (fleet::instances(&instances, &state.admin.instance, &state.admin.health.snapshot()))
-        (fleet::last_hour(&minutes))
+        (fleet_view::instances(&instances, &state.admin.instance, &state.admin.health.snapshot()))
+        (fleet_view::last_hour(&minutes))
     };
     if let Err(e) = &stats {
         tracing::error!(error = %e, "console: reading stats failed");

@@ -15,8 +15,8 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use super::webhook::WebhookState;
+use crate::actors::supervision::Health;
 use crate::db::{migrate, Store};
-use crate::health::Health;
 
 /// How long a database check answers `/readyz`.
 pub const READY_TTL: Duration = Duration::from_secs(1);

@@ -1,6 +1,6 @@
 //! `GET /v1/instances`: the fleet's picture for scripts, what the console's overview shows:
 //! every instance with its heartbeat and tasks, and the last hour's counts per minute summed
-//! over instances. Read from the rows each instance writes once a minute ([`crate::fleet`]).
+//! over instances. Read from the rows each instance writes once a minute ([`crate::actors::heartbeat`]).
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -8,7 +8,7 @@ use axum::Json;
 use serde::Serialize;
 
 use super::{unavailable, AdminState};
-use crate::clock::Clock;
+use crate::db::clock::Clock;
 use crate::db::{FleetMinute, InstanceRow};
 
 /// Instances answered at most.

@@ -85,3 +85,15 @@ impl Answer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_read_and_described() {
+        let timeout = Answer::read(Err(ClientError::Timeout));
+        assert_eq!(timeout.text, "timeout");
+        assert_eq!(timeout.reply, Reply::Failed);
+    }
+}

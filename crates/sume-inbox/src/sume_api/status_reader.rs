@@ -1,58 +1,25 @@
-//! The sweep: three services that settle what webhooks alone leave open, each a task of its own.
-//!
-//! - [`InboxCheck`] (`inbox_check.rs`): events that waited longer than `INBOX_GRACE` with no
-//!   job row are looked up at Sume with every key; 404 from every key sets them aside as not
-//!   ours, a key that can read the job makes it an orphan (kept, counted, logged).
-//! - [`Poll`] (`poll.rs`, its decision in `poll_decision.rs`): open jobs are polled
-//!   `POLL_AFTER` after registration, then at growing, jittered intervals, and given up as
-//!   `expired` after `POLL_GIVE_UP`.
-//! - [`Retention`] (`retention.rs`): removes what is old and settled.
-//!
-//! Each has a `run` that only schedules, logs and waits, and a `run_once` that does one pass
-//! and answers what it did; tests call `run_once` with a [`Clock`] they move.
-//!
-//! This file holds what the two services that ask Sume share: the [`StatusReader`] (one status
-//! call under the fleet-wide [`Budget`], this instance's name on its leases), `serve` (claims
-//! served a few at a time), the [`Answer`] a call is read as, and [`backoff`]. Work is claimed
-//! in bounded batches (`for update skip locked`) under a lease, so instances share it without a
-//! leader and a crashed instance's claims return when the lease expires; no request is sent
-//! unless it can finish before its claim expires.
+//! This instance's way to Sume's status endpoint: [`StatusReader`], one status call under the
+//! fleet-wide read budget ([`super::read_budget`]), the keys' positive checks and the breaker
+//! ([`super::key_checks`]) that say whether a 404 may be taken as a verdict, and the name the
+//! instance's leases carry. The sweep's inbox check and poll share one reader.
 
-mod answer;
-mod api_check;
-mod inbox_check;
-mod poll;
-mod poll_decision;
-mod retention;
-
-pub use answer::{Answer, Reply};
-pub use api_check::{ApiCheck, Hold};
-pub use inbox_check::{CheckDecision, CheckFold, InboxCheck, InboxCheckStats};
-pub use poll::{Poll, PollStats};
-pub use poll_decision::{NextPoll, PollDecision, PollFold, PollRules};
-pub use retention::Retention;
-
-pub use crate::clock::Clock;
-
-use std::future::Future;
-use std::ops::AddAssign;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use rand::Rng;
 use sume_wire::{ClientError, StatusClient};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
-use crate::budget::{Budget, BudgetError};
+use super::answer::Answer;
+use super::key_checks::ApiCheck;
+use super::read_budget::{Budget, BudgetError};
 use crate::config::{ApiKey, Rate};
 use crate::db::{DbError, Store};
 use crate::metrics::Metrics;
+use crate::process::instance_name::lease_owner;
 
 /// Verdict holds are logged at most this often.
-static HOLDS_LOG: crate::ratelog::LogBudget =
-    crate::ratelog::LogBudget::new(1, Duration::from_secs(60));
+static HOLDS_LOG: crate::process::log_budget::LogBudget =
+    crate::process::log_budget::LogBudget::new(1, Duration::from_secs(60));
 
 /// This instance's way to Sume's status endpoint: the keys, the client, the fleet-wide budget,
 /// and the name its leases carry. Cloned into the services that ask Sume, so they share one
@@ -216,7 +183,7 @@ impl StatusReader {
 
     /// One status call under the budget, and how long the request itself took (not the wait
     /// for the budget). `None`: no budget before `deadline`, nothing sent.
-    async fn call(
+    pub(crate) async fn call(
         &self,
         key: &ApiKey,
         job_id: &str,
@@ -259,144 +226,5 @@ impl StatusReader {
             }
         }
         Ok(Some((Answer::read(reply), latency)))
-    }
-}
-
-/// The kernel's host name (gethostname(2): no file to read, so it works inside a sandbox that
-/// hides /proc/sys).
-pub(crate) fn kernel_hostname() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; the kernel writes a NUL-terminated name.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return None;
-    }
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    String::from_utf8(buf[..end].to_vec()).ok()
-}
-
-/// This process's name on its leases: the host's name (the kernel's, since `HOSTNAME` is unset
-/// under systemd), the process id and 64 random bits, so two processes never share a name,
-/// even on hosts with one name (containers, clones).
-pub fn lease_owner() -> String {
-    let host = kernel_hostname()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "host".to_owned());
-    format!(
-        "{host}-{}-{:016x}",
-        std::process::id(),
-        rand::thread_rng().gen::<u64>()
-    )
-}
-
-/// The last moment a request may start and still finish within a claim made at `claimed`
-/// (on the process clock: it bounds real requests, not the statements' clock).
-fn send_deadline(claimed: Instant, lease: Duration, request_timeout: Duration) -> Instant {
-    claimed + lease.saturating_sub(request_timeout * 2)
-}
-
-/// Serves claims, `concurrency` at a time; answers the merged stats and the claims to give
-/// back unserved.
-async fn serve<C, S, F, Fut>(
-    claims: Vec<C>,
-    concurrency: usize,
-    serve_one: F,
-) -> Result<(S, Vec<String>), DbError>
-where
-    S: Default + AddAssign,
-    F: FnMut(C) -> Fut,
-    Fut: Future<Output = Result<(S, Option<String>), DbError>>,
-{
-    let results: Vec<_> = futures_util::stream::iter(claims)
-        .map(serve_one)
-        .buffer_unordered(concurrency)
-        .collect()
-        .await;
-    let mut stats = S::default();
-    let mut unserved = Vec::new();
-    for r in results {
-        let (s, released) = r?;
-        stats += s;
-        unserved.extend(released);
-    }
-    Ok((stats, unserved))
-}
-
-/// A service's loop: `pass` every `interval` (jittered, so instances drift apart) until
-/// shutdown. A pass that did something is logged with its stats, a failed one is logged and
-/// tried again at the next tick; the loop only schedules, `pass` does the work.
-async fn every<S, F, Fut>(what: &str, interval: Duration, shutdown: &CancellationToken, mut pass: F)
-where
-    S: std::fmt::Debug + Default + PartialEq,
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<S, DbError>>,
-{
-    while !shutdown.is_cancelled() {
-        match pass().await {
-            Ok(stats) if stats != S::default() => tracing::info!(?stats, "{what} pass"),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "{what} pass failed; will retry"),
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = tokio::time::sleep(jitter(interval)) => {}
-        }
-    }
-}
-
-/// The wait before poll number `attempts + 1`: `first * 2^attempts`, capped, jittered ±20%.
-pub fn backoff(attempts: i32, first: Duration, cap: Duration) -> Duration {
-    jitter(backoff_base(attempts, first, cap))
-}
-
-/// [`backoff`] before the jitter: `first * 2^attempts`, capped.
-pub fn backoff_base(attempts: i32, first: Duration, cap: Duration) -> Duration {
-    let exp = attempts.clamp(0, 30) as u32;
-    first.saturating_mul(2u32.saturating_pow(exp)).min(cap)
-}
-
-/// ±20%, so that work scheduled together spreads out.
-pub fn jitter(d: Duration) -> Duration {
-    d.mul_f64(rand::thread_rng().gen_range(0.8..1.2))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_grows_caps_and_jitters() {
-        let first = Duration::from_secs(120);
-        let cap = Duration::from_secs(1800);
-        for _ in 0..100 {
-            let b0 = backoff(0, first, cap);
-            assert!(b0 >= Duration::from_secs(96) && b0 <= Duration::from_secs(144));
-            let b2 = backoff(2, first, cap);
-            assert!(b2 >= Duration::from_secs(384) && b2 <= Duration::from_secs(576));
-            let b9 = backoff(9, first, cap);
-            assert!(b9 >= Duration::from_secs(1440) && b9 <= Duration::from_secs(2160));
-            assert!(backoff(i32::MAX, first, cap) <= Duration::from_secs(2160));
-        }
-        assert_eq!(backoff_base(-3, first, cap), first);
-        assert_eq!(backoff_base(1, first, cap), Duration::from_secs(240));
-    }
-
-    #[test]
-    fn answers_are_read_and_described() {
-        let timeout = Answer::read(Err(ClientError::Timeout));
-        assert_eq!(timeout.text, "timeout");
-        assert_eq!(timeout.reply, Reply::Failed);
-    }
-
-    #[test]
-    fn lease_owners_are_unique_per_process_and_named_for_the_host() {
-        let (a, b) = (lease_owner(), lease_owner());
-        assert_ne!(a, b);
-        assert!(
-            !a.starts_with('-') && a.contains(&format!("-{}-", std::process::id())),
-            "{a}"
-        );
     }
 }

@@ -21,10 +21,10 @@ use serde::Serialize;
 use sume_wire::{JobObject, Status, StatusClient};
 use tokio::time::Instant;
 
-use crate::budget::{Budget, BudgetError};
-use crate::close::Outcome;
 use crate::config::{ApiKey, Rate};
 use crate::db::{DbError, ReconcileObservation, Store};
+use crate::decisions::job_fold::Outcome;
+use crate::sume_api::read_budget::{Budget, BudgetError};
 
 /// Jobs asked for per page (the most the list serves, per the simulator; an assumption).
 pub const PAGE_SIZE: u32 = 100;

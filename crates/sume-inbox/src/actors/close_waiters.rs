@@ -15,9 +15,9 @@ use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use crate::actors::supervision::Health;
 pub use crate::config::Wakeup;
 use crate::db::Store;
-use crate::health::Health;
 
 /// The waiters of one instance, by job id. Cloning shares them.
 #[derive(Clone)]
@@ -117,8 +117,8 @@ impl Drop for Waiting {
 }
 
 /// A LISTEN that keeps failing (the database is down) is retried at every poll, logged less often.
-static LISTEN_ERRORS_LOG: crate::ratelog::LogBudget =
-    crate::ratelog::LogBudget::new(1, Duration::from_secs(60));
+static LISTEN_ERRORS_LOG: crate::process::log_budget::LogBudget =
+    crate::process::log_budget::LogBudget::new(1, Duration::from_secs(60));
 
 /// Runs the wake-up of `waiters` until shutdown.
 pub async fn run(

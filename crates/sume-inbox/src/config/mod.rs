@@ -14,6 +14,7 @@ mod admin;
 mod database;
 mod parse;
 mod retention;
+pub mod secret_files;
 use admin::check_admin_tokens;
 pub use admin::{parse_wakeup, WaitConfig, Wakeup};
 pub use database::*;
@@ -96,7 +97,7 @@ pub struct Config {
     /// The waiters of `GET /v1/jobs/{id}?wait=`.
     pub wait: WaitConfig,
     /// The heartbeat and per-minute counters (no setting: a minute; tests shorten it).
-    pub fleet: crate::fleet::FleetConfig,
+    pub fleet: crate::actors::heartbeat::FleetConfig,
 }
 
 impl Config {
@@ -126,7 +127,7 @@ impl Config {
             sweep: SweepConfig::default(),
             shutdown_timeout: Duration::from_secs(20),
             wait: WaitConfig::default(),
-            fleet: crate::fleet::FleetConfig::default(),
+            fleet: crate::actors::heartbeat::FleetConfig::default(),
         }
     }
 }

@@ -19,17 +19,16 @@
 //! batch. Where notifications may have been missed (no LISTEN connection, or one younger than
 //! [`HINT_WINDOW`], which may have come up after such a registration) every hint is checked.
 
-use std::collections::{BTreeSet, HashSet};
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::actors::supervision::Health;
 use crate::config::AttachConfig;
 use crate::db::{AttachReport, DbError, Store};
-use crate::health::{Health, TaskGuard};
 use crate::metrics::Metrics;
 use std::sync::Arc;
 
@@ -39,9 +38,11 @@ use std::sync::Arc;
 /// statement leaves its events to the catch-up scan.
 pub const HINT_WINDOW: Duration = Duration::from_secs(10);
 
-/// The registrations remembered per [`HINT_WINDOW`] at most (a faster stream of registrations
-/// shortens the window instead of growing the memory: 8 bytes an id).
-const RECENT_MAX: usize = 100_000;
+mod job_listener;
+mod recent;
+
+use job_listener::listen;
+use recent::Recent;
 
 enum Msg {
     /// Events were stored for these jobs, each with whether its row existed then.
@@ -297,124 +298,5 @@ fn log_report(r: &AttachReport) {
             closed = r.closed.len(),
             "attached"
         );
-    }
-}
-
-/// Keeps a LISTEN connection open, forwarding each notification; reconnects with backoff and
-/// asks for a catch-up scan after every (re)connect, since notifications sent while it was
-/// down are gone.
-async fn listen(store: Store, attach: AttachHandle, shutdown: CancellationToken, guard: TaskGuard) {
-    let mut backoff = Duration::from_millis(250);
-    while !shutdown.is_cancelled() {
-        match listen_once(&store, &attach, &shutdown).await {
-            Ok(()) => backoff = Duration::from_millis(250),
-            Err(e) => {
-                tracing::warn!(error = %e, retry_in = ?backoff, "LISTEN connection lost");
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(10));
-            }
-        }
-    }
-    guard.finished();
-}
-
-async fn listen_once(
-    store: &Store,
-    attach: &AttachHandle,
-    shutdown: &CancellationToken,
-) -> Result<(), DbError> {
-    let mut listener = store.jobs_listen().await?;
-    tracing::debug!("listening for job rows");
-    let _ = attach.tx.send(Msg::Listening(true)).await;
-    let mut batch = Vec::new();
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            n = listener.job_ids.recv_many(&mut batch, 1024) => {
-                if n == 0 {
-                    break;
-                }
-                attach.registered(std::mem::take(&mut batch));
-            }
-        }
-    }
-    let _ = attach.tx.send(Msg::Listening(false)).await;
-    drop(listener.client);
-    match listener.connection.await {
-        Ok(Err(e)) => Err(DbError::Connect(e)),
-        _ => Err(DbError::Closed),
-    }
-}
-
-/// The job ids registered lately (their notifications), as hashes in two generations of up to
-/// [`HINT_WINDOW`] each: an id is remembered for one to two windows. A collision only costs a
-/// look at the database.
-#[derive(Default)]
-struct Recent {
-    current: HashSet<u64>,
-    previous: HashSet<u64>,
-    started: Option<Instant>,
-}
-
-impl Recent {
-    fn hash(job_id: &str) -> u64 {
-        BuildHasherDefault::<DefaultHasher>::default().hash_one(job_id)
-    }
-
-    fn rotate(&mut self, now: Instant) {
-        let started = *self.started.get_or_insert(now);
-        if now.duration_since(started) >= HINT_WINDOW || self.current.len() >= RECENT_MAX {
-            self.previous = std::mem::take(&mut self.current);
-            self.started = Some(now);
-        }
-    }
-
-    fn insert(&mut self, job_id: &str, now: Instant) {
-        self.rotate(now);
-        self.current.insert(Self::hash(job_id));
-    }
-
-    fn contains(&mut self, job_id: &str, now: Instant) -> bool {
-        self.rotate(now);
-        let h = Self::hash(job_id);
-        self.current.contains(&h) || self.previous.contains(&h)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_registration_is_remembered_for_one_to_two_windows() {
-        let mut recent = Recent::default();
-        let t0 = Instant::now();
-        recent.insert("job_a", t0);
-        assert!(recent.contains("job_a", t0));
-        assert!(!recent.contains("job_b", t0));
-        let later = t0 + HINT_WINDOW + Duration::from_secs(1);
-        assert!(
-            recent.contains("job_a", later),
-            "kept in the previous generation"
-        );
-        assert!(
-            !recent.contains("job_a", later + HINT_WINDOW),
-            "forgotten after two windows"
-        );
-    }
-
-    #[test]
-    fn a_flood_of_registrations_rotates_early_instead_of_growing() {
-        let mut recent = Recent::default();
-        let now = Instant::now();
-        for i in 0..(RECENT_MAX * 3) {
-            recent.insert(&format!("job_{i}"), now);
-        }
-        assert!(recent.current.len() <= RECENT_MAX);
-        assert!(recent.previous.len() <= RECENT_MAX);
-        assert!(recent.contains(&format!("job_{}", RECENT_MAX * 3 - 1), now));
     }
 }

@@ -1,5 +1,5 @@
 //! The overview's picture of the fleet, read from the rows each instance writes once a minute
-//! ([`crate::fleet`]): every instance with its tasks (silent ones marked), and the chart of
+//! ([`crate::actors::heartbeat`]): every instance with its tasks (silent ones marked), and the chart of
 //! the last hour summed over instances ([`super::chart`]).
 
 use std::collections::BTreeMap;
@@ -8,8 +8,8 @@ use maud::{html, Markup};
 
 use super::chart;
 use super::layout::{age, at};
+use crate::actors::supervision::TaskState;
 use crate::db::{DbError, FleetMinute, InstanceRow};
-use crate::health::TaskState;
 
 /// An instance whose last heartbeat is older than this is silent: crashed, cut off from the
 /// database, or stopped without its last write. Three missed minutes.

@@ -17,16 +17,17 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::attach::{Attach, AttachHandle};
+use crate::actors::attach::{Attach, AttachHandle};
+use crate::actors::heartbeat::Fleet;
+use crate::actors::ingest::{Ingest, IngestHandle};
+use crate::actors::supervision::Health;
+use crate::actors::sweep::{Clock, InboxCheck, Poll, Retention};
 use crate::config::{Config, Pooler};
 use crate::db::{self, migrate, DbError, Store};
-use crate::fleet::Fleet;
-use crate::health::Health;
-use crate::http::health::Readiness;
+use crate::http::probes::Readiness;
 use crate::http::{admin, console, server, webhook};
-use crate::ingest::{Ingest, IngestHandle};
 use crate::metrics::Metrics;
-use crate::sweep::{Clock, InboxCheck, Poll, Retention, StatusReader};
+use crate::sume_api::StatusReader;
 
 /// The sockets `run` serves on, bound by the caller.
 pub struct Listeners {
@@ -210,8 +211,8 @@ fn spawn_waiters(
     tracker: &TaskTracker,
     background: &CancellationToken,
     health: &Health,
-) -> crate::waiters::Waiters {
-    let waiters = crate::waiters::Waiters::new(config.wait.max_waiters);
+) -> crate::actors::close_waiters::Waiters {
+    let waiters = crate::actors::close_waiters::Waiters::new(config.wait.max_waiters);
     // Behind a transaction pooler without LISTEN_DATABASE_URL there is nothing to LISTEN on.
     let wakeup = match config.wait.wakeup {
         crate::config::Wakeup::Listen if !store.can_listen() => {
@@ -220,7 +221,7 @@ fn spawn_waiters(
         }
         wakeup => wakeup,
     };
-    tracker.spawn(crate::waiters::run(
+    tracker.spawn(crate::actors::close_waiters::run(
         store.clone(),
         waiters.clone(),
         wakeup,
@@ -239,7 +240,7 @@ fn admin_state(
     metrics: &Arc<Metrics>,
     health: &Health,
     attach: AttachHandle,
-    waiters: crate::waiters::Waiters,
+    waiters: crate::actors::close_waiters::Waiters,
     shutdown: &CancellationToken,
     instance: &str,
 ) -> admin::AdminState {
@@ -314,7 +315,9 @@ pub async fn run(
 ) -> Result<(), RunError> {
     let store = open_store(&config, &shutdown).await?;
     // The public port's connections, the pool, the admin port and some to spare.
-    crate::fd_limit::raise((config.port.max_connections + config.db_pool_size + 256) as u64);
+    crate::process::fd_limit::raise(
+        (config.port.max_connections + config.db_pool_size + 256) as u64,
+    );
     let health = Health::default();
     let metrics = Arc::new(Metrics::new());
     let tracker = TaskTracker::new();
@@ -386,7 +389,7 @@ pub async fn run(
     // Boxed, so it can be dropped (with every ingest handle it holds) after a forced stop.
     let mut servers =
         Box::pin(async move { tokio::try_join!(serve_webhook, serve_admin.into_future()) });
-    crate::notify::ready();
+    crate::process::systemd::ready();
     let served = tokio::select! {
         r = &mut servers => r.map(|_| ()),
         _ = async { shutdown.cancelled().await; tokio::time::sleep(config.shutdown_timeout).await } => {

@@ -7,7 +7,7 @@
 //! its own short statement driven by a partial index, so a pass costs the rows it removes.
 
 use super::{sql, DbError, Statement, Store};
-use crate::clock::Clock;
+use crate::db::clock::Clock;
 
 /// Rows removed by one retention pass.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::every;
-use crate::clock::Clock;
+use super::schedule::every;
+use crate::actors::supervision::Health;
 use crate::config::SweepConfig;
+use crate::db::clock::Clock;
 use crate::db::{DbError, Removed, Store};
-use crate::health::Health;
 use crate::metrics::Metrics;
 
 /// Retention statements per kind and pass: a backlog drains over several passes rather than

@@ -19,14 +19,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::poll_decision::{PollDecision, PollFold, PollRules};
-use super::{every, send_deadline, serve, Reply, StatusReader};
-use crate::clock::Clock;
-use crate::close::Outcome;
+use super::schedule::{every, send_deadline, serve};
+use crate::actors::supervision::Health;
 use crate::config::{ApiKey, SweepConfig};
+use crate::db::clock::Clock;
 use crate::db::{ClaimedJob, DbError, PollDone, PolledCall, Store};
-use crate::health::Health;
+use crate::decisions::job_fold::Outcome;
+use crate::decisions::poll_decision::{PollDecision, PollFold, PollRules};
 use crate::metrics::Metrics;
+use crate::sume_api::{Reply, StatusReader};
 
 /// What one poll pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,8 +75,8 @@ impl AddAssign for Served {
 }
 
 /// Poll history writes that failed are logged at most this often.
-static HISTORY_LOG: crate::ratelog::LogBudget =
-    crate::ratelog::LogBudget::new(1, Duration::from_secs(60));
+static HISTORY_LOG: crate::process::log_budget::LogBudget =
+    crate::process::log_budget::LogBudget::new(1, Duration::from_secs(60));
 
 /// The open-job poll service.
 pub struct Poll {

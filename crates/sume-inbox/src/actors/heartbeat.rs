@@ -22,9 +22,9 @@ use std::time::Duration;
 use chrono::{DateTime, DurationRound, Utc};
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::Clock;
+use crate::actors::supervision::{Health, TaskState};
+use crate::db::clock::Clock;
 use crate::db::{DbError, Heartbeat, MinuteCounts, PendingMinute, Store};
-use crate::health::{Health, TaskState};
 use crate::metrics::{ClosedLabels, Metrics, OutcomeLabels, WebhookOutcome};
 
 /// The task's name among the instance's tasks.
@@ -127,7 +127,8 @@ impl Fleet {
         let started = clock.now().unwrap_or_else(Utc::now);
         let identity = Heartbeat {
             instance: instance.to_owned(),
-            hostname: crate::sweep::kernel_hostname().unwrap_or_else(|| "unknown".into()),
+            hostname: crate::process::instance_name::kernel_hostname()
+                .unwrap_or_else(|| "unknown".into()),
             pid: std::process::id() as i32,
             version: env!("CARGO_PKG_VERSION").to_owned(),
             started_at: started,

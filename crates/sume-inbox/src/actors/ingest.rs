@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-use crate::attach::AttachHandle;
+use crate::actors::attach::AttachHandle;
+use crate::actors::supervision::TaskGuard;
 use crate::config::IngestConfig;
 use crate::db::{NewDeadLetter, NewEvent, Store};
-pub use crate::delivery::Delivery;
-use crate::health::TaskGuard;
+pub use crate::decisions::delivery::Delivery;
 use crate::metrics::Metrics;
 
 /// How a delivery was stored (every one of these is answered 2xx).

@@ -1,14 +1,15 @@
 //! The poll's decision: what one poll does to an open job, given its age and attempts, the
 //! timings (`POLL_AFTER`, `POLL_MAX_INTERVAL`, `POLL_GIVE_UP`) and the answers read from Sume,
-//! key by key. Pure, like [`crate::close::JobFold`]: [`super::Poll`] asks, folds, and performs
+//! key by key. Pure, like [`crate::decisions::job_fold::JobFold`]: [`crate::actors::sweep::Poll`] asks, folds, and performs
 //! the [`PollDecision`] with the one write it names.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{backoff_base, jitter, Answer, Reply};
+use super::backoff::{backoff_base, jitter};
 use crate::config::SweepConfig;
+use crate::sume_api::{Answer, Reply};
 
 /// The timings a poll decision follows (from [`SweepConfig`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{current_request_id, unavailable, AdminState};
 use crate::http::ApiError;
-use crate::ops::{self, Replayed};
+use crate::operations::replay::{self, Replayed};
 
 /// `X-Actor`, when a caller names who acts (1 to 64 printable characters), after `api:operator`.
 fn actor(headers: &HeaderMap) -> String {
@@ -73,7 +73,7 @@ pub(super) async fn replay_event(
     if let Err(e) = body {
         return body_error(e);
     }
-    let replayed = match ops::replay_event(&state.store, &state.secrets, &event_id).await {
+    let replayed = match replay::replay_event(&state.store, &state.secrets, &event_id).await {
         Ok(r) => r,
         Err(e) => return unavailable("replay failed", &e),
     };
@@ -125,7 +125,7 @@ pub(super) async fn replay_dead_letters(
         )
         .into_response();
     }
-    let replayed = match ops::replay_dead_letters(&state.store, &state.secrets, limit).await {
+    let replayed = match replay::replay_dead_letters(&state.store, &state.secrets, limit).await {
         Ok(r) => r,
         Err(e) => return unavailable("replay failed", &e),
     };

@@ -1,0 +1,147 @@
+//! Replay, for the operator's commands, the admin API and the console: a stored delivery is
+//! verified again with the current secrets and read as the webhook handler would, then goes
+//! where the normal path would have put it (an event back into the inbox, a dead letter's event
+//! into it, an attach). Only what the normal path would write, and all of it idempotent.
+
+use serde::Serialize;
+use sume_wire::Secret;
+
+use crate::db::{DbError, Store, StoredDelivery};
+use crate::decisions::delivery::{verify_delivery, Delivery, Received};
+
+/// What replay did with one delivery.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct Replayed {
+    /// The event id or dead letter id.
+    pub id: String,
+    /// The job it was for, when known.
+    pub job_id: Option<String>,
+    /// What happened, for a person.
+    pub result: String,
+    /// Whether the delivery is now where the normal path would have put it.
+    pub ok: bool,
+    /// The current secrets do not verify it (rotated away?): left as it is.
+    #[serde(skip)]
+    pub not_verified: bool,
+}
+
+/// Replay's answer for a stored delivery the current secrets do not verify.
+pub const NOT_VERIFIED: &str =
+    "does not verify with the current SUME_WEBHOOK_SECRET; left as it is";
+
+/// Verifies a stored delivery again with the current secrets and reads it, as the webhook
+/// handler did. Freshness is not checked: the delivery was fresh when it arrived, and replay
+/// is meant for later.
+fn reverify(d: &StoredDelivery, secrets: &[Secret]) -> Option<Delivery> {
+    let timestamp = d.signed_at.to_string();
+    let received = Received {
+        timestamp: Some(&timestamp),
+        signature: Some(&d.signature),
+        event_id: d.header_event_id.as_deref(),
+    };
+    verify_delivery(received, d.body.clone(), secrets, d.signed_at, 0)
+        .ok()
+        .map(|v| v.delivery)
+}
+
+/// `replay EVENT_ID`: an event set aside goes back into the inbox; a waiting one is attached.
+pub async fn replay_event(
+    store: &Store,
+    secrets: &[Secret],
+    event_id: &str,
+) -> Result<Replayed, DbError> {
+    let Some(d) = store.events_get(event_id).await? else {
+        return Ok(Replayed {
+            id: event_id.to_owned(),
+            job_id: None,
+            result: "no such event (dead letters are replayed with --dead-letters)".into(),
+            ok: false,
+            not_verified: false,
+        });
+    };
+    let job_id = d.job_id.clone().unwrap_or_default();
+    let done = |result: String, ok: bool| Replayed {
+        id: d.id.clone(),
+        job_id: Some(job_id.clone()),
+        result,
+        ok,
+        not_verified: false,
+    };
+    if reverify(&d, secrets).is_none() {
+        return Ok(Replayed {
+            not_verified: true,
+            ..done(NOT_VERIFIED.into(), false)
+        });
+    }
+    if let Some(outcome) = &d.applied {
+        return Ok(done(
+            format!("already applied ({outcome}); nothing to do"),
+            true,
+        ));
+    }
+    if d.set_aside {
+        store.unset_aside(&d.id, &job_id).await?;
+    }
+    let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;
+    Ok(done(
+        if report.events_applied > 0 {
+            format!("applied to job {job_id}")
+        } else {
+            format!("back in the inbox, waiting for job {job_id}'s row")
+        },
+        true,
+    ))
+}
+
+/// `replay --dead-letters`: each dead letter is verified and read again (a newer version may
+/// understand it); one that now names a job goes into the inbox and is attached.
+pub async fn replay_dead_letters(
+    store: &Store,
+    secrets: &[Secret],
+    limit: i64,
+) -> Result<Vec<Replayed>, DbError> {
+    let mut out = Vec::new();
+    for d in store.dead_letters_pending(limit).await? {
+        let event = match reverify(&d, secrets) {
+            Some(Delivery::Event(event)) => event,
+            Some(Delivery::DeadLetter(letter)) => {
+                out.push(Replayed {
+                    id: d.id,
+                    job_id: None,
+                    result: format!("still names no job: {}", letter.reason),
+                    ok: false,
+                    not_verified: false,
+                });
+                continue;
+            }
+            None => {
+                out.push(Replayed {
+                    id: d.id,
+                    job_id: None,
+                    result: NOT_VERIFIED.into(),
+                    ok: false,
+                    not_verified: true,
+                });
+                continue;
+            }
+        };
+        let job_id = event.job_id.clone();
+        let mut event = [event];
+        let new = store.write_inbox_batch(&mut event, &mut []).await?;
+        store.dead_letters_mark_replayed(&d.id).await?;
+        let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;
+        let fate = match (new.is_empty(), report.events_applied > 0) {
+            (true, _) => "its event was already in the inbox",
+            (false, true) => "stored and applied",
+            (false, false) => "stored; waiting for its job row",
+        };
+        out.push(Replayed {
+            id: d.id,
+            job_id: Some(job_id.clone()),
+            result: format!("{fate} (job {job_id})"),
+            ok: true,
+            not_verified: false,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,21 @@
+//! The process: what a daemon sets up before and around its tasks, none of it specific to
+//! webhooks.
+//!
+//! - [`runtime()`]: the allocator's options and the async runtime (WORKER_THREADS);
+//! - [`logging`]: the log subscriber (LOG_FORMAT, RUST_LOG); [`log_budget`]: log lines an
+//!   attacker can cause, at a bounded rate;
+//! - [`sockets`]: binding the listeners with a deep accept queue; [`fd_limit`]: the open-file
+//!   limit;
+//! - [`signal`]: SIGTERM and SIGINT; [`systemd`]: `Type=notify` readiness;
+//! - [`instance_name`]: this process's name on leases and in the fleet's picture.
+
+pub mod fd_limit;
+pub mod instance_name;
+pub mod log_budget;
+pub mod logging;
+pub mod runtime;
+pub mod signal;
+pub mod sockets;
+pub mod systemd;
+
+pub use runtime::{runtime, tune_allocator};
