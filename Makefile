@@ -53,6 +53,12 @@ lint:
 fmt:
 	$(CARGO) fmt --all
 
+## settings-docs: rewrites README's configuration tables from the declarations in
+## crates/sume-inbox/src/config/declared/ (a test fails while they differ)
+.PHONY: settings-docs
+settings-docs:
+	UPDATE_SETTINGS_DOCS=1 $(CARGO) test -q -p sume-inbox --lib config::docs
+
 ## check-deploy: validate deploy/ (systemd, Dockerfile steps, compose, Kubernetes, alerts)
 check-deploy:
 	scripts/check-deploy

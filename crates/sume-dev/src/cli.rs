@@ -1,6 +1,7 @@
 //! The command line of `sume-dev`: one subcommand per tool.
 
 use clap::{Parser, Subcommand};
+use sume_inbox::config::clap_args::{scopes, SettingArgs};
 
 /// The parsed command line; `main` sets up logging from it and runs [`Cli::command`].
 #[derive(Debug, Parser)]
@@ -10,9 +11,9 @@ use clap::{Parser, Subcommand};
     about = "Development tools for sume-inbox: the Sume simulator, the demo and signed test webhooks"
 )]
 pub struct Cli {
-    /// `json` (one object a line, for log shippers) or `pretty`. Filter with RUST_LOG.
-    #[arg(long, env = "LOG_FORMAT", default_value = "pretty", global = true)]
-    pub log_format: String,
+    /// LOG_FORMAT, as sume-inbox declares it (filter with RUST_LOG).
+    #[command(flatten)]
+    pub global: SettingArgs<scopes::Global>,
     /// The tool to run.
     #[command(subcommand)]
     pub command: Command,

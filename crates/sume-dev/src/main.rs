@@ -20,7 +20,11 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(78);
     }
     let cli = Cli::parse();
-    if let Err(e) = sume_inbox::process::logging::init(&cli.log_format) {
+    let format = cli
+        .global
+        .values()
+        .choice(&sume_inbox::config::declared::LOG_FORMAT);
+    if let Err(e) = format.and_then(sume_inbox::process::logging::init) {
         eprintln!("sume-dev: {e}");
         return std::process::ExitCode::FAILURE;
     }

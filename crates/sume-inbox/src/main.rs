@@ -20,7 +20,12 @@ fn main() -> ExitCode {
         return fail(cli::CliError::from(e));
     }
     let cli = Cli::parse();
-    if let Err(e) = sume_inbox::process::logging::init(&cli.log_format) {
+    let logging = cli
+        .global
+        .values()
+        .choice(&sume_inbox::config::declared::LOG_FORMAT)
+        .and_then(sume_inbox::process::logging::init);
+    if let Err(e) = logging {
         return fail(cli::CliError::from(e));
     }
     let runtime = match sume_inbox::process::runtime() {

@@ -28,7 +28,7 @@ pub use signature::{
 pub use status::{JobState, Status};
 #[cfg(feature = "client")]
 pub use status_client::{
-    ClientError, JobPage, KeyCheck, ListReply, StatusClient, MAX_ANSWER_BYTES,
+    ClientError, JobPage, KeyCheck, ListReply, StatusClient, DEFAULT_API_URL, MAX_ANSWER_BYTES,
 };
 
 /// Header names of a Sume webhook delivery.

@@ -32,7 +32,10 @@ pub enum ClientError {
     BadUrl(String),
 }
 
-/// A cheap-to-clone client bound to one base URL (e.g. `https://www.sume.so/api/v1`).
+/// Sume's API base as its public docs give it: where a client goes unless told otherwise.
+pub const DEFAULT_API_URL: &str = "https://www.sume.so/api/v1";
+
+/// A cheap-to-clone client bound to one base URL (e.g. [`DEFAULT_API_URL`]).
 #[derive(Debug, Clone)]
 pub struct StatusClient {
     http: reqwest::Client,

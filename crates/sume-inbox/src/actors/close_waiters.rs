@@ -15,7 +15,8 @@ use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::actors::supervision::Health;
+use crate::actors::supervision::Actor;
+use crate::config::WaitConfig;
 pub use crate::config::Wakeup;
 use crate::db::Store;
 
@@ -120,16 +121,59 @@ impl Drop for Waiting {
 static LISTEN_ERRORS_LOG: crate::process::log_budget::LogBudget =
     crate::process::log_budget::LogBudget::new(1, Duration::from_secs(60));
 
+/// The task that wakes the waiters: LISTEN `sume_job_closed`, or polling.
+pub struct WaiterWakeup {
+    store: Store,
+    waiters: Waiters,
+    wakeup: Wakeup,
+    poll_interval: Duration,
+}
+
+impl WaiterWakeup {
+    /// Wakes `waiters` as `config` says; without a direct connection to LISTEN on (behind a
+    /// transaction pooler without LISTEN_DATABASE_URL), by polling.
+    pub fn new(store: Store, waiters: Waiters, config: &WaitConfig) -> WaiterWakeup {
+        let wakeup = match config.wakeup {
+            Wakeup::Listen if !store.can_listen() => {
+                tracing::info!("no direct connection for LISTEN: waiters are woken by polling");
+                Wakeup::Poll
+            }
+            wakeup => wakeup,
+        };
+        WaiterWakeup {
+            store,
+            waiters,
+            wakeup,
+            poll_interval: config.poll_interval,
+        }
+    }
+}
+
+impl Actor for WaiterWakeup {
+    fn name(&self) -> String {
+        "waiters-wakeup".into()
+    }
+
+    async fn run(self, stop: CancellationToken) {
+        wake(
+            self.store,
+            self.waiters,
+            self.wakeup,
+            self.poll_interval,
+            stop,
+        )
+        .await
+    }
+}
+
 /// Runs the wake-up of `waiters` until shutdown.
-pub async fn run(
+async fn wake(
     store: Store,
     waiters: Waiters,
     wakeup: Wakeup,
     poll_interval: Duration,
     shutdown: CancellationToken,
-    health: Health,
 ) {
-    let guard = health.task("waiters-wakeup");
     let mut ticker = tokio::time::interval(poll_interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -156,7 +200,6 @@ pub async fn run(
             _ = ticker.tick() => poll(&store, &waiters).await,
         }
     }
-    guard.finished();
 }
 
 /// Forwards each notification until the connection ends (false) or shutdown (true).

@@ -22,7 +22,8 @@ use std::time::Duration;
 use chrono::{DateTime, DurationRound, Utc};
 use tokio_util::sync::CancellationToken;
 
-use crate::actors::supervision::{Health, TaskState};
+use crate::actors::supervision::{Actor, Health, TaskState};
+use crate::config::FleetConfig;
 use crate::db::clock::Clock;
 use crate::db::{DbError, Heartbeat, MinuteCounts, PendingMinute, Store};
 use crate::metrics::{ClosedLabels, Metrics, OutcomeLabels, WebhookOutcome};
@@ -43,23 +44,7 @@ const MAX_PENDING: usize = (KEEP_MINUTES_HOURS as usize) * 60;
 /// and are in it.
 const SETTLE: Duration = Duration::from_secs(1);
 /// How long the last write at shutdown may take.
-const LAST_FLUSH_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// How often the heartbeat and the counts are written.
-#[derive(Debug, Clone)]
-pub struct FleetConfig {
-    /// The flush interval: a minute in production (the writes land on minute boundaries);
-    /// tests shorten it.
-    pub interval: Duration,
-}
-
-impl Default for FleetConfig {
-    fn default() -> Self {
-        FleetConfig {
-            interval: Duration::from_secs(60),
-        }
-    }
-}
+pub const LAST_FLUSH_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// What this instance counted so far, read from its Prometheus counters.
 pub fn totals(metrics: &Metrics) -> MinuteCounts {
@@ -113,6 +98,7 @@ pub struct Fleet {
     identity: Arc<Heartbeat>,
     clock: Clock,
     ledger: Arc<Mutex<Ledger>>,
+    config: FleetConfig,
 }
 
 impl Fleet {
@@ -149,7 +135,13 @@ impl Fleet {
             identity: Arc::new(identity),
             clock,
             ledger: Arc::new(Mutex::new(ledger)),
+            config: FleetConfig::default(),
         }
+    }
+
+    /// The same, writing as often as `config` says.
+    pub fn with_config(self, config: FleetConfig) -> Fleet {
+        Fleet { config, ..self }
     }
 
     /// The instance's name.
@@ -249,11 +241,18 @@ impl Fleet {
             .await?;
         Ok(minutes + instances)
     }
+}
+
+impl Actor for Fleet {
+    fn name(&self) -> String {
+        TASK.into()
+    }
 
     /// Flushes a second after start, every `config.interval` (on its boundaries), and a last
-    /// time when `stop` is cancelled; prunes at start and hourly.
-    pub async fn run(self, config: FleetConfig, stop: CancellationToken) {
-        let guard = self.health.task(TASK);
+    /// time when `stop` is cancelled; prunes at start and hourly. Start it on tasks of its own,
+    /// stopped after the others, so that its last write shows them finished.
+    async fn run(self, stop: CancellationToken) {
+        let config = self.config.clone();
         let mut pruned_at: Option<tokio::time::Instant> = None;
         tokio::select! {
             _ = stop.cancelled() => {}
@@ -281,33 +280,6 @@ impl Fleet {
             Ok(Err(e)) => tracing::warn!(error = %e, "fleet: the last minute was not written"),
             Err(_) => tracing::warn!("fleet: the last minute was not written in time"),
         }
-        guard.finished();
-    }
-}
-
-/// The running fleet task, stopped last at shutdown.
-pub struct Running {
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    /// Makes the task write its last heartbeat and waits for it.
-    pub async fn stop(self) {
-        self.stop.cancel();
-        if let Err(e) = self.task.await {
-            tracing::error!(error = %e, "fleet task failed");
-        }
-    }
-}
-
-impl Fleet {
-    /// Spawns [`Fleet::run`] with a stop token of its own, so that it outlives the other
-    /// tasks and its last write shows them finished.
-    pub fn start(self, config: FleetConfig) -> Running {
-        let stop = CancellationToken::new();
-        let task = tokio::spawn(self.run(config, stop.clone()));
-        Running { stop, task }
     }
 }
 

@@ -12,9 +12,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio_util::sync::CancellationToken;
 
 use crate::actors::attach::AttachHandle;
-use crate::actors::supervision::TaskGuard;
+use crate::actors::supervision::Actor;
 use crate::config::IngestConfig;
 use crate::db::{NewDeadLetter, NewEvent, Store};
 pub use crate::decisions::delivery::Delivery;
@@ -94,9 +95,10 @@ impl Ingest {
         self.config.writers
     }
 
-    /// A writer for `spawn`; several share one channel.
-    pub fn writer(&self) -> Writer {
+    /// Writer number `index`, an actor of its own; several share one channel.
+    pub fn writer(&self, index: usize) -> Writer {
         Writer {
+            index,
             store: self.store.clone(),
             metrics: self.metrics.clone(),
             attach: self.attach.clone(),
@@ -108,6 +110,7 @@ impl Ingest {
 
 /// One writer task.
 pub struct Writer {
+    index: usize,
     store: Store,
     metrics: Arc<Metrics>,
     attach: AttachHandle,
@@ -115,9 +118,14 @@ pub struct Writer {
     rx: Arc<Mutex<mpsc::Receiver<Request>>>,
 }
 
-impl Writer {
-    /// Runs until every [`IngestHandle`] is dropped and the queue is empty.
-    pub async fn run(self, guard: TaskGuard) {
+impl Actor for Writer {
+    fn name(&self) -> String {
+        format!("ingest-{}", self.index)
+    }
+
+    /// Runs until every [`IngestHandle`] is dropped and the queue is empty (after the public
+    /// port has stopped, so start it with the token that stops the servers).
+    async fn run(self, _stop: CancellationToken) {
         let mut batch = Vec::with_capacity(self.batch_max);
         loop {
             {
@@ -129,9 +137,10 @@ impl Writer {
             self.write(std::mem::take(&mut batch)).await;
             batch.reserve(self.batch_max);
         }
-        guard.finished();
     }
+}
 
+impl Writer {
     /// Stores one batch and answers its requests.
     async fn write(&self, batch: Vec<Request>) {
         let mut events: Vec<NewEvent> = Vec::new();

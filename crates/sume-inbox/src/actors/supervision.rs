@@ -1,11 +1,84 @@
-//! Liveness of the daemon's tasks, for `/readyz`.
+//! How every long-lived task starts and is watched: each is an [`Actor`] (its name, and a `run`
+//! that ends when told to stop), started with [`Tasks::spawn`], which registers it in the
+//! [`Health`] table behind `/healthz`, `/readyz`, `sume_inbox_tasks_dead` and the fleet's
+//! picture.
 //!
-//! Each long-lived task holds a [`TaskGuard`]. A task that ends without saying it finished
-//! (a panic, an unexpected return) marks itself dead, and readiness fails: a dead task is a
-//! failed health check, not a silent stall.
+//! A task that ends before it was told to stop (a panic, an unexpected return) is marked dead,
+//! and health fails: a dead task is a failed health check, not a silent stall.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// A long-lived task: what it needs is in the value, its loop is `run`.
+pub trait Actor: Send + 'static {
+    /// Its name in the health table (`attach`, `sweep-poll`, `ingest-0`).
+    fn name(&self) -> String;
+
+    /// Runs until `stop` is cancelled (the ingest writers: until their queue closes, which
+    /// happens after it). Ending before that is a failure of the task.
+    fn run(self, stop: CancellationToken) -> impl Future<Output = ()> + Send;
+}
+
+/// Where actors are started: one tracker to wait for them, one health table, and the token
+/// that tells them to stop. Cheap to clone.
+#[derive(Clone)]
+pub struct Tasks {
+    tracker: TaskTracker,
+    health: Health,
+    stop: CancellationToken,
+}
+
+impl Tasks {
+    /// Tasks that stop when `stop` is cancelled, registered in `health`.
+    pub fn new(health: Health, stop: CancellationToken) -> Tasks {
+        Tasks {
+            tracker: TaskTracker::new(),
+            health,
+            stop,
+        }
+    }
+
+    /// The same tracker and health table, with another stop token (tasks that stop at
+    /// another moment of the shutdown, and are still waited for with the others).
+    pub fn stopped_by(&self, stop: CancellationToken) -> Tasks {
+        Tasks {
+            stop,
+            ..self.clone()
+        }
+    }
+
+    /// Starts `actor` on a task of its own, registered under its name.
+    pub fn spawn(&self, actor: impl Actor) {
+        let guard = self.health.task(actor.name());
+        let stop = self.stop.clone();
+        self.tracker.spawn(async move {
+            actor.run(stop.clone()).await;
+            if stop.is_cancelled() {
+                guard.finished();
+            }
+        });
+    }
+
+    /// The health table the tasks report to.
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// Tells the tasks to stop and waits for them, at most `timeout`; false when some did not
+    /// stop in time.
+    pub async fn stop(&self, timeout: Duration) -> bool {
+        self.stop.cancel();
+        self.tracker.close();
+        tokio::time::timeout(timeout, self.tracker.wait())
+            .await
+            .is_ok()
+    }
+}
 
 /// The state of every long-lived task of this instance; cheap to clone.
 #[derive(Clone, Default)]
@@ -101,6 +174,39 @@ impl Drop for TaskGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Quits(bool);
+
+    impl Actor for Quits {
+        fn name(&self) -> String {
+            format!("quits-{}", self.0)
+        }
+
+        async fn run(self, stop: CancellationToken) {
+            if !self.0 {
+                stop.cancelled().await;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_task_that_ends_before_its_stop_is_dead() {
+        let tasks = Tasks::new(Health::default(), CancellationToken::new());
+        tasks.spawn(Quits(true));
+        tasks.spawn(Quits(false));
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while tasks.health().dead().is_empty() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(tasks.health().dead(), vec!["quits-true".to_owned()]);
+        assert!(tasks.stop(Duration::from_secs(5)).await);
+        let states = tasks.health().snapshot();
+        assert_eq!(states["quits-false"], TaskState::Finished);
+        assert_eq!(states["quits-true"], TaskState::Dead);
+    }
 
     #[test]
     fn a_dropped_guard_is_a_dead_task() {

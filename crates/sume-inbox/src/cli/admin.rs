@@ -8,27 +8,22 @@ use clap::{ArgGroup, Args, Subcommand};
 use super::render;
 use super::source::{Remote, Source};
 use super::CliError;
-use crate::config;
+use crate::config::clap_args::{scopes, SettingArgs};
+use crate::config::declared::{
+    DATABASE_URL, SUME_INBOX_ADMIN_TOKEN, SUME_INBOX_ADMIN_URL, SUME_WEBHOOK_SECRET,
+};
+use crate::config::{self, ConfigError, Values};
 use crate::db::Store;
 
 /// What every admin command takes: the database, or a daemon's admin API.
 #[derive(Debug, Args)]
 pub struct AdminArgs {
-    /// PostgreSQL connection URL (unless --admin-url is given).
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
-    /// `transaction` when DATABASE_URL is a transaction pooler (unnamed statements only).
-    #[arg(long, env = "DB_POOLER", default_value = "none")]
-    pub db_pooler: String,
-    /// A daemon's admin API (e.g. http://127.0.0.1:9090), used instead of the database.
-    #[arg(long, env = "SUME_INBOX_ADMIN_URL")]
-    pub admin_url: Option<String>,
-    /// The operator's token of that API (its ADMIN_TOKEN).
-    #[arg(long, env = "SUME_INBOX_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// DATABASE_URL and DB_POOLER, or SUME_INBOX_ADMIN_URL and its token.
+    #[command(flatten)]
+    pub settings: SettingArgs<scopes::Admin>,
 }
 
 /// `jobs ...`
@@ -110,20 +105,21 @@ pub struct ReplayArgs {
     /// The most dead letters to replay in one run.
     #[arg(long, default_value_t = 1000)]
     pub limit: i64,
-    /// The secrets to verify with (comma separated); through --admin-url, the daemon's own.
-    #[arg(long, env = "SUME_WEBHOOK_SECRET", hide_env_values = true)]
-    pub webhook_secret: Option<String>,
-    /// The database and the output format.
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The database or the admin API, and the secrets to verify with (through the admin API,
+    /// the daemon's own).
     #[command(flatten)]
-    pub admin: AdminArgs,
+    pub settings: SettingArgs<scopes::Replay>,
 }
 
 /// A small pool for an admin command, once the schema is known to be there.
-async fn open_store(database_url: &str, pooler: &str) -> Result<Store, CliError> {
+async fn open_store(database_url: &str, pooler: config::Pooler) -> Result<Store, CliError> {
     let no_schema =
         || CliError::Failed("the database has no sume schema yet: run `sume-inbox migrate`".into());
     let mut store = Store::new(database_url, 2)?;
-    if config::parse_pooler(pooler)? == config::Pooler::Transaction {
+    if pooler == config::Pooler::Transaction {
         store = store.behind_pooler(None);
     }
     match store.schema_migrations_version().await {
@@ -135,21 +131,30 @@ async fn open_store(database_url: &str, pooler: &str) -> Result<Store, CliError>
 }
 
 /// The admin API when `--admin-url` is given, else the database.
-async fn open(admin: &AdminArgs) -> Result<Source, CliError> {
-    let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
-    match (given(&admin.admin_url), given(&admin.database_url)) {
-        (Some(url), _) => Ok(Source::Api(Remote::new(&url, given(&admin.admin_token))?)),
-        (None, Some(db)) => Ok(Source::Db(open_store(&db, &admin.db_pooler).await?)),
-        (None, None) => Err(CliError::Failed(
-            "set DATABASE_URL, or --admin-url (SUME_INBOX_ADMIN_URL) with the operator's token"
-                .into(),
-        )),
+async fn open(v: &Values) -> Result<Source, CliError> {
+    if let Some(url) = v.optional_http_url(&SUME_INBOX_ADMIN_URL)? {
+        let token = v.secret(&SUME_INBOX_ADMIN_TOKEN);
+        return Ok(Source::Api(Remote::new(&url, token)?));
     }
+    if v.text(&DATABASE_URL).is_none() {
+        return Err(ConfigError::new(
+            DATABASE_URL.name,
+            "is required: set DATABASE_URL (or DATABASE_URL_FILE), or SUME_INBOX_ADMIN_URL (--admin-url) with the operator's token (SUME_INBOX_ADMIN_TOKEN)",
+        )
+        .into());
+    }
+    let url = v.postgres_url(&DATABASE_URL)?;
+    Ok(Source::Db(
+        open_store(url.expose(), config::pooler(v)?).await?,
+    ))
 }
 
 /// `jobs show ID`: fails when nothing at all is known about the id.
 pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> {
-    let detail = open(admin).await?.job_detail(job_id).await?;
+    let detail = open(admin.settings.values())
+        .await?
+        .job_detail(job_id)
+        .await?;
     let (out, known) = render::render_job_detail(&detail, admin.json);
     print!("{out}");
     if !known {
@@ -163,21 +168,30 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
 /// `inbox ls`.
 pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
     let older_than = config::parse_duration("--older-than", older_than)?;
-    let rows = open(admin).await?.inbox(older_than, limit).await?;
+    let rows = open(admin.settings.values())
+        .await?
+        .inbox(older_than, limit)
+        .await?;
     print!("{}", render::render_inbox(&rows, admin.json));
     Ok(())
 }
 
 /// `dead-letters ls`.
 pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
-    let rows = open(admin).await?.dead_letters(limit).await?;
+    let rows = open(admin.settings.values())
+        .await?
+        .dead_letters(limit)
+        .await?;
     print!("{}", render::render_dead_letters(&rows, admin.json));
     Ok(())
 }
 
 /// `dead-letters drop ID...`: fails when an id names no dead letter (the others are dropped).
 pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), CliError> {
-    let dropped = open(admin).await?.drop_dead_letters(ids).await?;
+    let dropped = open(admin.settings.values())
+        .await?
+        .drop_dead_letters(ids)
+        .await?;
     let missing: Vec<&String> = ids.iter().filter(|id| !dropped.contains(id)).collect();
     print!("{}", render::render_dropped(&dropped, &missing, admin.json));
     if !missing.is_empty() {
@@ -193,16 +207,15 @@ pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), 
 /// `replay`: fails when the one event asked for could not be replayed, or when any delivery
 /// does not verify with the current secrets.
 pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
-    let source = open(&args.admin).await?;
-    let secrets = match (&source, args.webhook_secret.as_deref()) {
+    let v = args.settings.values();
+    let source = open(v).await?;
+    let secrets = match (&source, v.text(&SUME_WEBHOOK_SECRET)) {
         (Source::Api(_), _) => Vec::new(),
-        (Source::Db(_), Some(raw)) if !raw.trim().is_empty() => {
-            config::parse_secrets("SUME_WEBHOOK_SECRET", raw)?
-        }
-        (Source::Db(_), _) => {
-            return Err(config::ConfigError::new(
-                "SUME_WEBHOOK_SECRET",
-                "is required to replay from the database (or use --admin-url)",
+        (Source::Db(_), Some(_)) => v.secrets(&SUME_WEBHOOK_SECRET)?,
+        (Source::Db(_), None) => {
+            return Err(ConfigError::new(
+                SUME_WEBHOOK_SECRET.name,
+                "is required to replay from the database: set SUME_WEBHOOK_SECRET (or its _FILE), or use --admin-url",
             )
             .into())
         }
@@ -210,7 +223,7 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
     let items = source
         .replay(args.event_id.as_deref(), args.limit, &secrets)
         .await?;
-    print!("{}", render::render_replayed(&items, args.admin.json));
+    print!("{}", render::render_replayed(&items, args.json));
     if args.event_id.is_some() && !items.iter().all(|r| r.ok) {
         return Err(CliError::Failed("replay failed".into()));
     }
@@ -225,14 +238,14 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
 
 /// `stats`.
 pub async fn stats(admin: &AdminArgs) -> Result<(), CliError> {
-    let st = open(admin).await?.stats().await?;
+    let st = open(admin.settings.values()).await?.stats().await?;
     print!("{}", render::render_stats(&st, admin.json));
     Ok(())
 }
 
 /// `audit ls`.
 pub async fn audit_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
-    let entries = open(admin).await?.audit(limit).await?;
+    let entries = open(admin.settings.values()).await?.audit(limit).await?;
     print!("{}", render::render_audit(&entries, admin.json));
     Ok(())
 }

@@ -4,29 +4,22 @@
 use clap::Args;
 
 use super::CliError;
-use crate::config;
+use crate::config::clap_args::{scopes, SettingArgs};
 
 /// `healthcheck`'s settings.
 #[derive(Debug, Args)]
 pub struct HealthcheckArgs {
-    /// The daemon's LISTEN_ADDR; an unspecified address (0.0.0.0) is reached on loopback.
-    #[arg(long, env = "LISTEN_ADDR", default_value = "0.0.0.0:8080")]
-    pub listen_addr: String,
     /// Check readiness (database, schema, tasks) instead of liveness.
     #[arg(long)]
     pub ready: bool,
+    /// LISTEN_ADDR: the daemon's; an unspecified address (0.0.0.0) is reached on loopback.
+    #[command(flatten)]
+    pub settings: SettingArgs<scopes::Healthcheck>,
 }
 
 /// Exits 0 when the daemon on LISTEN_ADDR answers 2xx within 3 seconds.
 pub async fn healthcheck(args: HealthcheckArgs) -> Result<(), CliError> {
-    let mut addr = config::parse_addr("LISTEN_ADDR", &args.listen_addr)?;
-    if addr.ip().is_unspecified() {
-        addr.set_ip(if addr.is_ipv4() {
-            std::net::Ipv4Addr::LOCALHOST.into()
-        } else {
-            std::net::Ipv6Addr::LOCALHOST.into()
-        });
-    }
+    let addr = crate::config::local_listen_addr(args.settings.values())?;
     let path = if args.ready { "readyz" } else { "healthz" };
     let url = format!("http://{addr}/{path}");
     let fail = |e: reqwest::Error| CliError::Failed(format!("GET {url}: {e}"));

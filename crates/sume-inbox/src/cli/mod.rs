@@ -4,8 +4,9 @@
 //! `serve` setting is an environment variable first (that is how daemons are configured) and a
 //! flag second.
 //!
-//! Values are taken as text and read by [`crate::config`], so an error names the variable a
-//! user actually set, not a flag they never typed. [`dispatch`] runs a parsed command and
+//! Every setting's flag comes from its declaration ([`crate::config::declared`]); values are
+//! taken as text and read by [`crate::config`], so an error names the variable a user actually
+//! set, not a flag they never typed, and a missing one exits 78 like a malformed one. [`dispatch`] runs a parsed command and
 //! answers a [`CliError`], whose [`CliError::exit_code`] the binary exits with.
 
 pub mod admin;
@@ -17,6 +18,8 @@ pub mod source;
 
 use clap::{Parser, Subcommand};
 use thiserror::Error;
+
+use crate::config::clap_args::{scopes, SettingArgs};
 
 pub use admin::{
     AdminArgs, AuditCommand, DeadLettersCommand, InboxCommand, JobsCommand, ReplayArgs,
@@ -37,9 +40,9 @@ use crate::db::DbError;
     about = "Receives Sume's signed webhooks into a PostgreSQL inbox and applies them to jobs once their rows commit"
 )]
 pub struct Cli {
-    /// `json` (one object a line, for log shippers) or `pretty`. Filter with RUST_LOG.
-    #[arg(long, env = "LOG_FORMAT", default_value = "pretty", global = true)]
-    pub log_format: String,
+    /// LOG_FORMAT, which every command takes.
+    #[command(flatten)]
+    pub global: SettingArgs<scopes::Global>,
     /// What to run.
     #[command(subcommand)]
     pub command: Command,
@@ -97,7 +100,8 @@ pub enum Command {
 #[derive(Debug, Error)]
 pub enum CliError {
     /// A setting is missing or malformed (exit 78, sysexits' EX_CONFIG: restarting will not
-    /// help; systemd's `RestartPreventExitStatus=78`).
+    /// help; systemd's `RestartPreventExitStatus=78`). So is a database that refuses who we
+    /// are or what we asked for (a wrong password, role, database or host name).
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The database failed or refused.
@@ -128,6 +132,7 @@ impl CliError {
         match self {
             CliError::Config(_) => 78,
             CliError::Run(RunError::Config(_)) => 78,
+            CliError::Db(e) | CliError::Run(RunError::Db(e)) if e.is_permanent() => 78,
             _ => 1,
         }
     }

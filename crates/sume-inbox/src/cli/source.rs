@@ -17,7 +17,7 @@ use crate::operations::replay::{self, Replayed};
 pub struct Remote {
     http: reqwest::Client,
     base: String,
-    token: Option<String>,
+    token: Option<sume_wire::Secret>,
     actor: String,
 }
 
@@ -47,7 +47,7 @@ fn segment(s: &str) -> String {
 
 impl Remote {
     /// A client of the admin API at `base` (e.g. `http://127.0.0.1:9090`).
-    pub fn new(base: &str, token: Option<String>) -> Result<Remote, CliError> {
+    pub fn new(base: &str, token: Option<sume_wire::Secret>) -> Result<Remote, CliError> {
         let base = base.trim_end_matches('/').to_owned();
         match url::Url::parse(&base) {
             Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
@@ -82,7 +82,7 @@ impl Remote {
         };
         req = req.header("x-actor", &self.actor);
         if let Some(t) = &self.token {
-            req = req.bearer_auth(t);
+            req = req.bearer_auth(t.expose());
         }
         let failed = |e: String| CliError::Failed(format!("{url}: {e}"));
         let r = req.send().await.map_err(|e| failed(e.to_string()))?;

@@ -1,101 +1,216 @@
-//! The checks of `Config::validate`: settings that cannot work are refused by name.
+//! Settings read as an operator writes them: each refusal names the setting that was set,
+//! quotes the value as written and as read, and says the form; the declarations hold together.
 
+use super::declared::{self, *};
 use super::*;
+
+/// The settings `serve` cannot start without, and `extra` on top.
+fn values(extra: &[(&'static Setting, &str)]) -> Values {
+    let mut v = Values::defaults()
+        .with(&DATABASE_URL, "postgres://u:pw@localhost/x")
+        .with(&SUME_WEBHOOK_SECRET, "whsec_x");
+    for (s, text) in extra {
+        v = v.with(s, text);
+    }
+    v
+}
+
+fn refused(extra: &[(&'static Setting, &str)]) -> ConfigError {
+    Config::read(&values(extra)).expect_err("refused")
+}
 
 #[test]
 fn settings_that_cannot_work_are_refused_by_name() {
-    let refused = |change: &dyn Fn(&mut Config)| {
-        let mut c = Config::local("postgres://localhost/x", "whsec_x");
-        change(&mut c);
-        c.validate().unwrap_err().name
-    };
-    assert!(Config::local("postgres://localhost/x", "whsec_x")
-        .validate()
-        .is_ok());
-    assert_eq!(
-        refused(&|c| c.attach.scan_interval = Duration::ZERO),
-        "ATTACH_SCAN_INTERVAL"
-    );
-    assert_eq!(
-        refused(&|c| c.ingest.timeout = Duration::ZERO),
-        "INGEST_TIMEOUT"
-    );
-    assert_eq!(
-        refused(&|c| c.webhook_tolerance = Duration::from_millis(500)),
-        "WEBHOOK_TOLERANCE"
-    );
-    assert_eq!(
-        refused(&|c| c.port.header_timeout = Duration::ZERO),
-        "HEADER_TIMEOUT"
-    );
-    assert_eq!(
-        refused(&|c| c.port.max_body_memory = c.max_body_bytes - 1),
-        "MAX_BODY_MEMORY"
-    );
-    assert_eq!(
-        refused(&|c| c.port.max_body_memory = 5 << 30),
-        "MAX_BODY_MEMORY"
-    );
-    assert_eq!(
-        refused(&|c| c.port.body_timeout = Duration::ZERO),
-        "BODY_TIMEOUT"
-    );
-    assert_eq!(
-        refused(&|c| c.port.idle_timeout = Duration::from_secs(1)),
-        "IDLE_TIMEOUT"
-    );
-    assert_eq!(
-        refused(&|c| c.sweep.inbox_grace = Duration::ZERO),
-        "INBOX_GRACE"
-    );
-    assert_eq!(
-        refused(&|c| c.sweep.interval = Duration::ZERO),
-        "SWEEP_INTERVAL"
-    );
-    assert_eq!(
-        refused(&|c| c.shutdown_timeout = Duration::ZERO),
-        "SHUTDOWN_TIMEOUT"
-    );
-    assert_eq!(
-        refused(&|c| c.sweep.poll_max_interval = c.sweep.poll_after / 2),
-        "POLL_MAX_INTERVAL"
-    );
-    assert_eq!(
-        refused(&|c| c.sume_api_url = "http://sume.example/api/v1".into()),
-        "SUME_API_URL"
+    assert!(Config::read(&values(&[])).is_ok());
+    for (setting, text) in [
+        (&ATTACH_SCAN_INTERVAL, "0s"),
+        (&INGEST_TIMEOUT, "0s"),
+        (&WEBHOOK_TOLERANCE, "500ms"),
+        (&HEADER_TIMEOUT, "0s"),
+        (&MAX_BODY_MEMORY, "5000MiB"),
+        (&BODY_TIMEOUT, "slow"),
+        (&IDLE_TIMEOUT, "1s"),
+        (&INBOX_GRACE, "0s"),
+        (&SWEEP_INTERVAL, "0s"),
+        (&SHUTDOWN_TIMEOUT, "0s"),
+        (&POLL_MAX_INTERVAL, "1m"),
+        (&SUME_API_URL, "http://sume.example/api/v1"),
+        (&MAX_CONNECTIONS, "0"),
+        (&DB_POOLER, "statement"),
+        (&WAIT_WAKEUP, "notify"),
+        (&MAX_WAIT, "forever"),
+        (&RETENTION, "10m"),
+        (&JOB_RETENTION, "1d"),
+        (&DEAD_LETTER_RETENTION, "1d"),
+        (&SUME_READ_RATE, "0"),
+        (&MAX_ADMIN_CONNECTIONS, "1000"),
+        (&ADMIN_APP_TOKEN, "an-application-token"),
+    ] {
+        assert_eq!(refused(&[(setting, text)]).name, setting.name, "{text}");
+    }
+    let e = refused(&[(&MAX_BODY_MEMORY, "512KiB")]);
+    assert_eq!(e.name, "MAX_BODY_MEMORY", "{e}");
+    assert!(
+        e.to_string().contains("MAX_BODY_BYTES (1MiB, its default)"),
+        "{e}"
     );
     for ok in [
         "http://127.0.0.1:8090/v1",
         "http://localhost:8090/v1",
         "http://[::1]:8090/v1",
     ] {
-        let mut c = Config::local("postgres://localhost/x", "whsec_x");
-        c.sume_api_url = ok.into();
-        assert!(c.validate().is_ok(), "{ok}");
+        assert!(
+            Config::read(&values(&[(&SUME_API_URL, ok)])).is_ok(),
+            "{ok}"
+        );
     }
-    let mut c = Config::local("postgres://localhost/x", "whsec_x");
-    c.sume_api_url = "http://sim:8090/v1".into();
-    c.sume_api_allow_plaintext = true;
-    assert!(c.validate().is_ok(), "allowed explicitly");
+    let allowed = [
+        (&SUME_API_URL, "http://sim:8090/v1"),
+        (&SUME_API_ALLOW_PLAINTEXT, "1"),
+    ];
+    assert!(
+        Config::read(&values(&allowed)).is_ok(),
+        "allowed explicitly"
+    );
+}
+
+/// `POLL_AFTER=2M` is two months: the rule it breaks names POLL_AFTER (set), not
+/// POLL_MAX_INTERVAL (left to its default), and says how 2M was read.
+#[test]
+fn a_rule_between_two_settings_names_the_one_that_was_set() {
+    let e = refused(&[(&POLL_AFTER, "2M")]);
+    assert_eq!(e.name, "POLL_AFTER");
+    let text = e.to_string();
+    for part in [
+        "POLL_AFTER=\"2M\" (read as ",
+        "M is months, minutes are m",
+        "POLL_MAX_INTERVAL (30m, its default)",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from {text}");
+    }
+    let e = refused(&[(&POLL_MAX_INTERVAL, "1m")]);
+    assert_eq!(e.name, "POLL_MAX_INTERVAL");
+    assert!(
+        e.to_string().contains("POLL_AFTER (2m, its default)"),
+        "{e}"
+    );
+    let both = refused(&[(&POLL_MAX_INTERVAL, "1m"), (&POLL_AFTER, "5m")]);
+    assert_eq!(both.name, "POLL_MAX_INTERVAL");
+    assert!(both.to_string().contains("POLL_AFTER=\"5m\""), "{both}");
 }
 
 #[test]
 fn a_lease_must_outlive_its_requests() {
+    assert_eq!(refused(&[(&SUME_TIMEOUT, "60s")]).name, "SUME_TIMEOUT");
+    assert_eq!(refused(&[(&SWEEP_LEASE, "20s")]).name, "SWEEP_LEASE");
     let mut config = Config::local("postgres://db/x", "s");
-    config.sweep.request_timeout = Duration::from_secs(60);
+    config.sweep.request_timeout = std::time::Duration::from_secs(60);
     assert_eq!(config.validate().unwrap_err().name, "SWEEP_LEASE");
-    let mut ok = config.clone();
-    ok.sweep.request_timeout = Duration::from_secs(10);
-    assert!(ok.validate().is_ok());
 }
 
 #[test]
-fn worker_threads_are_one_to_the_maximum() {
-    assert_eq!(parse_worker_threads("1"), Ok(1));
-    assert_eq!(parse_worker_threads(" 4 "), Ok(4));
-    assert_eq!(parse_worker_threads("64"), Ok(MAX_WORKER_THREADS));
-    for bad in ["0", "65", "-1", "two", "1.5", "99999999999999999999999"] {
-        let e = parse_worker_threads(bad).unwrap_err();
-        assert_eq!(e.name, "WORKER_THREADS", "{bad}");
+fn refusals_say_the_form_that_works() {
+    let e = refused(&[(&SUME_READ_RATE, "100/min")]);
+    assert!(e.to_string().contains("100/1m"), "{e}");
+    let e = refused(&[(&HEADER_TIMEOUT, "soon")]);
+    assert!(e.to_string().contains("\"soon\""), "{e}");
+    assert!(e.to_string().contains("250ms, 30s, 5m"), "{e}");
+    let e = refused(&[(&MAX_IN_FLIGHT, "many")]);
+    assert!(e.to_string().contains("whole number"), "{e}");
+    let e = refused(&[(&DB_POOLER, "statement")]);
+    assert!(e.to_string().contains("`transaction`"), "{e}");
+    let missing = Config::read(&Values::defaults().with(&SUME_WEBHOOK_SECRET, "s")).unwrap_err();
+    assert_eq!(missing.name, "DATABASE_URL");
+    assert!(
+        missing.to_string().contains("DATABASE_URL_FILE"),
+        "{missing}"
+    );
+    assert!(missing.to_string().contains("postgres://"), "{missing}");
+}
+
+#[test]
+fn secrets_are_never_quoted() {
+    for (setting, text) in [
+        (&DATABASE_URL, "postgres://u:db-password-xyz@h:notaport/db"),
+        (&SUME_API_KEYS, "main"),
+        (
+            &SUME_API_KEYS,
+            "main:sk_live_secret_key,main:sk_live_secret_key",
+        ),
+        (&ADMIN_TOKEN, "short-secret"),
+        (&SUME_WEBHOOK_SECRET, "whsec_super_secret,,x"),
+    ] {
+        let e = refused(&[(setting, text)]).to_string();
+        for secret in [
+            "db-password-xyz",
+            "sk_live_secret_key",
+            "short-secret",
+            "whsec_super",
+        ] {
+            assert!(!e.contains(secret), "{e}");
+        }
     }
+}
+
+#[test]
+fn worker_threads_are_one_to_sixty_four() {
+    let read = |text: &str| {
+        Values::defaults()
+            .with(&WORKER_THREADS, text)
+            .count(&WORKER_THREADS)
+    };
+    assert_eq!(read("1"), Ok(1));
+    assert_eq!(read(" 4 "), Ok(4));
+    assert_eq!(read("64"), Ok(64));
+    assert_eq!(Values::defaults().count(&WORKER_THREADS), Ok(1));
+    for bad in ["0", "65", "-1", "two", "1.5", "99999999999999999999999"] {
+        assert_eq!(read(bad).unwrap_err().name, "WORKER_THREADS", "{bad}");
+    }
+}
+
+#[test]
+fn every_declaration_is_whole_and_its_default_reads() {
+    let mut names = std::collections::BTreeSet::new();
+    for s in declared::all() {
+        assert!(names.insert(s.name), "{} is declared twice", s.name);
+        assert!(!s.about.is_empty(), "{} says nothing", s.name);
+        assert!(
+            !(s.required && s.default.is_some()),
+            "{} is required and has a default",
+            s.name
+        );
+    }
+    // The serve scope reads every default it declares.
+    let config = Config::read(&values(&[])).unwrap();
+    assert_eq!(
+        config.port.header_timeout,
+        std::time::Duration::from_secs(5)
+    );
+    assert_eq!(config.max_admin_connections, config.wait.max_waiters + 100);
+    assert_eq!(config.sweep.daily_reads, 9_000);
+    assert_eq!(config.sume_api_url, sume_wire::DEFAULT_API_URL);
+}
+
+/// No flag changes its name: these are every command's flags as they were before the
+/// declarations, plus the settings added since.
+#[test]
+fn the_flags_keep_their_names() {
+    let flags: Vec<(&str, &str)> = declared::all()
+        .filter_map(|s| s.flag.map(|f| (s.name, f)))
+        .collect();
+    for (name, flag) in &flags {
+        let derived = name.to_ascii_lowercase().replace('_', "-");
+        let known_exception = matches!(
+            (*name, *flag),
+            ("SUME_WEBHOOK_SECRET", "webhook-secret")
+                | ("SUME_INBOX_ADMIN_URL", "admin-url")
+                | ("SUME_INBOX_ADMIN_TOKEN", "admin-token")
+        );
+        assert!(*flag == derived || known_exception, "{name}: --{flag}");
+    }
+    let env_only: Vec<&str> = declared::all()
+        .filter(|s| s.flag.is_none())
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(env_only, ["WORKER_THREADS", "RUST_LOG"]);
 }

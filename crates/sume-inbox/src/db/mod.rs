@@ -27,6 +27,7 @@ pub mod migrate;
 mod notifications;
 mod pages;
 mod rate_buckets;
+pub mod reach;
 mod retention_deletes;
 mod statement;
 mod stats;
@@ -89,6 +90,18 @@ pub enum DbError {
     /// A connection outside the pool could not be opened.
     #[error("cannot connect: {}", pg_message(.0))]
     Connect(#[source] tokio_postgres::Error),
+    /// The server behind a setting's URL could not be reached, or refused us.
+    #[error("{setting} ({target}): cannot connect: {problem}")]
+    Unreachable {
+        /// The setting holding the URL (`DATABASE_URL`, `MIGRATE_DATABASE_URL`, ...).
+        setting: &'static str,
+        /// User, hosts, ports and database tried (never the password).
+        target: String,
+        /// The server's or the network's words, and what to check when waiting cannot help.
+        problem: String,
+        /// Waiting cannot help (a wrong password, role, database or host name).
+        permanent: bool,
+    },
     /// DATABASE_URL cannot be used as it is.
     #[error("bad DATABASE_URL: {0}")]
     Config(String),
@@ -129,6 +142,17 @@ impl DbError {
         }
     }
 
+    /// Waiting cannot help: the server refused who we are or what we asked for.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            DbError::Unreachable {
+                permanent: true,
+                ..
+            }
+        )
+    }
+
     /// The database refused the data itself (a data exception or a constraint, SQLSTATE
     /// classes 22 and 23): retrying the same row will not help, unlike an outage.
     pub fn is_bad_data(&self) -> bool {
@@ -155,12 +179,20 @@ pub fn target(url: &str) -> Result<tls::Target, DbError> {
 
 /// Opens one connection outside the pool (migrations, the CLI), driving it on a task.
 pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
+    connect_named("DATABASE_URL", url).await
+}
+
+/// [`connect`] to the URL of `setting`: a failure names the setting and the target tried.
+pub async fn connect_named(
+    setting: &'static str,
+    url: &str,
+) -> Result<tokio_postgres::Client, DbError> {
     let target = target(url)?;
     let (client, connection) = target
         .config
         .connect(target.tls)
         .await
-        .map_err(DbError::Connect)?;
+        .map_err(|e| reach::unreachable(setting, url, &e))?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(error = %e, "database connection ended");

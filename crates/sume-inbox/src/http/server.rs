@@ -79,18 +79,33 @@ struct Conns {
 /// How long a newcomer waits for the slot of a request it shed (its handler answers at once).
 const SHED_WAIT: Duration = Duration::from_millis(500);
 
-/// Serves `app` on `listener` until `shutdown`, then waits for every connection to close.
-/// `body_readers` is the registry `app`'s webhook handler enters while it reads a body.
-#[allow(clippy::too_many_arguments)]
+/// What a port serves, and with which limits.
+pub struct Port {
+    /// The routes.
+    pub app: Router,
+    /// The registry the webhook handler enters while it reads a body (shed at MAX_IN_FLIGHT).
+    pub body_readers: BodyReaders,
+    /// Its timeouts and limits.
+    pub config: PortConfig,
+    /// `Retry-After` of its 503s.
+    pub retry_after_secs: u64,
+    /// Where its refusals and timeouts are counted.
+    pub metrics: Arc<Metrics>,
+}
+
+/// Serves `port` on `listener` until `shutdown`, then waits for every connection to close.
 pub async fn serve(
     listener: TcpListener,
-    app: Router,
-    body_readers: BodyReaders,
-    config: PortConfig,
-    retry_after_secs: u64,
-    metrics: Arc<Metrics>,
+    port: Port,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
+    let Port {
+        app,
+        body_readers,
+        config,
+        retry_after_secs,
+        metrics,
+    } = port;
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(config.header_timeout + config.idle_timeout)

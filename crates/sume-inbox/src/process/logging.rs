@@ -8,7 +8,8 @@ use crate::config::ConfigError;
 
 /// Installs the global subscriber: `json` (one object a line) or `pretty`, to stderr.
 pub fn init(format: &str) -> Result<(), ConfigError> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let default = crate::config::declared::RUST_LOG.default.unwrap_or("info");
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

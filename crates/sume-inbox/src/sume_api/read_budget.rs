@@ -52,7 +52,7 @@ impl Budget {
         Budget {
             store,
             rate,
-            daily: crate::config::DEFAULT_DAILY_READS,
+            daily: crate::config::SweepConfig::default().daily_reads,
             paused: Arc::default(),
             left_today: Arc::default(),
         }

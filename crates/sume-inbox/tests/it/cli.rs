@@ -229,3 +229,85 @@ fn the_daemon_binary_has_no_development_tools() {
         );
     }
 }
+
+/// A database that refuses who the daemon is or what it asks for stops the start at once,
+/// exit 78, naming the setting and the target tried, never the password.
+#[tokio::test]
+async fn a_database_that_refuses_us_stops_the_start_at_once_naming_the_target() {
+    let db = sume_testkit::TestDb::new().await;
+    let url = url::Url::parse(&db.url).unwrap();
+    let with = |user: &str, password: &str, dbname: &str| {
+        let mut u = url.clone();
+        u.set_username(user).unwrap();
+        u.set_password(Some(password)).unwrap();
+        u.set_path(dbname);
+        u.to_string()
+    };
+    for (target, expected) in [
+        (
+            with("postgres", "pw-never-shown", "no_such_database"),
+            "3D000",
+        ),
+        (with("no_such_role", "pw-never-shown", "postgres"), "28000"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .arg("serve")
+            .env_clear()
+            .env("DATABASE_URL", &target)
+            .env("SUME_WEBHOOK_SECRET", "whsec_x")
+            .env("LISTEN_ADDR", "127.0.0.1:0")
+            .env("ADMIN_ADDR", "127.0.0.1:0")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{text}");
+        assert!(text.contains("DATABASE_URL (postgres://"), "{text}");
+        assert!(
+            text.contains(expected) && text.contains("retrying cannot fix this"),
+            "{text}"
+        );
+        assert!(!text.contains("pw-never-shown"), "{text}");
+        // Refused at once: not retried as a server that is not up yet would be.
+        assert!(!text.contains("not reachable yet"), "{text}");
+    }
+}
+
+/// A new user's first run: with nothing set, `serve` says what to set (and the `_FILE` form)
+/// and exits 78, not a usage error; `--help` shows every setting's `_FILE` and no required flag.
+#[test]
+fn a_first_run_with_nothing_set_says_what_to_set() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("serve")
+        .env_clear()
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{text}");
+    assert!(
+        text.contains("DATABASE_URL") && text.contains("DATABASE_URL_FILE"),
+        "{text}"
+    );
+    let help = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(["serve", "--help"])
+        .env_clear()
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("Usage: sume-inbox serve [OPTIONS]\n"),
+        "{help}"
+    );
+    for file in [
+        "DATABASE_URL_FILE",
+        "SUME_WEBHOOK_SECRET_FILE",
+        "ADMIN_TOKEN_FILE",
+    ] {
+        assert!(help.contains(file), "{file} missing from --help");
+    }
+    let (ok, text) = serve(&with(&[("POLL_AFTER", "2M")]));
+    assert!(!ok);
+    assert!(
+        text.contains("POLL_AFTER: ") && text.contains("M is months"),
+        "{text}"
+    );
+}

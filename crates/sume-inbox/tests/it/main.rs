@@ -26,6 +26,7 @@ mod reconcile;
 mod refusals;
 mod retention;
 mod roles;
+mod settings;
 mod shutdown;
 mod story;
 mod support;

@@ -7,21 +7,40 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{AttachHandle, Msg};
-use crate::actors::supervision::TaskGuard;
+use crate::actors::supervision::Actor;
 use crate::db::{DbError, Store};
+
+/// Attach's LISTEN connection, to the store's direct URL; start it only where the store can
+/// listen ([`Store::can_listen`]).
+pub struct JobListener {
+    store: Store,
+    attach: AttachHandle,
+}
+
+impl JobListener {
+    /// The listener that forwards job rows' notifications to `attach`.
+    pub fn new(store: Store, attach: AttachHandle) -> JobListener {
+        JobListener { store, attach }
+    }
+}
+
+impl Actor for JobListener {
+    fn name(&self) -> String {
+        "attach-listen".into()
+    }
+
+    async fn run(self, stop: CancellationToken) {
+        listen(&self.store, &self.attach, &stop).await
+    }
+}
 
 /// Keeps a LISTEN connection open, forwarding each notification; reconnects with backoff and
 /// asks for a catch-up scan after every (re)connect, since notifications sent while it was
 /// down are gone.
-pub(super) async fn listen(
-    store: Store,
-    attach: AttachHandle,
-    shutdown: CancellationToken,
-    guard: TaskGuard,
-) {
+async fn listen(store: &Store, attach: &AttachHandle, shutdown: &CancellationToken) {
     let mut backoff = Duration::from_millis(250);
     while !shutdown.is_cancelled() {
-        match listen_once(&store, &attach, &shutdown).await {
+        match listen_once(store, attach, shutdown).await {
             Ok(()) => backoff = Duration::from_millis(250),
             Err(e) => {
                 tracing::warn!(error = %e, retry_in = ?backoff, "LISTEN connection lost");
@@ -33,7 +52,6 @@ pub(super) async fn listen(
             }
         }
     }
-    guard.finished();
 }
 
 async fn listen_once(

@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::actors::supervision::Health;
+use crate::actors::supervision::Actor;
 use crate::config::AttachConfig;
 use crate::db::{AttachReport, DbError, Store};
 use crate::metrics::Metrics;
@@ -41,7 +41,7 @@ pub const HINT_WINDOW: Duration = Duration::from_secs(10);
 mod job_listener;
 mod recent;
 
-use job_listener::listen;
+pub use job_listener::JobListener;
 use recent::Recent;
 
 enum Msg {
@@ -110,12 +110,12 @@ impl AttachHandle {
 }
 
 /// The attach actor: applies waiting events to jobs whose rows exist, when told (ingest's
-/// hints, the job rows' notifications, `attach_now`) and on a catch-up ticker.
+/// hints, the job rows' notifications, `attach_now`) and on a catch-up ticker. Its LISTEN
+/// connection is an actor of its own, [`JobListener`].
 pub struct Attach {
     store: Store,
     metrics: Arc<Metrics>,
     config: AttachConfig,
-    tx: mpsc::Sender<Msg>,
     rx: mpsc::Receiver<Msg>,
     /// Since when notifications have been flowing; `None` while there is no LISTEN connection.
     listening_since: Option<Instant>,
@@ -130,13 +130,12 @@ impl Attach {
         config: AttachConfig,
     ) -> (Attach, AttachHandle) {
         let (tx, rx) = mpsc::channel(4096);
-        let handle = AttachHandle { tx: tx.clone() };
+        let handle = AttachHandle { tx };
         (
             Attach {
                 store,
                 metrics,
                 config,
-                tx,
                 rx,
                 listening_since: None,
                 recent: Recent::default(),
@@ -145,26 +144,13 @@ impl Attach {
         )
     }
 
-    /// Runs until `shutdown`: the LISTEN connection on a task of its own (unless the store has
-    /// none: behind a transaction pooler without LISTEN_DATABASE_URL), and here one loop over
-    /// the queue and the catch-up ticker.
-    pub async fn run(mut self, shutdown: CancellationToken, health: Health) {
-        let guard = health.task("attach");
-        let listener = self.store.can_listen().then(|| {
-            tokio::spawn(listen(
-                self.store.clone(),
-                AttachHandle {
-                    tx: self.tx.clone(),
-                },
-                shutdown.clone(),
-                health.task("attach-listen"),
-            ))
-        });
+    /// One loop over the queue and the catch-up ticker, until `stop`.
+    async fn serve(mut self, stop: CancellationToken) {
         let mut ticker = tokio::time::interval(self.config.scan_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                _ = shutdown.cancelled() => break,
+                _ = stop.cancelled() => break,
                 _ = ticker.tick() => {
                     if let Err(e) = self.catch_up().await {
                         tracing::warn!(error = %e, "attach catch-up scan failed; will retry");
@@ -173,10 +159,6 @@ impl Attach {
                 Some(msg) = self.rx.recv() => self.handle(msg).await,
             }
         }
-        if let Some(listener) = listener {
-            let _ = listener.await;
-        }
-        guard.finished();
     }
 
     /// Takes `first` and whatever else is queued, and attaches it all in batches.
@@ -287,6 +269,16 @@ impl Attach {
             );
         }
         Ok(total)
+    }
+}
+
+impl Actor for Attach {
+    fn name(&self) -> String {
+        "attach".into()
+    }
+
+    async fn run(self, stop: CancellationToken) {
+        self.serve(stop).await
     }
 }
 

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::schedule::{every, send_deadline, serve};
-use crate::actors::supervision::Health;
+use crate::actors::supervision::Actor;
 use crate::config::SweepConfig;
 use crate::db::clock::Clock;
 use crate::db::{ClaimedCheck, Concluded, DbError, Store};
@@ -88,10 +88,15 @@ impl InboxCheck {
             clock,
         }
     }
+}
 
-    /// Runs a pass every `SWEEP_INTERVAL` (jittered) until shutdown.
-    pub async fn run(self, shutdown: CancellationToken, health: Health) {
-        let guard = health.task("sweep-inbox-check");
+impl Actor for InboxCheck {
+    fn name(&self) -> String {
+        "sweep-inbox-check".into()
+    }
+
+    /// Runs a pass every `SWEEP_INTERVAL` (jittered) until `shutdown`.
+    async fn run(self, shutdown: CancellationToken) {
         if self.reader.keys().is_empty() {
             tracing::warn!("no SUME_API_KEYS: stale inbox rows are not checked");
         }
@@ -99,9 +104,10 @@ impl InboxCheck {
             self.run_once(&shutdown)
         })
         .await;
-        guard.finished();
     }
+}
 
+impl InboxCheck {
     /// One pass: drops orphan verdicts whose row is back, opens checks for events past the
     /// grace, and serves due checks a batch at a time until none is left (or the budget ran
     /// out for this pass). Does nothing without API keys.

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::schedule::{every, send_deadline, serve};
-use crate::actors::supervision::Health;
+use crate::actors::supervision::Actor;
 use crate::config::{ApiKey, SweepConfig};
 use crate::db::clock::Clock;
 use crate::db::{ClaimedJob, DbError, PollDone, PolledCall, Store};
@@ -104,10 +104,15 @@ impl Poll {
             clock,
         }
     }
+}
 
-    /// Runs a pass every `SWEEP_INTERVAL` (jittered) until shutdown.
-    pub async fn run(self, shutdown: CancellationToken, health: Health) {
-        let guard = health.task("sweep-poll");
+impl Actor for Poll {
+    fn name(&self) -> String {
+        "sweep-poll".into()
+    }
+
+    /// Runs a pass every `SWEEP_INTERVAL` (jittered) until `shutdown`.
+    async fn run(self, shutdown: CancellationToken) {
         if self.reader.keys().is_empty() {
             tracing::warn!("no SUME_API_KEYS: open jobs are not polled");
         }
@@ -115,9 +120,10 @@ impl Poll {
             self.run_once(&shutdown)
         })
         .await;
-        guard.finished();
     }
+}
 
+impl Poll {
     /// One pass: claims due jobs a batch at a time until none is left (or the budget ran out
     /// for this pass), polls each. Does nothing without API keys.
     pub async fn run_once(&self, shutdown: &CancellationToken) -> Result<PollStats, DbError> {

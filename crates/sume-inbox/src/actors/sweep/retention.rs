@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::schedule::every;
-use crate::actors::supervision::Health;
+use crate::actors::supervision::Actor;
 use crate::config::SweepConfig;
 use crate::db::clock::Clock;
 use crate::db::{DbError, Removed, Store};
@@ -57,17 +57,23 @@ impl Retention {
             jobs_due: std::sync::Mutex::new(None),
         }
     }
+}
 
-    /// Runs a pass every `SWEEP_INTERVAL` (jittered) until shutdown.
-    pub async fn run(self, shutdown: CancellationToken, health: Health) {
-        let guard = health.task("sweep-retention");
+impl Actor for Retention {
+    fn name(&self) -> String {
+        "sweep-retention".into()
+    }
+
+    /// Runs a pass every `SWEEP_INTERVAL` (jittered) until `shutdown`.
+    async fn run(self, shutdown: CancellationToken) {
         every("retention", self.config.interval, &shutdown, || {
             self.run_once()
         })
         .await;
-        guard.finished();
     }
+}
 
+impl Retention {
     /// One pass: at most ten batches of `RETENTION_BATCH` rows per kind; a larger backlog
     /// waits for the next pass (closed jobs: the next hour's).
     pub async fn run_once(&self) -> Result<Removed, DbError> {

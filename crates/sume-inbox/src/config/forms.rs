@@ -1,22 +1,47 @@
 //! Reading one setting's text: durations, sizes, addresses, secrets, API keys, rates, counts,
-//! URLs and switches. Each reader takes the setting's name, so an error names what the user set.
+//! URLs and switches. Each reader takes the setting's name, so an error names what the user set,
+//! quotes the value as written (never a secret's) and says the form it must take.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use sume_wire::Secret;
 
+use super::setting::{human, DURATION_FORM};
 use super::{ApiKey, ConfigError, Rate};
 
-/// Reads `250ms`, `30s`, `5m`, `1h`, `14d` (and combinations such as `1m30s`).
+/// Reads `250ms`, `30s`, `5m`, `1h`, `14d` (and combinations such as `1m30s`; humantime's
+/// grammar, so `2 minutes`, `2min` and `1 day` too; `M` is a month and `y` a year).
 pub fn parse_duration(name: &'static str, raw: &str) -> Result<Duration, ConfigError> {
-    let d = humantime::parse_duration(raw.trim()).map_err(|e| {
+    humantime::parse_duration(raw.trim()).map_err(|e| {
         ConfigError::new(
             name,
-            format!("{raw:?} is not a duration like 250ms, 30s or 5m ({e})"),
+            format!("{raw:?} is not a duration ({e}): write {DURATION_FORM}"),
         )
-    })?;
-    Ok(d)
+    })
+}
+
+/// How a duration's text was read, for a message: `"2M" (read as 60days 21h ...; M is months,
+/// minutes are m)`.
+pub fn read_as(raw: &str, d: Duration) -> String {
+    format!(
+        "{:?} (read as {}{})",
+        raw.trim(),
+        human(d),
+        months_hint(raw)
+    )
+}
+
+/// `; M is months, minutes are m` where a duration's text has an `M` that is not part of a word.
+pub fn months_hint(raw: &str) -> &'static str {
+    let lone_m = raw
+        .char_indices()
+        .any(|(i, c)| c == 'M' && !raw[i + 1..].starts_with(|n: char| n.is_ascii_alphabetic()));
+    if lone_m {
+        "; M is months, minutes are m"
+    } else {
+        ""
+    }
 }
 
 /// Reads a size in bytes: `1048576`, `512KiB`, `1MiB`, `1MB`.
@@ -25,7 +50,10 @@ pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> 
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (digits, unit) = s.split_at(split);
     let n: usize = digits.parse().map_err(|_| {
-        ConfigError::new(name, format!("{raw:?} is not a size like 1048576 or 1MiB"))
+        ConfigError::new(
+            name,
+            format!("{raw:?} is not a size: write a number of bytes, or one with a unit: 1048576, 512KiB, 1MiB, 1MB"),
+        )
     })?;
     let mult = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -36,7 +64,7 @@ pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> 
         _ => {
             return Err(ConfigError::new(
                 name,
-                format!("{raw:?}: unknown unit {unit:?}"),
+                format!("{raw:?}: unknown unit {unit:?} (units: B, KB, KiB, MB, MiB)"),
             ))
         }
     };
@@ -49,7 +77,12 @@ pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> 
 pub fn parse_addr(name: &'static str, raw: &str) -> Result<SocketAddr, ConfigError> {
     raw.trim()
         .parse()
-        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not an address like 0.0.0.0:8080")))
+        .map_err(|_| {
+            ConfigError::new(
+                name,
+                format!("{raw:?} is not an address: write IP:PORT, such as 0.0.0.0:8080 or [::1]:9090 (a host name is not resolved)"),
+            )
+        })
 }
 
 /// A comma-separated list of secrets; empty items are refused (a stray comma is a typo, and a
@@ -59,7 +92,7 @@ pub fn parse_secrets(name: &'static str, raw: &str) -> Result<Vec<Secret>, Confi
     if items.iter().any(|s| s.is_empty()) {
         return Err(ConfigError::new(
             name,
-            "has an empty item (check for stray commas)",
+            "has an empty item (check for stray commas): write secrets separated by commas",
         ));
     }
     Ok(items.into_iter().map(Secret::new).collect())
@@ -71,7 +104,12 @@ pub fn parse_api_keys(name: &'static str, raw: &str) -> Result<Vec<ApiKey>, Conf
     for (i, item) in raw.split(',').map(str::trim).enumerate() {
         let (key_name, key) = item
             .split_once(':')
-            .ok_or_else(|| ConfigError::new(name, format!("item {} is not name:key", i + 1)))?;
+            .ok_or_else(|| {
+                ConfigError::new(
+                    name,
+                    format!("item {} is not name:key (write name:key pairs separated by commas, such as main:KEY1,batch:KEY2)", i + 1),
+                )
+            })?;
         let key_name = key_name.trim();
         let valid_name = !key_name.is_empty()
             && key_name
@@ -105,28 +143,53 @@ pub fn parse_api_keys(name: &'static str, raw: &str) -> Result<Vec<ApiKey>, Conf
 
 /// `100` (a minute), or `100/1m`, `20/10s`.
 pub fn parse_rate(name: &'static str, raw: &str) -> Result<Rate, ConfigError> {
+    const FORM: &str = "write a count per window: 100 (a minute), 100/1m or 20/10s";
+    let bad = |why: String| ConfigError::new(name, format!("{raw:?} is not a rate{why}: {FORM}"));
     let (count, per) = match raw.trim().split_once('/') {
-        Some((c, w)) => (c, parse_duration(name, w)?),
+        Some((c, w)) => {
+            let per = humantime::parse_duration(w.trim()).map_err(|_| {
+                bad(format!(
+                    " ({:?} is not a window such as 1m or 10s)",
+                    w.trim()
+                ))
+            })?;
+            (c, per)
+        }
         None => (raw.trim(), Duration::from_secs(60)),
     };
-    let count: u32 = count
-        .trim()
-        .parse()
-        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not a rate like 100 or 100/1m")))?;
+    let count: u32 = count.trim().parse().map_err(|_| bad(String::new()))?;
     if count == 0 || per.is_zero() {
-        return Err(ConfigError::new(name, "must be more than 0"));
+        return Err(bad(" (both numbers must be more than 0)".into()));
     }
     Ok(Rate { count, per })
 }
 
 /// Reads a whole number of at least `min`.
 pub fn parse_count(name: &'static str, raw: &str, min: usize) -> Result<usize, ConfigError> {
+    parse_count_in(name, raw, min, usize::MAX)
+}
+
+/// Reads a whole number from `min` to `max`.
+pub fn parse_count_in(
+    name: &'static str,
+    raw: &str,
+    min: usize,
+    max: usize,
+) -> Result<usize, ConfigError> {
+    let form = if max == usize::MAX {
+        format!("a whole number of at least {min}")
+    } else {
+        format!("a whole number from {min} to {max}")
+    };
     let n: usize = raw
         .trim()
         .parse()
-        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not a whole number")))?;
-    if n < min {
-        return Err(ConfigError::new(name, format!("must be at least {min}")));
+        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not {form}")))?;
+    if n < min || n > max {
+        return Err(ConfigError::new(
+            name,
+            format!("{raw:?} is out of range: write {form}"),
+        ));
     }
     Ok(n)
 }
@@ -134,7 +197,12 @@ pub fn parse_count(name: &'static str, raw: &str, min: usize) -> Result<usize, C
 /// The API base URL: http(s), no query, no trailing slash kept.
 pub fn parse_api_url(name: &'static str, raw: &str) -> Result<String, ConfigError> {
     let trimmed = raw.trim().trim_end_matches('/');
-    let bad = |why: &str| ConfigError::new(name, format!("{raw:?} is not an http(s) URL: {why}"));
+    let bad = |why: &str| {
+        ConfigError::new(
+            name,
+            format!("{raw:?} is not an http(s) URL such as https://www.sume.so/api/v1: {why}"),
+        )
+    };
     let url = url::Url::parse(trimmed).map_err(|e| bad(&e.to_string()))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(bad("the scheme must be http or https"));
@@ -158,50 +226,21 @@ pub fn parse_bool(name: &'static str, raw: &str) -> Result<bool, ConfigError> {
         "0" | "false" | "no" | "off" | "" => Ok(false),
         _ => Err(ConfigError::new(
             name,
-            format!("{raw:?} is not 1/true/yes/on or 0/false/no/off"),
+            format!("{raw:?} is not a switch: write 1, true, yes or on; 0, false, no or off"),
         )),
     }
 }
 
-/// Checks that DATABASE_URL can be read (TLS settings included), without connecting.
-pub fn check_database_url(raw: &str) -> Result<Secret, ConfigError> {
-    crate::db::target(raw)
-        .map_err(|e| ConfigError::new("DATABASE_URL", format!("cannot be read: {e}")))?;
+/// Checks that a PostgreSQL URL can be read (TLS settings included), without connecting. The
+/// message never shows the password.
+pub fn check_database_url(name: &'static str, raw: &str) -> Result<Secret, ConfigError> {
+    crate::db::target(raw).map_err(|e| {
+        ConfigError::new(
+            name,
+            format!("cannot be read ({e}): write a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=verify-full"),
+        )
+    })?;
     Ok(Secret::new(raw))
-}
-
-/// WORKER_THREADS when unset: one thread runs every task of the process. The daemon's work is
-/// waiting (on sockets and on PostgreSQL) and short steps between; with a second worker, most
-/// steps wake a parked thread, which costs more than the step (docs/benchmarks.md, "One worker
-/// thread").
-pub const DEFAULT_WORKER_THREADS: usize = 1;
-
-/// The most WORKER_THREADS accepted: more threads than that only contend.
-pub const MAX_WORKER_THREADS: usize = 64;
-
-/// WORKER_THREADS from the environment: the async runtime's worker threads, read before the
-/// runtime (and so before the rest of the settings) exists.
-pub fn worker_threads_from_env() -> Result<usize, ConfigError> {
-    const NAME: &str = "WORKER_THREADS";
-    match std::env::var(NAME) {
-        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_WORKER_THREADS),
-        Err(std::env::VarError::NotUnicode(_)) => Err(ConfigError::new(NAME, "is not UTF-8")),
-        Ok(raw) if raw.trim().is_empty() => Ok(DEFAULT_WORKER_THREADS),
-        Ok(raw) => parse_worker_threads(&raw),
-    }
-}
-
-/// `1` to [`MAX_WORKER_THREADS`].
-pub fn parse_worker_threads(raw: &str) -> Result<usize, ConfigError> {
-    const NAME: &str = "WORKER_THREADS";
-    let n = parse_count(NAME, raw, 1)?;
-    if n > MAX_WORKER_THREADS {
-        return Err(ConfigError::new(
-            NAME,
-            format!("{n} is more than {MAX_WORKER_THREADS}"),
-        ));
-    }
-    Ok(n)
 }
 
 #[cfg(test)]
@@ -312,7 +351,9 @@ mod tests {
         assert!(parse_api_url("U", "www.sume.so").is_err());
         assert!(parse_addr("A", "0.0.0.0:8080").is_ok());
         assert!(parse_addr("A", "localhost").is_err());
-        assert!(check_database_url("postgres://u:p@127.0.0.1:5432/db").is_ok());
-        assert!(check_database_url("postgres://u:p@127.0.0.1:notaport/db").is_err());
+        assert!(check_database_url("DATABASE_URL", "postgres://u:p@127.0.0.1:5432/db").is_ok());
+        assert!(
+            check_database_url("DATABASE_URL", "postgres://u:p@127.0.0.1:notaport/db").is_err()
+        );
     }
 }

@@ -1,0 +1,135 @@
+//! The database at start: the pool, once the schema is at least this binary's (migrated over a
+//! direct connection, or, behind a transaction pooler without MIGRATE_DATABASE_URL, only read).
+//!
+//! The database and the daemon often start together, so a server that does not answer yet is
+//! waited for, up to [`STARTUP_PATIENCE`]; a refusal that waiting cannot fix (a wrong password,
+//! role, database or host name) stops the start at once. Either way the error names the setting
+//! and the target tried, never the password.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::RunError;
+use crate::config::declared::{DATABASE_URL, MIGRATE_DATABASE_URL};
+use crate::config::{Config, Pooler};
+use crate::db::{self, migrate, reach, DbError, Store};
+
+/// How long start-up keeps trying to reach the database before giving up.
+pub const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Runs `attempt` until it answers, retrying while the server behind `setting`'s `url` cannot
+/// be reached yet, for at most [`STARTUP_PATIENCE`]. A failure to reach it is answered as
+/// [`DbError::Unreachable`], at once when it is permanent.
+async fn patiently<T, F, Fut>(
+    setting: &'static str,
+    url: &str,
+    shutdown: &CancellationToken,
+    mut attempt: F,
+) -> Result<T, DbError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, DbError>>,
+{
+    let deadline = tokio::time::Instant::now() + STARTUP_PATIENCE;
+    let mut wait = Duration::from_millis(200);
+    loop {
+        let e = match attempt().await {
+            Ok(answer) => return Ok(answer),
+            Err(e) => reach::unreachable_from(setting, url, &e).unwrap_or(e),
+        };
+        let transient = matches!(
+            e,
+            DbError::Unreachable {
+                permanent: false,
+                ..
+            }
+        );
+        if !transient {
+            return Err(e);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(gave_up(e));
+        }
+        tracing::warn!(error = %e, retry_in = ?wait, "database not reachable yet");
+        tokio::select! {
+            _ = shutdown.cancelled() => return Err(e),
+            _ = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// A transient failure that outlasted [`STARTUP_PATIENCE`], saying so.
+fn gave_up(e: DbError) -> DbError {
+    match e {
+        DbError::Unreachable {
+            setting,
+            target,
+            problem,
+            permanent,
+        } => DbError::Unreachable {
+            setting,
+            target,
+            problem: format!(
+                "{problem} (still failing after {}s of retries: is the server up and reachable from here?)",
+                STARTUP_PATIENCE.as_secs()
+            ),
+            permanent,
+        },
+        e => e,
+    }
+}
+
+/// Applies migrations (under the advisory lock) on `url`, the direct connection of `setting`.
+pub async fn migrate_with_retry(
+    setting: &'static str,
+    url: &str,
+    shutdown: &CancellationToken,
+) -> Result<Vec<i32>, DbError> {
+    patiently(setting, url, shutdown, || async {
+        let mut client = db::connect_named(setting, url).await?;
+        migrate::migrate(&mut client).await
+    })
+    .await
+}
+
+/// The pool, once the schema is at least this binary's.
+pub async fn open_store(config: &Config, shutdown: &CancellationToken) -> Result<Store, RunError> {
+    let routes = &config.database;
+    let url = config.database_url.expose();
+    let store = Store::new(url, config.db_pool_size)?;
+    let listen = routes.listen_url.as_ref().map(|u| u.expose());
+    let store = match (routes.pooler, listen) {
+        (Pooler::Transaction, listen) => store.behind_pooler(listen),
+        (Pooler::None, Some(listen)) => store.listen_on(listen),
+        (Pooler::None, None) => store,
+    };
+    if let Some(migrate_url) = routes.migrate_at_start(&config.database_url) {
+        let setting = match &routes.migrate_url {
+            Some(_) => MIGRATE_DATABASE_URL.name,
+            None => DATABASE_URL.name,
+        };
+        let applied = migrate_with_retry(setting, migrate_url, shutdown).await?;
+        tracing::info!(applied = ?applied, schema = migrate::latest(), "schema is current");
+        return Ok(store);
+    }
+    let found = patiently(DATABASE_URL.name, url, shutdown, || {
+        store.schema_migrations_missing()
+    })
+    .await;
+    match found {
+        Ok(missing) if missing.is_empty() => {
+            tracing::info!(
+                schema = migrate::latest(),
+                "schema is current (migrations are a step of their own)"
+            );
+            Ok(store)
+        }
+        Ok(missing) => Err(RunError::SchemaBehind(missing)),
+        Err(e) if e.is_missing_schema() => Err(RunError::SchemaBehind(
+            migrate::MIGRATIONS.iter().map(|m| m.0).collect(),
+        )),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,96 @@
+//! The sweep (stale inbox rows, open jobs) and retention.
+
+use std::time::Duration;
+
+use super::declare;
+use crate::config::setting::{at_least, Form, Setting, POSITIVE};
+
+declare! { SWEEP, "Sweep",
+    /// Time between passes.
+    SWEEP_INTERVAL {
+        flag: Some("sweep-interval"),
+        default: Some("30s"),
+        form: POSITIVE,
+        about: "time between sweep passes (jittered)",
+    }
+    /// How long an event waits with no job row before Sume is asked.
+    INBOX_GRACE {
+        flag: Some("inbox-grace"),
+        default: Some("5m"),
+        form: POSITIVE,
+        about: "how long an event may wait with no job row before Sume is asked whose job it is; longer than your longest submit transaction",
+    }
+    /// The first poll of an open job.
+    POLL_AFTER {
+        flag: Some("poll-after"),
+        default: Some("2m"),
+        form: POSITIVE,
+        about: "first poll of an open job, after registration",
+    }
+    /// The longest interval between two polls.
+    POLL_MAX_INTERVAL {
+        flag: Some("poll-max-interval"),
+        default: Some("30m"),
+        form: POSITIVE,
+        about: "longest interval between two polls of a job; at least `POLL_AFTER`",
+    }
+    /// When an open job is given up.
+    POLL_GIVE_UP {
+        flag: Some("poll-give-up"),
+        default: Some("24h"),
+        form: POSITIVE,
+        about: "an open job with no terminal status is closed as `expired`; longer than `POLL_AFTER`",
+    }
+    /// What one claim takes.
+    SWEEP_BATCH {
+        flag: Some("sweep-batch"),
+        default: Some("100"),
+        form: Form::Count { min: 1, max: usize::MAX },
+        about: "jobs (and inbox checks) one claim takes",
+    }
+    /// How long a claim holds.
+    SWEEP_LEASE {
+        flag: Some("sweep-lease"),
+        default: Some("2m"),
+        form: POSITIVE,
+        about: "how long a claim holds (a crashed instance's claims return after it); more than twice `SUME_TIMEOUT`",
+    }
+    /// Status calls in flight.
+    SWEEP_CONCURRENCY {
+        flag: Some("sweep-concurrency"),
+        default: Some("4"),
+        form: Form::Count { min: 1, max: usize::MAX },
+        about: "status calls in flight per instance",
+    }
+}
+
+declare! { RETENTION_GROUP, "Retention",
+    /// How long applied and set-aside events are kept.
+    RETENTION {
+        flag: Some("retention"),
+        default: Some("14d"),
+        form: at_least(Duration::from_secs(3600)),
+        about: "how long applied and set-aside events, and entries of the feed of closes, are kept (a feed consumer must resume within it); at least 1h, and longer than Sume's whole retry horizon so a late redelivery is still a duplicate",
+    }
+    /// How long dead letters are kept.
+    DEAD_LETTER_RETENTION {
+        flag: Some("dead-letter-retention"),
+        default: Some("90d"),
+        form: Form::DurationOr { words: &["never"], min: Duration::from_millis(1) },
+        about: "how long dead letters are kept: at least `RETENTION`, or `never` (only when set so explicitly); each is a verified delivery answered 2xx that nobody replayed yet, and `SumeInboxDeadLetters` fires while any waits",
+    }
+    /// Rows one retention statement removes.
+    RETENTION_BATCH {
+        flag: Some("retention-batch"),
+        default: Some("1000"),
+        form: Form::Count { min: 1, max: usize::MAX },
+        about: "rows one retention statement removes",
+    }
+    /// How long closed jobs are kept.
+    JOB_RETENTION {
+        flag: Some("job-retention"),
+        default: Some("off"),
+        form: Form::DurationOr { words: &["off", "never"], min: Duration::from_millis(1) },
+        about: "how long closed jobs are kept: `off` (the rows are the application's) or a duration of at least `RETENTION` and `POLL_GIVE_UP` (see [Retention](#retention))",
+    }
+}

@@ -1,0 +1,241 @@
+//! The checks between settings that no single value can show. A broken rule names the setting
+//! the operator set (of the two, the one that was set; the first when both or neither were),
+//! quotes both values as written and as read, and says what would work.
+
+use std::time::Duration;
+
+use super::declared::*;
+use super::setting::{human, size_text, Setting};
+use super::values::Values;
+use super::{check_plaintext, Config, ConfigError, Pooler};
+
+/// A rule between `a` and `b` that does not hold: `why` says it, in words about both.
+struct Broken {
+    a: &'static Setting,
+    b: &'static Setting,
+    why: String,
+}
+
+impl Broken {
+    /// The error, naming whichever of the two the operator set.
+    fn error(self, v: &Values) -> ConfigError {
+        let named = if v.is_set(self.a) || !v.is_set(self.b) {
+            self.a
+        } else {
+            self.b
+        };
+        ConfigError::new(named.name, self.why)
+    }
+}
+
+impl Config {
+    /// The checks between settings, for a configuration built in code: the first setting of a
+    /// broken rule is named.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check(&Values::defaults())
+    }
+
+    /// The checks between settings, naming the one `v` shows the operator set.
+    pub fn check(&self, v: &Values) -> Result<(), ConfigError> {
+        if self.webhook_secrets.is_empty() {
+            return Err(ConfigError::new(
+                SUME_WEBHOOK_SECRET.name,
+                "is required: set SUME_WEBHOOK_SECRET (or SUME_WEBHOOK_SECRET_FILE) to the webhook signing secrets, comma separated",
+            ));
+        }
+        self.check_admin(v)?;
+        check_plaintext(&self.sume_api_url, self.sume_api_allow_plaintext)?;
+        self.check_database()?;
+        for rule in [
+            Config::timeouts,
+            Config::body_memory,
+            Config::polls,
+            Config::lease,
+            Config::retention,
+            Config::waits,
+        ] {
+            if let Some(broken) = rule(self, v) {
+                return Err(broken.error(v));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_admin(&self, v: &Values) -> Result<(), ConfigError> {
+        if !self.admin_addr.ip().is_loopback() && self.admin_token.is_none() {
+            return Err(ConfigError::new(
+                ADMIN_TOKEN.name,
+                format!(
+                    "is required when {}: set ADMIN_TOKEN (16+ characters), or listen on a loopback address",
+                    v.quote(&ADMIN_ADDR, &self.admin_addr.to_string())
+                ),
+            ));
+        }
+        match (&self.admin_token, &self.admin_app_token) {
+            (None, Some(_)) => Err(ConfigError::new(
+                ADMIN_APP_TOKEN.name,
+                "requires ADMIN_TOKEN: without it the admin API asks for no token at all",
+            )),
+            (Some(op), Some(app)) if op.expose() == app.expose() => Err(ConfigError::new(
+                ADMIN_APP_TOKEN.name,
+                "must differ from ADMIN_TOKEN (the operator's)",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses what cannot work behind a transaction pooler: a session's work (LISTEN, the
+    /// migrations' advisory lock) sent to the pooler itself.
+    fn check_database(&self) -> Result<(), ConfigError> {
+        if self.database.pooler != Pooler::Transaction {
+            return Ok(());
+        }
+        for (setting, url) in [
+            (&MIGRATE_DATABASE_URL, &self.database.migrate_url),
+            (&LISTEN_DATABASE_URL, &self.database.listen_url),
+        ] {
+            if url
+                .as_ref()
+                .is_some_and(|u| u.expose() == self.database_url.expose())
+            {
+                return Err(ConfigError::new(
+                    setting.name,
+                    "is DATABASE_URL, the transaction pooler, with DB_POOLER=transaction: it must be a direct connection to PostgreSQL (or unset)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn timeouts(&self, v: &Values) -> Option<Broken> {
+        let (idle, header) = (self.port.idle_timeout, self.port.header_timeout);
+        (idle < header).then(|| Broken {
+            a: &IDLE_TIMEOUT,
+            b: &HEADER_TIMEOUT,
+            why: format!(
+                "{} is shorter than {}: IDLE_TIMEOUT must be at least HEADER_TIMEOUT (a client may pause before its next request longer than it takes to send one)",
+                v.quote(&IDLE_TIMEOUT, &human(idle)),
+                v.quote(&HEADER_TIMEOUT, &human(header)),
+            ),
+        })
+    }
+
+    fn body_memory(&self, v: &Values) -> Option<Broken> {
+        let (memory, body) = (self.port.max_body_memory, self.max_body_bytes);
+        (memory < body).then(|| Broken {
+            a: &MAX_BODY_MEMORY,
+            b: &MAX_BODY_BYTES,
+            why: format!(
+                "{} is less than {}: MAX_BODY_MEMORY must be at least MAX_BODY_BYTES, or a body of that size could never be read",
+                v.quote(&MAX_BODY_MEMORY, &size_text(memory)),
+                v.quote(&MAX_BODY_BYTES, &size_text(body)),
+            ),
+        })
+    }
+
+    fn polls(&self, v: &Values) -> Option<Broken> {
+        let s = &self.sweep;
+        let (after, cap, give_up) = (s.poll_after, s.poll_max_interval, s.poll_give_up);
+        let quote = |setting, d| v.quote(setting, &human(d));
+        if cap < after {
+            return Some(Broken {
+                a: &POLL_MAX_INTERVAL,
+                b: &POLL_AFTER,
+                why: format!(
+                    "{} is shorter than {}: POLL_MAX_INTERVAL caps the growing interval between polls that starts at POLL_AFTER, so it must be at least POLL_AFTER",
+                    quote(&POLL_MAX_INTERVAL, cap),
+                    quote(&POLL_AFTER, after),
+                ),
+            });
+        }
+        (give_up <= after).then(|| Broken {
+            a: &POLL_GIVE_UP,
+            b: &POLL_AFTER,
+            why: format!(
+                "{} is not longer than {}: a job is given up after POLL_GIVE_UP, which must come after its first poll",
+                quote(&POLL_GIVE_UP, give_up),
+                quote(&POLL_AFTER, after),
+            ),
+        })
+    }
+
+    /// A request starts only while a whole request timeout, with as much again to spare,
+    /// remains of its claim: a shorter lease would let no request start at all.
+    fn lease(&self, v: &Values) -> Option<Broken> {
+        let (lease, timeout) = (self.sweep.lease, self.sweep.request_timeout);
+        (lease <= timeout.saturating_mul(2)).then(|| Broken {
+            a: &SWEEP_LEASE,
+            b: &SUME_TIMEOUT,
+            why: format!(
+                "{} is not more than twice {}: a claim must outlive the requests made under it",
+                v.quote(&SWEEP_LEASE, &human(lease)),
+                v.quote(&SUME_TIMEOUT, &human(timeout)),
+            ),
+        })
+    }
+
+    fn retention(&self, v: &Values) -> Option<Broken> {
+        let s = &self.sweep;
+        let quote = |setting, d: Duration| v.quote(setting, &human(d));
+        if let Some(dead) = s.dead_letter_retention.filter(|d| *d < s.retention) {
+            return Some(Broken {
+                a: &DEAD_LETTER_RETENTION,
+                b: &RETENTION,
+                why: format!(
+                    "{} is shorter than {}: a dead letter is a delivery answered 2xx that nobody replayed yet; keep it at least as long (or `never`)",
+                    quote(&DEAD_LETTER_RETENTION, dead),
+                    quote(&RETENTION, s.retention),
+                ),
+            });
+        }
+        let keep = s.job_retention?;
+        let (other, d, why) = if keep < s.retention {
+            (
+                &RETENTION,
+                s.retention,
+                "a closed job's row outlives the events applied to it",
+            )
+        } else if keep < s.poll_give_up {
+            (
+                &POLL_GIVE_UP,
+                s.poll_give_up,
+                "a give-up may still be superseded by Sume's own status",
+            )
+        } else {
+            return None;
+        };
+        Some(Broken {
+            a: &JOB_RETENTION,
+            b: other,
+            why: format!(
+                "{} is shorter than {}: {why}; keep jobs at least as long (or `off`)",
+                quote(&JOB_RETENTION, keep),
+                quote(other, d),
+            ),
+        })
+    }
+
+    fn waits(&self, v: &Values) -> Option<Broken> {
+        let w = &self.wait;
+        if w.poll_interval > w.max_wait {
+            return Some(Broken {
+                a: &WAIT_POLL_INTERVAL,
+                b: &MAX_WAIT,
+                why: format!(
+                    "{} is longer than {}: a polled waiter could never be woken; it must be at most MAX_WAIT",
+                    v.quote(&WAIT_POLL_INTERVAL, &human(w.poll_interval)),
+                    v.quote(&MAX_WAIT, &human(w.max_wait)),
+                ),
+            });
+        }
+        (self.max_admin_connections <= w.max_waiters).then(|| Broken {
+            a: &MAX_ADMIN_CONNECTIONS,
+            b: &MAX_WAITERS,
+            why: format!(
+                "{} is not more than {}: each waiter holds a connection, and the other admin requests need some too",
+                v.quote(&MAX_ADMIN_CONNECTIONS, &self.max_admin_connections.to_string()),
+                v.quote(&MAX_WAITERS, &w.max_waiters.to_string()),
+            ),
+        })
+    }
+}

@@ -1,0 +1,294 @@
+//! The settings' text as the operator gave it (or the declared default), and where each came
+//! from; [`Values`]'s typed readers turn one setting's text into a value, checked against its
+//! declaration, with an error that names the setting, quotes what was written (never a
+//! secret) and says the form it must take.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use sume_wire::Secret;
+
+use super::forms::{self, months_hint, read_as};
+use super::setting::{size_text, Form, Setting};
+use super::{ApiKey, ConfigError, Rate};
+
+/// Where a setting's text came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Its declared default (it was unset, or set to nothing).
+    Default,
+    /// Its environment variable.
+    Environment,
+    /// The variable naming a file that holds it (`*_FILE`).
+    File,
+    /// Its flag on the command line.
+    Flag,
+}
+
+/// The text of each setting a command reads, and where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Values {
+    given: BTreeMap<&'static str, (String, Source)>,
+}
+
+impl Values {
+    /// Every setting at its declared default: what a daemon started with nothing set reads.
+    pub fn defaults() -> Values {
+        Values::default()
+    }
+
+    /// The same with `setting` set to `text` (as if by its flag).
+    pub fn with(mut self, setting: &Setting, text: &str) -> Values {
+        self.set(setting, text, Source::Flag);
+        self
+    }
+
+    /// Records `text` for `setting`; nothing (or only spaces) means unset, so its default holds.
+    pub fn set(&mut self, setting: &Setting, text: &str, source: Source) {
+        if text.trim().is_empty() {
+            self.given.remove(setting.name);
+        } else {
+            self.given.insert(setting.name, (text.to_owned(), source));
+        }
+    }
+
+    /// `settings` read from the process's environment (those read before the command line is,
+    /// such as WORKER_THREADS).
+    pub fn from_env(settings: &[&'static Setting]) -> Result<Values, ConfigError> {
+        let mut values = Values::default();
+        for s in settings {
+            match std::env::var(s.name) {
+                Ok(text) => values.set(s, &text, Source::Environment),
+                Err(std::env::VarError::NotPresent) => {}
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    return Err(ConfigError::new(s.name, "is not UTF-8"))
+                }
+            }
+        }
+        Ok(values)
+    }
+
+    /// Whether the operator set `setting` (its variable, file or flag), rather than leaving it
+    /// to its default.
+    pub fn is_set(&self, setting: &Setting) -> bool {
+        self.given.contains_key(setting.name)
+    }
+
+    /// Where `setting`'s text came from.
+    pub fn source(&self, setting: &Setting) -> Source {
+        self.given
+            .get(setting.name)
+            .map_or(Source::Default, |g| g.1)
+    }
+
+    /// The text in force: what was set, else the default; `None` when neither.
+    pub fn text(&self, setting: &Setting) -> Option<&str> {
+        match self.given.get(setting.name) {
+            Some((text, _)) => Some(text.as_str()),
+            None => setting.default,
+        }
+    }
+
+    /// The text in force, or an error saying the setting is required.
+    fn required(&self, s: &Setting) -> Result<&str, ConfigError> {
+        self.text(s).ok_or_else(|| {
+            let file = s
+                .file_variable()
+                .map(|f| format!(" (or {f}, naming a file that holds it)"))
+                .unwrap_or_default();
+            ConfigError::new(
+                s.name,
+                format!("is required: set {}{file} to {}", s.name, s.form.describe()),
+            )
+        })
+    }
+
+    /// A duration within its declared bounds.
+    pub fn duration(&self, s: &'static Setting) -> Result<Duration, ConfigError> {
+        let Form::Duration { min, max } = s.form else {
+            panic!("{} is not declared as a duration", s.name)
+        };
+        let raw = self.required(s)?;
+        let d = forms::parse_duration(s.name, raw)?;
+        if d < min || d > max {
+            return Err(ConfigError::new(
+                s.name,
+                format!(
+                    "{} is out of range: write {}",
+                    read_as(raw, d),
+                    s.form.describe()
+                ),
+            ));
+        }
+        Ok(d)
+    }
+
+    /// A duration, or `None` for one of the declared words (`never`, `off`).
+    pub fn duration_or_none(&self, s: &'static Setting) -> Result<Option<Duration>, ConfigError> {
+        let Form::DurationOr { words, min } = s.form else {
+            panic!("{} is not declared as a duration or a word", s.name)
+        };
+        let raw = self.required(s)?;
+        if words.contains(&raw.trim()) {
+            return Ok(None);
+        }
+        let d = forms::parse_duration(s.name, raw).map_err(|_| {
+            ConfigError::new(s.name, format!("{raw:?}: write {}", s.form.describe()))
+        })?;
+        if d < min {
+            return Err(ConfigError::new(
+                s.name,
+                format!(
+                    "{} is out of range: write {}",
+                    read_as(raw, d),
+                    s.form.describe()
+                ),
+            ));
+        }
+        Ok(Some(d))
+    }
+
+    /// A size in bytes within its declared bounds.
+    pub fn size(&self, s: &'static Setting) -> Result<usize, ConfigError> {
+        let Form::Size { min, max } = s.form else {
+            panic!("{} is not declared as a size", s.name)
+        };
+        let raw = self.required(s)?;
+        let n = forms::parse_bytes(s.name, raw)?;
+        if n < min || n > max {
+            return Err(ConfigError::new(
+                s.name,
+                format!(
+                    "{raw:?} ({}) is out of range: write {}",
+                    size_text(n),
+                    s.form.describe()
+                ),
+            ));
+        }
+        Ok(n)
+    }
+
+    /// A whole number within its declared bounds.
+    pub fn count(&self, s: &'static Setting) -> Result<usize, ConfigError> {
+        let Form::Count { min, max } = s.form else {
+            panic!("{} is not declared as a count", s.name)
+        };
+        forms::parse_count_in(s.name, self.required(s)?, min, max)
+    }
+
+    /// A count that may be unset (its default then depends on other settings).
+    pub fn optional_count(&self, s: &'static Setting) -> Result<Option<usize>, ConfigError> {
+        match self.text(s) {
+            None => Ok(None),
+            Some(_) => self.count(s).map(Some),
+        }
+    }
+
+    /// A switch.
+    pub fn switch(&self, s: &'static Setting) -> Result<bool, ConfigError> {
+        forms::parse_bool(s.name, self.required(s)?)
+    }
+
+    /// One of the declared words, as written (lower case).
+    pub fn choice(&self, s: &'static Setting) -> Result<&'static str, ConfigError> {
+        let Form::Choice(words) = s.form else {
+            panic!("{} is not declared as a choice", s.name)
+        };
+        let raw = self.required(s)?;
+        let lower = raw.trim().to_ascii_lowercase();
+        words.iter().copied().find(|w| *w == lower).ok_or_else(|| {
+            ConfigError::new(s.name, format!("{raw:?} is not {}", s.form.describe()))
+        })
+    }
+
+    /// A socket address.
+    pub fn address(&self, s: &'static Setting) -> Result<SocketAddr, ConfigError> {
+        forms::parse_addr(s.name, self.required(s)?)
+    }
+
+    /// An http(s) URL, without its trailing `/`.
+    pub fn http_url(&self, s: &'static Setting) -> Result<String, ConfigError> {
+        forms::parse_api_url(s.name, self.required(s)?)
+    }
+
+    /// An optional http(s) URL.
+    pub fn optional_http_url(&self, s: &'static Setting) -> Result<Option<String>, ConfigError> {
+        self.text(s).map(|_| self.http_url(s)).transpose()
+    }
+
+    /// A PostgreSQL URL, checked to be readable (never printed).
+    pub fn postgres_url(&self, s: &'static Setting) -> Result<Secret, ConfigError> {
+        forms::check_database_url(s.name, self.required(s)?)
+    }
+
+    /// An optional PostgreSQL URL.
+    pub fn optional_postgres_url(
+        &self,
+        s: &'static Setting,
+    ) -> Result<Option<Secret>, ConfigError> {
+        self.text(s).map(|_| self.postgres_url(s)).transpose()
+    }
+
+    /// Secrets separated by commas (required).
+    pub fn secrets(&self, s: &'static Setting) -> Result<Vec<Secret>, ConfigError> {
+        forms::parse_secrets(s.name, self.required(s)?)
+    }
+
+    /// One optional secret.
+    pub fn secret(&self, s: &'static Setting) -> Option<Secret> {
+        self.text(s).map(|t| Secret::new(t.trim()))
+    }
+
+    /// An optional bearer token of at least 16 characters.
+    pub fn token(&self, s: &'static Setting) -> Result<Option<Secret>, ConfigError> {
+        match self.text(s).map(str::trim) {
+            Some(t) if t.chars().count() < 16 => Err(ConfigError::new(
+                s.name,
+                format!(
+                    "is {} characters long: write {}",
+                    t.chars().count(),
+                    s.form.describe()
+                ),
+            )),
+            Some(t) => Ok(Some(Secret::new(t))),
+            None => Ok(None),
+        }
+    }
+
+    /// `name:key` pairs, or none when unset.
+    pub fn api_keys(&self, s: &'static Setting) -> Result<Vec<ApiKey>, ConfigError> {
+        match self.text(s) {
+            Some(raw) => forms::parse_api_keys(s.name, raw),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// A rate.
+    pub fn rate(&self, s: &'static Setting) -> Result<Rate, ConfigError> {
+        forms::parse_rate(s.name, self.required(s)?)
+    }
+
+    /// Names separated by commas, trimmed and lower-cased; empty items dropped.
+    pub fn names(&self, s: &'static Setting) -> Vec<String> {
+        self.text(s)
+            .unwrap_or("")
+            .split(',')
+            .map(|h| h.trim().to_ascii_lowercase())
+            .filter(|h| !h.is_empty())
+            .collect()
+    }
+
+    /// How a value is quoted in a rule's message: as written and read, with where it came
+    /// from (`POLL_AFTER="2M" (read as ...)`, `POLL_MAX_INTERVAL (30m, its default)`).
+    pub fn quote(&self, s: &Setting, parsed: &str) -> String {
+        match (self.given.get(s.name), s.secret) {
+            (_, true) => s.name.to_owned(),
+            (Some((raw, _)), false) if raw.trim() == parsed => format!("{}={raw:?}", s.name),
+            (Some((raw, _)), false) => {
+                format!("{}={raw:?} (read as {parsed}{})", s.name, months_hint(raw))
+            }
+            (None, false) => format!("{} ({parsed}, its default)", s.name),
+        }
+    }
+}

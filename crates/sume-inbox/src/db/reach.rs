@@ -1,0 +1,119 @@
+//! Reaching the server, as an operator reads the failure: which setting, which target (user,
+//! hosts, ports, database; never the password), the server's own words, and whether waiting can
+//! help. A wrong password, an unknown role or database, or a host name that does not exist is
+//! permanent: the daemon stops at once with exit 78 instead of retrying for half a minute.
+
+use deadpool_postgres::PoolError;
+use tokio_postgres::error::SqlState;
+
+use super::{pg_message, DbError};
+
+/// The target of a URL without its password: `postgres://user@host:5432,host2:5432/db`.
+pub fn redacted(url: &str) -> String {
+    let Ok(config) = url.parse::<tokio_postgres::Config>() else {
+        return "(an unreadable URL)".into();
+    };
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let host = match h {
+                tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+            };
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            format!("{host}:{port}")
+        })
+        .collect();
+    let db = config.get_dbname().unwrap_or("");
+    format!("postgres://{user}{}/{db}", hosts.join(","))
+}
+
+/// Whether a connection error is one waiting cannot fix: the server refused who we are or what
+/// we asked for, or the host name does not exist.
+pub fn is_permanent(e: &tokio_postgres::Error) -> bool {
+    if let Some(code) = e.code() {
+        return [
+            SqlState::INVALID_PASSWORD,
+            SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
+            SqlState::INVALID_CATALOG_NAME,
+            SqlState::INSUFFICIENT_PRIVILEGE,
+        ]
+        .contains(code);
+    }
+    let text = format!("{e:?}").to_ascii_lowercase();
+    text.contains("name or service not known") || text.contains("nodename nor servname")
+}
+
+/// The hint that goes with a permanent failure.
+fn hint(e: &tokio_postgres::Error) -> &'static str {
+    match e.code() {
+        Some(c) if *c == SqlState::INVALID_PASSWORD => "check the user and password",
+        Some(c) if *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
+            "check the user, and pg_hba.conf for this client"
+        }
+        Some(c) if *c == SqlState::INVALID_CATALOG_NAME => {
+            "check the database name, or create the database"
+        }
+        Some(c) if *c == SqlState::INSUFFICIENT_PRIVILEGE => "grant the role CONNECT on it",
+        _ => "check the host name",
+    }
+}
+
+/// A failure to reach the server behind `setting`'s URL, as [`DbError::Unreachable`].
+pub fn unreachable(setting: &'static str, url: &str, e: &tokio_postgres::Error) -> DbError {
+    let permanent = is_permanent(e);
+    let problem = if permanent {
+        format!("{}: retrying cannot fix this; {}", pg_message(e), hint(e))
+    } else {
+        pg_message(e)
+    };
+    DbError::Unreachable {
+        setting,
+        target: redacted(url),
+        problem,
+        permanent,
+    }
+}
+
+/// The same for an error met through the pool or a connection of ours; `None` when it is not
+/// about reaching the server.
+pub fn unreachable_from(setting: &'static str, url: &str, e: &DbError) -> Option<DbError> {
+    match e {
+        DbError::Connect(pg) | DbError::Pool(PoolError::Backend(pg)) => {
+            Some(unreachable(setting, url, pg))
+        }
+        DbError::Pool(PoolError::Timeout(_)) => Some(DbError::Unreachable {
+            setting,
+            target: redacted(url),
+            problem: "no answer in time".into(),
+            permanent: false,
+        }),
+        DbError::Unreachable { .. } => None,
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_is_named_without_its_password() {
+        assert_eq!(
+            redacted("postgres://sume:s3cret@db.example:6432/app?sslmode=require"),
+            "postgres://sume@db.example:6432/app"
+        );
+        assert_eq!(
+            redacted("postgres://u:pw@a:5432,b:5433/app?target_session_attrs=read-write"),
+            "postgres://u@a:5432,b:5433/app"
+        );
+        assert!(!redacted("postgres://u:pw@h/db").contains("pw"));
+    }
+}
