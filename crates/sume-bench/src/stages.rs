@@ -114,25 +114,7 @@ pub async fn attach(
     rate: Option<f64>,
 ) -> anyhow::Result<AttachResult> {
     let shutdown = CancellationToken::new();
-    let config = daemon_config(url);
-    let webhook = TcpListener::bind(config.listen_addr).await?;
-    let admin = TcpListener::bind(config.admin_addr).await?;
-    // The daemon on a runtime of its own, with the binary's WORKER_THREADS (default 1), so
-    // that the registering connections of this process do not share its threads.
-    let (webhook, admin) = (webhook.into_std()?, admin.into_std()?);
-    let daemon = {
-        let shutdown = shutdown.clone();
-        std::thread::spawn(move || -> anyhow::Result<()> {
-            let rt = sume_inbox::process::runtime()?;
-            rt.block_on(async move {
-                let listeners = Listeners {
-                    webhook: TcpListener::from_std(webhook)?,
-                    admin: TcpListener::from_std(admin)?,
-                };
-                Ok(run(config, listeners, shutdown).await?)
-            })
-        })
-    };
+    let daemon = daemon_thread(url, shutdown.clone()).await?;
     let store = Store::new(url, connections + 2)?;
     let deadline = Instant::now() + Duration::from_secs(30);
     while store.schema_migrations_version().await.unwrap_or(0) < sume_inbox::db::migrate::latest() {
@@ -147,32 +129,8 @@ pub async fn attach(
     c.execute(sql::EVENTS_SEED_COMPLETED.sql(), &[&(jobs as i32)])
         .await?;
     c.batch_execute(sql::EVENTS_ANALYZE.sql()).await?;
-    // Registration at full speed: each job its own transaction, spread over the connections.
     let started = Instant::now();
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(1));
-    let mut writers = Vec::new();
-    for _ in 0..connections {
-        let (pool, next) = (store.pool().clone(), next.clone());
-        writers.push(tokio::spawn(async move {
-            let db = pool.get().await?;
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i > jobs {
-                    return Ok::<_, anyhow::Error>(());
-                }
-                if let Some(rate) = rate {
-                    let due = started + Duration::from_secs_f64((i - 1) as f64 / rate);
-                    tokio::time::sleep_until(due.into()).await;
-                }
-                sql::JOBS_REGISTER
-                    .execute(&db, &[&format!("job_{i}")])
-                    .await?;
-            }
-        }));
-    }
-    for w in writers {
-        w.await??;
-    }
+    register(&store, jobs, connections, rate, started).await?;
     let registered_in = started.elapsed();
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
@@ -205,6 +163,64 @@ pub async fn attach(
         p99_ms: row.get::<_, f64>(1),
         max_ms: row.get::<_, f64>(2),
     })
+}
+
+/// The daemon on a thread and a runtime of its own, with the binary's WORKER_THREADS (default
+/// 1), so that the registering connections of this process do not share its threads.
+async fn daemon_thread(
+    url: &str,
+    shutdown: CancellationToken,
+) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
+    let config = daemon_config(url);
+    let webhook = TcpListener::bind(config.listen_addr).await?;
+    let admin = TcpListener::bind(config.admin_addr).await?;
+    let (webhook, admin) = (webhook.into_std()?, admin.into_std()?);
+    Ok(std::thread::spawn(move || -> anyhow::Result<()> {
+        let rt = sume_inbox::process::runtime()?;
+        rt.block_on(async move {
+            let listeners = Listeners {
+                webhook: TcpListener::from_std(webhook)?,
+                admin: TcpListener::from_std(admin)?,
+            };
+            Ok(run(config, listeners, shutdown).await?)
+        })
+    }))
+}
+
+/// Registers `jobs` jobs, each its own transaction, spread over `connections`: at full speed,
+/// or registration i due at `started` + i / `rate`.
+async fn register(
+    store: &Store,
+    jobs: usize,
+    connections: usize,
+    rate: Option<f64>,
+    started: Instant,
+) -> anyhow::Result<()> {
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(1));
+    let mut writers = Vec::new();
+    for _ in 0..connections {
+        let (pool, next) = (store.pool().clone(), next.clone());
+        writers.push(tokio::spawn(async move {
+            let db = pool.get().await?;
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i > jobs {
+                    return Ok::<_, anyhow::Error>(());
+                }
+                if let Some(rate) = rate {
+                    let due = started + Duration::from_secs_f64((i - 1) as f64 / rate);
+                    tokio::time::sleep_until(due.into()).await;
+                }
+                sql::JOBS_REGISTER
+                    .execute(&db, &[&format!("job_{i}")])
+                    .await?;
+            }
+        }));
+    }
+    for w in writers {
+        w.await??;
+    }
+    Ok(())
 }
 
 /// Creates `n` jobs at the simulator (they complete within milliseconds); answers their ids.

@@ -24,6 +24,14 @@ impl Report {
     /// The targets, each with what this run measured.
     pub fn verdicts(&self) -> Vec<Verdict> {
         let mut out = Vec::new();
+        self.full_speed_verdicts(&mut out);
+        self.fixed_rate_verdicts(&mut out);
+        self.attach_sweep_memory_verdicts(&mut out);
+        out
+    }
+
+    /// At the most connections: throughput against the baseline, p99, nothing lost, CPU.
+    fn full_speed_verdicts(&self, out: &mut Vec<Verdict>) {
         let top = self
             .rows
             .iter()
@@ -76,6 +84,10 @@ impl Report {
                 });
             }
         }
+    }
+
+    /// At a fixed rate: p99, and CPU per event against the baseline's.
+    fn fixed_rate_verdicts(&self, out: &mut Vec<Verdict>) {
         if let Some(r) = self.daemon_rate() {
             let p99 = r.tally.latency.quantile(0.99);
             out.push(Verdict {
@@ -98,6 +110,10 @@ impl Report {
                 });
             }
         }
+    }
+
+    /// Attach's latency, the sweep's ratio and the daemon's peak memory.
+    fn attach_sweep_memory_verdicts(&self, out: &mut Vec<Verdict>) {
         for a in &self.attach {
             let (target, limit) = match a.rate {
                 None => ("attach at full speed".to_owned(), 20.0),
@@ -127,7 +143,6 @@ impl Report {
                 met: kib <= 50 * 1024,
             });
         }
-        out
     }
 }
 

@@ -51,6 +51,36 @@ pub(super) async fn build_report(
             )
         })
         .collect();
+    let setup = setup_lines(args, settings, settle, span);
+    let totals = format!(
+        "Deliveries: {} sent, {} answered 2xx, {} not; jobs registered: {} ({} for the poll).",
+        shared.sent.load(Ordering::Relaxed),
+        shared.acked.load(Ordering::Relaxed),
+        shared.failed.load(Ordering::Relaxed),
+        shared.registered.load(Ordering::Relaxed),
+        shared.polled_jobs.load(Ordering::Relaxed),
+    );
+    Ok(SoakReport {
+        date: chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
+        command: context::command_line_of("soak", "SOAK_ARGS"),
+        machine: context::machine(db).await,
+        setup,
+        totals,
+        failed: shared.failed.load(Ordering::Relaxed),
+        counters,
+        samples,
+        verdicts,
+        chart: chart_link(&args.out, &args.svg),
+    })
+}
+
+/// How the soak was set up, a line each: the load, the application, the daemon, the verdicts.
+fn setup_lines(
+    args: &SoakArgs,
+    settings: &[(String, String)],
+    settle: std::time::Duration,
+    span: std::time::Duration,
+) -> Vec<String> {
     let shown: Vec<String> = settings
         .iter()
         .filter(|(k, _)| {
@@ -86,30 +116,10 @@ pub(super) async fn build_report(
             args.tolerance
         ),
     ];
-    let setup = match &args.note {
+    match &args.note {
         Some(n) => setup.into_iter().chain([format!("Note: {n}")]).collect(),
         None => setup,
-    };
-    let totals = format!(
-        "Deliveries: {} sent, {} answered 2xx, {} not; jobs registered: {} ({} for the poll).",
-        shared.sent.load(Ordering::Relaxed),
-        shared.acked.load(Ordering::Relaxed),
-        shared.failed.load(Ordering::Relaxed),
-        shared.registered.load(Ordering::Relaxed),
-        shared.polled_jobs.load(Ordering::Relaxed),
-    );
-    Ok(SoakReport {
-        date: chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
-        command: context::command_line_of("soak", "SOAK_ARGS"),
-        machine: context::machine(db).await,
-        setup,
-        totals,
-        failed: shared.failed.load(Ordering::Relaxed),
-        counters,
-        samples,
-        verdicts,
-        chart: chart_link(&args.out, &args.svg),
-    })
+    }
 }
 
 /// The chart's path as a link from --out's directory (both under the same root here).

@@ -1,0 +1,146 @@
+//! The event body's reading, case by case: both shapes, the dedupe key, what is refused.
+
+use super::*;
+
+#[test]
+fn reads_the_guide_shape() {
+    let e = parse_event(br#"{"event":"job.completed","job_id":"job_early"}"#).unwrap();
+    assert_eq!(e.job_id, "job_early");
+    assert_eq!(e.event_type.as_deref(), Some("job.completed"));
+    assert_eq!(e.status.as_deref(), Some("completed"));
+    assert_eq!(e.body_event_id, None);
+    assert_eq!(e.result, None);
+}
+
+#[test]
+fn reads_the_envelope_shape() {
+    let body = br#"{"id":"evt_1","type":"job.failed","data":{"object":{"id":"job_9",
+        "object":"job","status":"failed","error":{"code":"nsfw"}}}}"#;
+    let e = parse_event(body).unwrap();
+    assert_eq!(e.job_id, "job_9");
+    assert_eq!(e.body_event_id.as_deref(), Some("evt_1"));
+    assert_eq!(e.status.as_deref(), Some("failed"));
+    let result: Value = serde_json::from_str(e.result.as_deref().unwrap()).unwrap();
+    assert_eq!(result, serde_json::json!({"error": {"code": "nsfw"}}));
+}
+
+#[test]
+fn object_status_beats_event_type() {
+    let body = br#"{"type":"job.updated","data":{"object":{"id":"j","status":"running"}}}"#;
+    assert_eq!(
+        parse_event(body).unwrap().status.as_deref(),
+        Some("running")
+    );
+}
+
+#[test]
+fn refuses_garbage_clearly() {
+    assert!(matches!(
+        parse_event(b"not json"),
+        Err(ParseError::NotJson(_))
+    ));
+    assert_eq!(parse_event(b"[1,2]"), Err(ParseError::NotAnObject));
+    assert_eq!(
+        parse_event(br#"{"event":"job.completed"}"#),
+        Err(ParseError::NoJobId)
+    );
+    assert_eq!(parse_event(br#"{"job_id":17}"#), Err(ParseError::BadJobId));
+    assert_eq!(parse_event(br#"{"job_id":" "}"#), Err(ParseError::BadJobId));
+    let long = format!(r#"{{"job_id":"{}"}}"#, "x".repeat(300));
+    assert_eq!(parse_event(long.as_bytes()), Err(ParseError::BadJobId));
+}
+
+#[test]
+fn the_fast_reading_agrees_with_the_general_one() {
+    let bodies: &[&str] = &[
+        r#"{"event":"job.completed","job_id":"job_early"}"#,
+        r#"{"event":"job.completed","job_id":"j","status":"succeeded","result":{"url":"u"}}"#,
+        r#"{"id":"evt_1","type":"job.failed","data":{"object":{"id":"job_9","status":"failed","error":{"code":"x"}}}}"#,
+        r#"{"id":"evt_1","type":"job.completed","data":{"object":{"id":"job_9","result":null,"error":"e"}}}"#,
+        r#"{"id":"evt_1","type":"job.completed","data":{"object":{"status":"ready"}},"job_id":"jj"}"#,
+        r#"{"id":17,"type":42,"event":"job.expired","job_id":"j\u00e9"}"#,
+        r#"{"type":"job.updated","data":{"object":{"id":"j","status":"running"}}}"#,
+        r#"{"type":"job.updated","data":null,"job_id":"j"}"#,
+        r#"{"data":{"object":null},"job_id":"j","result":[1,2]}"#,
+        r#"{"job_id":17}"#,
+        r#"{"job_id":" "}"#,
+        r#"{"event":"job.completed"}"#,
+        r#"{"data":{"object":{"id":5}},"job_id":"j"}"#,
+        "  {\"job_id\" : \"spaced\" , \"status\":\"error\" }  ",
+    ];
+    for body in bodies {
+        let fast = parse_fast(body.as_bytes()).expect(body);
+        assert_eq!(fast, parse_general(body.as_bytes()), "{body}");
+    }
+    // What the fast reading leaves to the general one.
+    for body in [
+        r#"{"job_id":"a","job_id":"b"}"#,
+        r#"{"data":"text","job_id":"j"}"#,
+        r#"{"data":{"object":"text"},"job_id":"j"}"#,
+        "[1]",
+        "not json",
+    ] {
+        assert!(parse_fast(body.as_bytes()).is_none(), "{body}");
+    }
+    assert_eq!(
+        parse_event(br#"{"job_id":"a","job_id":"b"}"#)
+            .unwrap()
+            .job_id,
+        "b"
+    );
+    assert_eq!(
+        parse_event(br#"{"data":{"object":"text"},"job_id":"j"}"#)
+            .unwrap()
+            .job_id,
+        "j"
+    );
+}
+
+#[test]
+fn nul_characters_never_reach_the_database() {
+    let body = br#"{"event":"job.done\u0000","job_id":"j","status":"completed\u0000","result":{"t":"a\u0000b"}}"#;
+    let e = parse_event(body).unwrap();
+    assert_eq!((e.status, e.event_type, e.result), (None, None, None));
+    let e =
+        parse_event(br#"{"job_id":"j","status":"completed","result":{"t":"\\u0000"}}"#).unwrap();
+    assert!(e.result.is_some(), "an escaped backslash is not a NUL");
+    assert!(parse_event(br#"{"job_id":"j\u0000"}"#).is_err());
+}
+
+#[test]
+fn the_dedupe_key_comes_from_the_signed_body_only() {
+    let envelope = br#"{"id":"evt_b","type":"job.completed","data":{"object":{"id":"j"}}}"#;
+    assert_eq!(dedupe_key(&parse_event(envelope).unwrap()), "evt_b");
+    let guide = br#"{"event":"job.completed","job_id":"job_early"}"#;
+    assert_eq!(
+        dedupe_key(&parse_event(guide).unwrap()),
+        "job_early/job.completed"
+    );
+    // Stable per job and event type: a redelivery whose body differs still deduplicates.
+    let again = br#"{"event":"job.completed","job_id":"job_early","attempt":2}"#;
+    assert_eq!(
+        dedupe_key(&parse_event(again).unwrap()),
+        "job_early/job.completed"
+    );
+    let status_only = br#"{"job_id":"j","status":"failed"}"#;
+    assert_eq!(dedupe_key(&parse_event(status_only).unwrap()), "j/failed");
+    let nothing = br#"{"job_id":"j"}"#;
+    assert_eq!(dedupe_key(&parse_event(nothing).unwrap()), "j/event");
+}
+
+#[test]
+fn a_body_key_is_a_stable_hash() {
+    let hashed = body_key(b"x");
+    assert!(hashed.starts_with("sha256:") && hashed.len() == 7 + 64);
+    assert_eq!(hashed, body_key(b"x"), "stable");
+    assert_ne!(hashed, body_key(b"other"));
+}
+
+#[test]
+fn a_header_id_is_usable_when_it_is_an_id() {
+    assert_eq!(usable_header_id(Some(" evt_1 ")), Some("evt_1"));
+    assert_eq!(usable_header_id(Some("  ")), None);
+    assert_eq!(usable_header_id(Some("a\u{7}b")), None);
+    assert_eq!(usable_header_id(Some(&"x".repeat(MAX_ID_LEN + 1))), None);
+    assert_eq!(usable_header_id(None), None);
+}
