@@ -94,17 +94,7 @@ fn storable(mut p: ParsedEvent) -> ParsedEvent {
 /// Whether JSON text holds a NUL in a string or key (`\u0000`, not an escaped backslash).
 fn json_has_nul(raw: &str) -> bool {
     raw.contains("\\u0000")
-        && serde_json::from_str::<Value>(raw).map_or(true, |v| value_has_nul(&v))
-}
-
-/// Whether a JSON value holds a NUL in a string or key: PostgreSQL's `text` and `jsonb` cannot.
-pub(crate) fn value_has_nul(v: &Value) -> bool {
-    match v {
-        Value::String(s) => s.contains('\0'),
-        Value::Array(a) => a.iter().any(value_has_nul),
-        Value::Object(o) => o.iter().any(|(k, v)| k.contains('\0') || value_has_nul(v)),
-        _ => false,
-    }
+        && serde_json::from_str::<Value>(raw).map_or(true, |v| crate::job::value_has_nul(&v))
 }
 
 /// The keys this service reads, at any level, as raw JSON.

@@ -49,7 +49,7 @@ impl JobObject {
         if self.id.contains('\0') || self.status.contains('\0') {
             return None;
         }
-        let nul = |v: &Option<Value>| v.as_ref().is_some_and(crate::event::value_has_nul);
+        let nul = |v: &Option<Value>| v.as_ref().is_some_and(value_has_nul);
         if nul(&self.result) {
             self.result = None;
         }
@@ -105,6 +105,16 @@ impl ErrorEnvelope {
             },
             request_id: Some(request_id.into()),
         }
+    }
+}
+
+/// Whether a JSON value holds a NUL in a string or key: PostgreSQL's `text` and `jsonb` cannot.
+pub(crate) fn value_has_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(a) => a.iter().any(value_has_nul),
+        Value::Object(o) => o.iter().any(|(k, v)| k.contains('\0') || value_has_nul(v)),
+        _ => false,
     }
 }
 

@@ -14,7 +14,6 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use super::webhook::WebhookState;
 use crate::actors::supervision::Health;
 use crate::db::{migrate, Store};
 
@@ -83,21 +82,21 @@ impl Readiness {
     }
 }
 
+/// What the probes read, taken from the state of the router they are served by.
+pub struct Probes(pub Arc<Readiness>);
+
 /// Alive unless a task has died: a process that lost an actor should be restarted, not kept.
-pub async fn healthz(State(state): State<Arc<WebhookState>>) -> Response {
-    state
-        .health
-        .dead_tasks()
-        .unwrap_or_else(|| "ok".into_response())
+pub async fn healthz(State(Probes(health)): State<Probes>) -> Response {
+    health.dead_tasks().unwrap_or_else(|| "ok".into_response())
 }
 
 /// Ready when no task has died, the database answers, and the schema is at least this binary's
 /// version.
-pub async fn readyz(State(state): State<Arc<WebhookState>>) -> Response {
-    if let Some(dead) = state.health.dead_tasks() {
+pub async fn readyz(State(Probes(health)): State<Probes>) -> Response {
+    if let Some(dead) = health.dead_tasks() {
         return dead;
     }
-    match state.health.database().await {
+    match health.database().await {
         Ok(()) => "ready".into_response(),
         Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
     }

@@ -67,6 +67,12 @@ pub struct WebhookState {
     pub metrics: Arc<Metrics>,
 }
 
+impl axum::extract::FromRef<Arc<WebhookState>> for probes::Probes {
+    fn from_ref(state: &Arc<WebhookState>) -> probes::Probes {
+        probes::Probes(state.health.clone())
+    }
+}
+
 /// The public port's routes: the webhook and the health checks. The state is shared behind one
 /// `Arc`: every request takes a handle to it, one reference count instead of one per field.
 pub fn router(state: WebhookState) -> Router {
