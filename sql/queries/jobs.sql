@@ -133,18 +133,33 @@ where job_id = any($1)
 -- name: jobs_give_up
 -- Closes a job nobody could settle within POLL_GIVE_UP as expired, with the reason and the
 -- last in-flight status read ($4, if any), at the clock ($5, or the database's when null).
-update sume.jobs
-set state        = 'expired',
-    sume_status  = coalesce($4, sume_status),
-    closed_by    = 'give_up',
-    close_reason = $3,
-    closed_at    = coalesce($5, now()),
-    lease_owner  = null,
-    lease_until  = null,
-    updated_at   = coalesce($5, now())
-where job_id = $1
-  and lease_owner = $2
-  and state = 'open';
+-- When the give-up is made blind (no answer about the job from Sume) and GIVE_UP_RECHECK is
+-- on, the job is to be asked about again until the clock + $6 seconds, first $7 seconds after
+-- the clock ($6 null: not). Answers how many jobs were given up (0 or 1).
+with closed as (
+    update sume.jobs
+    set state        = 'expired',
+        sume_status  = coalesce($4, sume_status),
+        closed_by    = 'give_up',
+        close_reason = $3,
+        closed_at    = coalesce($5, now()),
+        lease_owner  = null,
+        lease_until  = null,
+        updated_at   = coalesce($5, now())
+    where job_id = $1
+      and lease_owner = $2
+      and state = 'open'
+    returning job_id
+), recheck as (
+    insert into sume.give_up_rechecks (job_id, until_at, next_at)
+    select job_id,
+           coalesce($5, now()) + make_interval(secs => $6::float8),
+           coalesce($5, now()) + make_interval(secs => $7::float8)
+    from closed
+    where $6::float8 is not null
+    on conflict (job_id) do nothing
+)
+select count(*)::int8 from closed;
 
 -- name: jobs_poll_closed
 -- Records the poll that closed a job (the close itself is jobs_apply) and releases the lease.

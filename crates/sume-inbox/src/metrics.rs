@@ -50,6 +50,8 @@ pub struct Metrics {
     /// Ingest's hints for jobs with no row, answered without the database (no registration
     /// since; see attach.rs).
     pub attach_hints_skipped: Counter,
+    /// Blind give-ups asked about again, by what came of it.
+    pub give_up_rechecks: Family<RecheckLabels, Counter>,
     /// Calls to Sume's API by key and answer.
     pub sume_requests: Family<ApiLabels, Counter>,
     /// 429 answers from Sume.
@@ -121,6 +123,7 @@ impl Metrics {
             orphans_found: Counter::default(),
             disagreements_seen: Counter::default(),
             attach_hints_skipped: Counter::default(),
+            give_up_rechecks: Family::default(),
             sume_requests: Family::default(),
             sume_rate_limited: Counter::default(),
             sume_refused: Family::default(),

@@ -12,7 +12,7 @@ use crate::actors::close_waiters::{WaiterWakeup, Waiters};
 use crate::actors::heartbeat::Fleet;
 use crate::actors::ingest::{Ingest, IngestHandle};
 use crate::actors::supervision::{Health, Tasks};
-use crate::actors::sweep::{Clock, InboxCheck, Poll, Retention};
+use crate::actors::sweep::{Clock, InboxCheck, Poll, Recheck, Retention};
 use crate::config::Config;
 use crate::db::Store;
 use crate::http::admin::{self, Access, AdminState};
@@ -69,7 +69,7 @@ impl Wiring {
         handle
     }
 
-    /// The sweep: three services. The two that ask Sume share one reader, so one budget and
+    /// The sweep: four services. The three that ask Sume share one reader, so one budget and
     /// one lease owner, whose name (also the instance's in the fleet's picture) is answered.
     pub fn start_sweep(&self) -> Result<String, RunError> {
         let c = &self.config;
@@ -82,7 +82,8 @@ impl Wiring {
             c.api_keys.clone(),
             c.sweep.read_rate,
         )
-        .with_daily_reads(c.sweep.daily_reads);
+        .with_daily_reads(c.sweep.daily_reads)
+        .with_key_check_max_age(c.sweep.key_check_max_age);
         let owner = reader.owner().to_owned();
         let (store, metrics) = (&self.store, &self.metrics);
         self.tasks.spawn(InboxCheck::new(
@@ -93,6 +94,13 @@ impl Wiring {
             Clock::Database,
         ));
         self.tasks.spawn(Poll::new(
+            store.clone(),
+            metrics.clone(),
+            reader.clone(),
+            c.sweep.clone(),
+            Clock::Database,
+        ));
+        self.tasks.spawn(Recheck::new(
             store.clone(),
             metrics.clone(),
             reader,

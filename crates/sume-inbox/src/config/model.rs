@@ -115,6 +115,11 @@ pub struct SweepConfig {
     pub poll_max_interval: Duration,
     /// When an open job is closed as `expired` without a terminal status.
     pub poll_give_up: Duration,
+    /// GIVE_UP_RECHECK: how long a give-up made without an answer about the job is asked
+    /// about again (`None`: never).
+    pub give_up_recheck: Option<Duration>,
+    /// KEY_CHECK_MAX_AGE: how long a passed key check lets 404s count as verdicts.
+    pub key_check_max_age: Duration,
     /// The most jobs (and inbox checks) one pass claims.
     pub batch: usize,
     /// How long a claim holds; a crashed instance's claims return after it.

@@ -150,6 +150,8 @@ impl SweepConfig {
             poll_after: v.duration(&POLL_AFTER)?,
             poll_max_interval: v.duration(&POLL_MAX_INTERVAL)?,
             poll_give_up: v.duration(&POLL_GIVE_UP)?,
+            give_up_recheck: v.duration_or_none(&GIVE_UP_RECHECK)?,
+            key_check_max_age: v.duration(&KEY_CHECK_MAX_AGE)?,
             batch: v.count(&SWEEP_BATCH)?,
             lease: v.duration(&SWEEP_LEASE)?,
             concurrency: v.count(&SWEEP_CONCURRENCY)?,

@@ -257,20 +257,29 @@ impl Store {
     }
 
     /// Closes the job as `expired` with `reason`; false if it was closed meanwhile.
-    pub async fn jobs_give_up(
-        &self,
-        job_id: &str,
-        owner: &str,
-        reason: &str,
-        sume_status: Option<&str>,
-        clock: &Clock,
-    ) -> Result<bool, DbError> {
+    pub async fn jobs_give_up(&self, give_up: &GiveUp<'_>, clock: &Clock) -> Result<bool, DbError> {
         let client = self.client().await?;
         let now = clock.now();
-        let n = sql::JOBS_GIVE_UP
-            .execute(&client, &[&job_id, &owner, &reason, &sume_status, &now])
+        let (until, first) = match give_up.recheck {
+            Some((until, first)) => (Some(until.as_secs_f64()), Some(first.as_secs_f64())),
+            None => (None, None),
+        };
+        let g = give_up;
+        let row = sql::JOBS_GIVE_UP
+            .query_one(
+                &client,
+                &[
+                    &g.job_id,
+                    &g.owner,
+                    &g.reason,
+                    &g.sume_status,
+                    &now,
+                    &until,
+                    &first,
+                ],
+            )
             .await?;
-        Ok(n == 1)
+        Ok(row.get::<_, i64>(0) == 1)
     }
 
     /// Opens a connection outside the pool that listens for newly committed job rows (to
@@ -278,6 +287,22 @@ impl Store {
     pub async fn jobs_listen(&self) -> Result<JobsListener, DbError> {
         self.listen(sql::JOBS_LISTEN).await
     }
+}
+
+/// A give-up, as the poll decided it.
+#[derive(Debug, Clone, Copy)]
+pub struct GiveUp<'a> {
+    /// Sume's job id.
+    pub job_id: &'a str,
+    /// The instance whose lease holds the job.
+    pub owner: &'a str,
+    /// Why, with the last answer.
+    pub reason: &'a str,
+    /// The last in-flight status read, if any.
+    pub sume_status: Option<&'a str>,
+    /// Made blind (no answer about the job from Sume): ask again until the first duration from
+    /// now, first after the second; `None` when Sume answered, or rechecks are off.
+    pub recheck: Option<(std::time::Duration, std::time::Duration)>,
 }
 
 /// One JSON column of `jobs_story`, read as the type the detail holds (SQL null: JSON null).

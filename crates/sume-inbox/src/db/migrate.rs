@@ -60,6 +60,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "autovacuum",
         include_str!("../../../../sql/0012_autovacuum.sql"),
     ),
+    (
+        14,
+        "give_up_rechecks",
+        include_str!("../../../../sql/0014_give_up_rechecks.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.

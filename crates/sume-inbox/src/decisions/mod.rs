@@ -14,3 +14,4 @@ pub mod delivery;
 pub mod inbox_verdict;
 pub mod job_fold;
 pub mod poll_decision;
+pub mod recheck_decision;

@@ -89,6 +89,10 @@ pub enum PollDecision {
         reason: String,
         /// The last status read, if any.
         status: Option<String>,
+        /// Decided without an answer about the job from Sume (no answer, a timeout, a 429, a
+        /// 5xx, no budget): the job is to be asked about again (GIVE_UP_RECHECK). A give-up
+        /// after Sume said `running`, or 404 under every key asked, is a verdict and is not.
+        blind: bool,
     },
     /// Nothing could be asked (no budget before the lease ends, or shutdown): give the claim
     /// back untouched.
@@ -106,6 +110,10 @@ pub struct PollFold {
     retry_in: Option<Duration>,
     /// A key answered 402 or 403: no give-up on this poll.
     refused: bool,
+    /// The keys to ask about this job (its own, or every key).
+    keys: usize,
+    /// Keys that answered 404.
+    not_found: usize,
     decided: Option<PollDecision>,
 }
 
@@ -120,8 +128,15 @@ impl PollFold {
             last_status: None,
             retry_in: None,
             refused: false,
+            keys: 1,
+            not_found: 0,
             decided: None,
         }
+    }
+
+    /// The same for a job asked about under `keys` keys (its own: 1; none named: every key).
+    pub fn with_keys(self, keys: usize) -> PollFold {
+        PollFold { keys, ..self }
     }
 
     /// Adds one key's answer; false when no further key should be asked.
@@ -156,7 +171,12 @@ impl PollFold {
                 self.last_answer = Some(answer.text);
                 true
             }
-            Reply::NotFound | Reply::Failed => {
+            Reply::NotFound => {
+                self.not_found += 1;
+                self.last_answer = Some(answer.text);
+                true
+            }
+            Reply::Failed => {
                 self.last_answer = Some(answer.text);
                 true
             }
@@ -170,13 +190,16 @@ impl PollFold {
         }
         let Some(answer) = self.last_answer.take() else {
             if self.past_give_up && !shutting_down {
-                return self.give_up("no answer from Sume", None);
+                return self.give_up("no answer from Sume", None, true);
             }
             return PollDecision::Release;
         };
         if self.past_give_up && !self.refused {
             let status = self.last_status.take();
-            return self.give_up(&answer, status);
+            // Sume said something about the job itself: `running`, or 404 under every key
+            // asked (verdicts are allowed, or the job would not be past its give-up).
+            let answered = status.is_some() || self.not_found == self.keys;
+            return self.give_up(&answer, status, !answered);
         }
         let next = match self.retry_in {
             Some(after) => NextPoll::RetryAfter(after),
@@ -197,13 +220,14 @@ impl PollFold {
         ))
     }
 
-    fn give_up(&self, last_answer: &str, status: Option<String>) -> PollDecision {
+    fn give_up(&self, last_answer: &str, status: Option<String>, blind: bool) -> PollDecision {
         PollDecision::GiveUp {
             reason: format!(
                 "no terminal status within POLL_GIVE_UP ({}); last answer: {last_answer}",
                 humantime::format_duration(self.rules.give_up)
             ),
             status,
+            blind,
         }
     }
 }

@@ -159,23 +159,32 @@ fn not_found_and_errors_ask_the_next_key_and_keep_the_last_answer() {
 #[test]
 fn past_give_up_an_open_job_is_given_up_with_its_last_status() {
     let d = decide(OLD, 5, vec![found("queued")], false);
-    let PollDecision::GiveUp { reason, status } = d else {
+    let PollDecision::GiveUp {
+        reason,
+        status,
+        blind,
+    } = d
+    else {
         panic!("{d:?}")
     };
     assert_eq!(status.as_deref(), Some("queued"));
+    assert!(
+        !blind,
+        "Sume answered about the job: the give-up is a verdict"
+    );
     assert_eq!(
         reason,
         "no terminal status within POLL_GIVE_UP (1day); last answer: 200 queued"
     );
     let d = decide(OLD, 5, vec![failed("503")], false);
     assert!(
-        matches!(&d, PollDecision::GiveUp { reason, status: None } if reason.ends_with("last answer: 503")),
+        matches!(&d, PollDecision::GiveUp { reason, status: None, blind: true } if reason.ends_with("last answer: 503")),
         "{d:?}"
     );
-    // A 429 past the give-up does not postpone it.
+    // A 429 past the give-up does not postpone it, but leaves it blind.
     assert!(matches!(
         decide(OLD, 5, vec![limited(60)], false),
-        PollDecision::GiveUp { .. }
+        PollDecision::GiveUp { blind: true, .. }
     ));
     // Just under the give-up it is still polled.
     assert!(matches!(
@@ -195,7 +204,7 @@ fn nothing_asked_releases_the_claim_unless_past_give_up() {
     assert_eq!(decide(YOUNG, 0, vec![], true), PollDecision::Release);
     let d = decide(OLD, 0, vec![], false);
     assert!(
-        matches!(&d, PollDecision::GiveUp { reason, status: None } if reason.ends_with("last answer: no answer from Sume")),
+        matches!(&d, PollDecision::GiveUp { reason, status: None, blind: true } if reason.ends_with("last answer: no answer from Sume")),
         "{d:?}"
     );
     assert_eq!(
@@ -218,4 +227,34 @@ fn while_verdicts_are_held_nothing_is_given_up() {
     let mut fold = PollFold::new(held, OLD, 5);
     fold.read(found("completed"));
     assert!(matches!(fold.decide(false), PollDecision::Close { .. }));
+}
+
+/// A give-up is blind unless Sume said something about the job itself: `running` under a key,
+/// or 404 under every key asked (a job registered without a key is asked under each).
+#[test]
+fn a_give_up_is_blind_unless_sume_answered_about_the_job() {
+    let give_up = |keys: usize, answers: Vec<Answer>| {
+        let mut fold = PollFold::new(RULES, OLD, 5).with_keys(keys);
+        for a in answers {
+            if !fold.read(a) {
+                break;
+            }
+        }
+        match fold.decide(false) {
+            PollDecision::GiveUp { blind, .. } => blind,
+            d => panic!("{d:?}"),
+        }
+    };
+    assert!(!give_up(1, vec![not_found()]), "404 under its own key");
+    assert!(
+        !give_up(2, vec![not_found(), not_found()]),
+        "404 under every key"
+    );
+    assert!(
+        give_up(2, vec![not_found(), failed("503")]),
+        "one key never answered"
+    );
+    assert!(give_up(2, vec![not_found()]), "one key was not asked");
+    assert!(!give_up(2, vec![failed("503"), found("running")]));
+    assert!(give_up(1, vec![failed("timeout")]));
 }

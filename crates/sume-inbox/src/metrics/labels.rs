@@ -79,3 +79,23 @@ pub struct ApiLabels {
     /// The HTTP status, or `timeout` / `error`.
     pub code: String,
 }
+
+/// What asking again about a blind give-up did (the `outcome` label of
+/// `sume_inbox_give_up_rechecks`).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum RecheckOutcome {
+    /// Sume's terminal status superseded the give-up.
+    superseded,
+    /// Sume answered about the job (`running`, or 404 under every working key): it stands.
+    stands,
+    /// Still no answer about the job: asked again later.
+    again,
+}
+
+/// The label of `sume_inbox_give_up_rechecks`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RecheckLabels {
+    /// What the recheck did.
+    pub outcome: RecheckOutcome,
+}

@@ -70,6 +70,11 @@ impl Metrics {
             self.attach_hints_skipped.clone(),
         );
         r.register(
+            "give_up_rechecks",
+            "Give-ups made without an answer from Sume, asked about again, by outcome",
+            self.give_up_rechecks.clone(),
+        );
+        r.register(
             "retention_removed_rows",
             "Rows removed by retention",
             self.retention_removed.clone(),

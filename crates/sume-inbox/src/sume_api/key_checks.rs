@@ -9,7 +9,8 @@
 //! registered are ours, so when nearly every poll in a window answers 404 under the job's own
 //! key, something is wrong on our side of the URL and verdicts stop for [`BREAKER_OPEN_FOR`].
 //! While verdicts stop, nothing is set aside and nothing is given up; terminal statuses Sume
-//! reports still close jobs. Nothing here touches `/readyz`: a problem on Sume's side must not
+//! reports still close jobs. A passed check counts for KEY_CHECK_MAX_AGE only: when no check of
+//! a key could pass for that long (the checks fail, or find no read budget), verdicts stop too. Nothing here touches `/readyz`: a problem on Sume's side must not
 //! take ingest out of rotation.
 
 use std::collections::{HashMap, VecDeque};
@@ -29,10 +30,21 @@ pub const BREAKER_404_SHARE: f64 = 0.95;
 /// How long verdicts stop once the breaker opens.
 pub const BREAKER_OPEN_FOR: Duration = Duration::from_secs(600);
 
+/// How long a passed key check lets 404s count as verdicts when KEY_CHECK_MAX_AGE is not given.
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(900);
+
 /// The keys' last checks and the breaker; shared by the services that ask Sume.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ApiCheck {
     state: Arc<Mutex<State>>,
+    /// KEY_CHECK_MAX_AGE: a key whose last passed check is older is not known to work.
+    max_age: Duration,
+}
+
+impl Default for ApiCheck {
+    fn default() -> Self {
+        ApiCheck::new(DEFAULT_MAX_AGE)
+    }
 }
 
 #[derive(Default)]
@@ -54,6 +66,14 @@ pub enum Hold {
 }
 
 impl ApiCheck {
+    /// Checks whose pass counts for `max_age` (KEY_CHECK_MAX_AGE).
+    pub fn new(max_age: Duration) -> ApiCheck {
+        ApiCheck {
+            state: Arc::default(),
+            max_age,
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -98,9 +118,12 @@ impl ApiCheck {
         if s.open_until.is_some_and(|until| now < until) {
             return Err(Hold::Breaker);
         }
+        // A key works while its last check passed, and not too long ago: a check that cannot
+        // be made (no read budget, Sume down) must not leave an old pass standing for ever.
+        let fresh = |at: &Instant| now.saturating_duration_since(*at) < self.max_age;
         let failing: Vec<String> = keys
             .iter()
-            .filter(|k| !s.keys.get(*k).is_some_and(|(ok, _)| *ok))
+            .filter(|k| !s.keys.get(*k).is_some_and(|(ok, at)| *ok && fresh(at)))
             .cloned()
             .collect();
         if failing.is_empty() {
@@ -140,6 +163,23 @@ mod tests {
         c.checked("other", true, now);
         assert_eq!(c.verdicts(&keys(), now), Ok(()));
         assert!(c.due("main", now + RECHECK_EVERY));
+    }
+
+    #[test]
+    fn a_pass_too_old_is_no_permission() {
+        let c = ApiCheck::new(Duration::from_secs(900));
+        let now = Instant::now();
+        c.checked("main", true, now);
+        c.checked("other", true, now);
+        assert_eq!(c.verdicts(&keys(), now + Duration::from_secs(899)), Ok(()));
+        // No check could be made since (no budget, Sume down): the permission lapses.
+        assert_eq!(
+            c.verdicts(&keys(), now + Duration::from_secs(900)),
+            Err(Hold::Keys(keys()))
+        );
+        c.checked("main", true, now + Duration::from_secs(900));
+        c.checked("other", true, now + Duration::from_secs(900));
+        assert_eq!(c.verdicts(&keys(), now + Duration::from_secs(901)), Ok(()));
     }
 
     #[test]

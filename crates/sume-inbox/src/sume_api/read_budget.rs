@@ -63,6 +63,11 @@ impl Budget {
         Budget { daily, ..self }
     }
 
+    /// The reads per key and UTC day this budget allows.
+    pub fn daily_reads(&self) -> u32 {
+        self.daily
+    }
+
     fn local_pause(&self, key_name: &str) -> Option<Instant> {
         let paused = self.paused.lock().expect("budget lock");
         paused

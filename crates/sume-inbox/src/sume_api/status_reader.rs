@@ -140,6 +140,23 @@ impl StatusReader {
         }
     }
 
+    /// The same with a key's passed check counting for `max_age` (KEY_CHECK_MAX_AGE).
+    pub fn with_key_check_max_age(self, max_age: Duration) -> StatusReader {
+        StatusReader {
+            api: ApiCheck::new(max_age),
+            ..self
+        }
+    }
+
+    /// Whether `key` may spend a read on work that can wait: what is left of its day is more
+    /// than a tenth of the day's reads (unknown until its first read today: yes).
+    pub fn spare_read(&self, key: &ApiKey) -> bool {
+        let daily = self.budget.daily_reads() as i64;
+        self.budget
+            .left_today(&key.name)
+            .is_none_or(|left| left > daily / 10)
+    }
+
     /// The same with `daily` reads per key and UTC day for the fleet (SUME_READ_DAILY).
     pub fn with_daily_reads(self, daily: u32) -> StatusReader {
         StatusReader {
@@ -159,7 +176,7 @@ impl StatusReader {
     }
 
     /// Creates the budget's buckets of the keys where they do not exist yet.
-    async fn ensure_budget(&self) -> Result<(), DbError> {
+    pub async fn ensure_budget(&self) -> Result<(), DbError> {
         let names: Vec<String> = self.keys.iter().map(|k| k.name.clone()).collect();
         self.budget.ensure(&names).await
     }

@@ -34,5 +34,6 @@ mod sweep;
 mod tls;
 mod upgrade;
 mod vectors;
+mod verdicts;
 mod wait;
 mod webdriver;

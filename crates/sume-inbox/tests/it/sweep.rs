@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-use sume_inbox::actors::sweep::{Clock, InboxCheck, InboxCheckStats, Poll, PollStats};
+use sume_inbox::actors::sweep::{
+    Clock, InboxCheck, InboxCheckStats, Poll, PollStats, Recheck, RecheckStats,
+};
 use sume_inbox::config::{ApiKey, Rate, SweepConfig};
 use sume_inbox::db::Store;
 use sume_inbox::metrics::Metrics;
@@ -114,6 +116,7 @@ pub(crate) async fn db_now(db: &TestDb) -> DateTime<Utc> {
 pub(crate) struct Sweep {
     inbox_check: InboxCheck,
     poll: Poll,
+    recheck: Recheck,
     clock: Clock,
     pub(crate) config: SweepConfig,
     pub(crate) metrics: Arc<Metrics>,
@@ -148,6 +151,13 @@ impl Sweep {
                 clock.clone(),
             ),
             poll: Poll::new(
+                store.clone(),
+                metrics.clone(),
+                reader.clone(),
+                config.clone(),
+                clock.clone(),
+            ),
+            recheck: Recheck::new(
                 store,
                 metrics.clone(),
                 reader,
@@ -162,6 +172,13 @@ impl Sweep {
 
     pub(crate) async fn poll_once(&self) -> PollStats {
         self.poll.run_once(&CancellationToken::new()).await.unwrap()
+    }
+
+    pub(crate) async fn recheck_once(&self) -> RecheckStats {
+        self.recheck
+            .run_once(&CancellationToken::new())
+            .await
+            .unwrap()
     }
 
     pub(crate) async fn check_once(&self) -> InboxCheckStats {

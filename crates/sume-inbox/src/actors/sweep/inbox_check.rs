@@ -125,7 +125,8 @@ impl InboxCheck {
             let stats = self.batch(shutdown).await?;
             let more = stats.checks_claimed == self.config.batch && stats.deferred == 0;
             total += stats;
-            if !more || shutdown.is_cancelled() {
+            // Re-read per batch: a pass can outlast a key's check, or see the breaker open.
+            if !more || shutdown.is_cancelled() || !self.reader.verdicts_allowed() {
                 break;
             }
         }

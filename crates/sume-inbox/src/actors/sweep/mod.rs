@@ -1,4 +1,4 @@
-//! The sweep: three services that settle what webhooks alone leave open, each a task of its own.
+//! The sweep: four services that settle what webhooks alone leave open, each a task of its own.
 //!
 //! - [`InboxCheck`] (`inbox_check.rs`): events that waited longer than `INBOX_GRACE` with no
 //!   job row are looked up at Sume with every key; 404 from every key sets them aside as not
@@ -7,6 +7,9 @@
 //! - [`Poll`] (`poll.rs`, its decision in [`crate::decisions::poll_decision`]): open jobs are
 //!   polled `POLL_AFTER` after registration, then at growing, jittered intervals, and given up
 //!   as `expired` after `POLL_GIVE_UP`.
+//! - [`Recheck`] (`give_up_recheck.rs`, its decision in
+//!   [`crate::decisions::recheck_decision`]): jobs given up while Sume gave no answer about
+//!   them are asked about again, with the reads the polls leave, for GIVE_UP_RECHECK.
 //! - [`Retention`] (`retention.rs`): removes what is old and settled.
 //!
 //! Each has a `run` that only schedules, logs and waits, and a `run_once` that does one pass
@@ -17,11 +20,13 @@
 //! crashed instance's claims return when the lease expires; no request is sent unless it can
 //! finish before its claim expires.
 
+mod give_up_recheck;
 mod inbox_check;
 mod poll;
 mod retention;
 mod schedule;
 
+pub use give_up_recheck::{Recheck, RecheckStats};
 pub use inbox_check::{InboxCheck, InboxCheckStats};
 pub use poll::{Poll, PollStats};
 pub use retention::Retention;

@@ -21,13 +21,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::schedule::{every, send_deadline, serve};
 use crate::actors::supervision::Actor;
-use crate::config::{ApiKey, SweepConfig};
+use crate::config::SweepConfig;
 use crate::db::clock::Clock;
-use crate::db::{ClaimedJob, DbError, PollDone, PolledCall, Store};
+use crate::db::{ClaimedJob, DbError, GiveUp, PollDone, PolledCall, Store};
 use crate::decisions::job_fold::Outcome;
 use crate::decisions::poll_decision::{PollDecision, PollFold, PollRules};
 use crate::metrics::Metrics;
-use crate::sume_api::{Reply, StatusReader};
+use crate::sume_api::StatusReader;
 
 /// What one poll pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -128,15 +128,17 @@ impl Poll {
     /// for this pass), polls each. Does nothing without API keys.
     pub async fn run_once(&self, shutdown: &CancellationToken) -> Result<PollStats, DbError> {
         let mut total = PollStats::default();
-        let Some(verdicts) = self
+        if self
             .reader
             .prepare_pass(self.config.request_timeout)
             .await?
-        else {
+            .is_none()
+        {
             return Ok(total);
-        };
-        let hold_verdicts = !verdicts;
+        }
         loop {
+            // Re-read per batch: a pass can outlast a key's check, or see the breaker open.
+            let hold_verdicts = !self.reader.verdicts_allowed();
             let stats = self.batch(shutdown, hold_verdicts).await?;
             let more = stats.jobs_claimed == self.config.batch && stats.deferred == 0;
             total += stats;
@@ -190,19 +192,6 @@ impl Poll {
         }
     }
 
-    /// The keys to ask about a job: its own, or every key when it names none we know.
-    fn keys_for(&self, job: &ClaimedJob) -> Vec<&ApiKey> {
-        let keys = self.reader.keys();
-        match job
-            .api_key
-            .as_deref()
-            .and_then(|name| keys.iter().find(|k| k.name == name))
-        {
-            Some(key) => vec![key],
-            None => keys.iter().collect(),
-        }
-    }
-
     /// Polls one job: asks its keys, folds the answers, performs the decision. Answers the
     /// stats, and the id when it must be released unserved.
     async fn poll(
@@ -212,47 +201,34 @@ impl Poll {
         shutdown: &CancellationToken,
         hold_verdicts: bool,
     ) -> Result<(Served, Option<String>), DbError> {
-        let mut stats = PollStats::default();
-        let mut calls = Vec::new();
         let age = Duration::try_from_secs_f64(job.age_secs).unwrap_or_default();
         let rules = PollRules {
             hold_verdicts,
             ..PollRules::of(&self.config)
         };
-        let mut fold = PollFold::new(rules, age, job.poll_attempts);
-        let keys = self.keys_for(&job);
-        // The job's own key: a 404 under it is never an answer about someone else's job.
-        let own_key = keys.len() == 1 && job.api_key.is_some();
-        for key in keys {
-            if shutdown.is_cancelled() {
-                break;
-            }
-            let Some((answer, latency)) = self.reader.call(key, &job.job_id, deadline).await?
-            else {
-                break;
-            };
-            stats.requests += 1;
-            calls.push(PolledCall {
-                job_id: job.job_id.clone(),
-                key_name: key.name.clone(),
-                answer: answer.text.clone(),
-                latency_ms: latency.as_millis().try_into().unwrap_or(i32::MAX),
-                at: Instant::now(),
-            });
-            if own_key {
-                match answer.reply {
-                    Reply::NotFound => self.reader.polled_own_key(true),
-                    Reply::Found { .. } => self.reader.polled_own_key(false),
-                    _ => {}
-                }
-            }
-            if !fold.read(answer) {
-                break;
-            }
-        }
+        let (keys, _) = self.reader.keys_for(job.api_key.as_deref());
+        let mut fold = PollFold::new(rules, age, job.poll_attempts).with_keys(keys.len());
+        let asked = self
+            .reader
+            .ask_about(
+                &job.job_id,
+                job.api_key.as_deref(),
+                deadline,
+                shutdown,
+                |a| fold.read(a),
+            )
+            .await?;
+        let mut stats = PollStats {
+            requests: asked.calls.len(),
+            ..PollStats::default()
+        };
         let decision = fold.decide(shutdown.is_cancelled());
         let released = self.perform(&job.job_id, decision, &mut stats).await?;
-        Ok((Served { stats, calls }, released.then_some(job.job_id)))
+        let served = Served {
+            stats,
+            calls: asked.calls,
+        };
+        Ok((served, released.then_some(job.job_id)))
     }
 
     /// Writes what the decision says; true when the claim is to be released unserved.
@@ -301,15 +277,26 @@ impl Poll {
                     .poll_still_open(job_id, owner, &done, &self.clock)
                     .await?;
             }
-            PollDecision::GiveUp { reason, status } => {
-                if self
-                    .store
-                    .jobs_give_up(job_id, owner, &reason, status.as_deref(), &self.clock)
-                    .await?
-                {
+            PollDecision::GiveUp {
+                reason,
+                status,
+                blind,
+            } => {
+                let recheck = match (blind, self.config.give_up_recheck) {
+                    (true, Some(until)) => Some((until, self.config.poll_max_interval)),
+                    _ => None,
+                };
+                let give_up = GiveUp {
+                    job_id,
+                    owner,
+                    reason: &reason,
+                    sume_status: status.as_deref(),
+                    recheck,
+                };
+                if self.store.jobs_give_up(&give_up, &self.clock).await? {
                     stats.given_up += 1;
                     self.metrics.closed("give_up", 1);
-                    tracing::warn!(job_id, %reason, "gave up on job: closed as expired");
+                    tracing::warn!(job_id, %reason, blind, "gave up on job: closed as expired");
                 }
             }
             PollDecision::Release => {

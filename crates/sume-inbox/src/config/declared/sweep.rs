@@ -41,6 +41,20 @@ declare! { SWEEP, "Sweep",
         form: POSITIVE,
         about: "an open job with no terminal status is closed as `expired`; longer than `POLL_AFTER`",
     }
+    /// How long a give-up made without an answer from Sume is asked about again.
+    GIVE_UP_RECHECK {
+        flag: Some("give-up-recheck"),
+        default: Some("7d"),
+        form: Form::DurationOr { words: &["off"], min: Duration::from_millis(1) },
+        about: "a give-up decided while Sume gave no answer about the job (a timeout, 429, 5xx, no read budget left) is asked about again for this long, at a low cadence (from `POLL_MAX_INTERVAL`, doubling up to 6h) and only with reads the open jobs' polls leave; Sume's terminal status then supersedes it (`closed_by = poll`), a `running` answer or a 404 under a working key lets it stand; `off` never asks again",
+    }
+    /// How long a passed key check lets 404s count as verdicts.
+    KEY_CHECK_MAX_AGE {
+        flag: Some("key-check-max-age"),
+        default: Some("15m"),
+        form: at_least(Duration::from_secs(600)),
+        about: "how long a key's passed check (`GET /jobs?limit=1` answered 200, redone every 5 minutes) lets Sume's 404s count as verdicts; when no check of a key has passed for this long (the checks failed, or found no read budget), nothing is set aside and nothing given up until one passes again",
+    }
     /// What one claim takes.
     SWEEP_BATCH {
         flag: Some("sweep-batch"),

@@ -1,0 +1,169 @@
+//! Verdicts made without Sume's answer do not stand: a give-up decided while Sume answered
+//! nothing about the job is asked about again and superseded by Sume's own status; one decided
+//! after Sume said `running` is a verdict and is left alone; and the breaker that stops
+//! verdicts counts our jobs registered without a key, re-read per batch.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sume_inbox::actors::sweep::{PollStats, RecheckStats};
+use sume_sim::{Faults, RunningSim};
+
+use crate::support::*;
+use crate::sweep::{
+    clocked_config, count, create, migrate, register, sim_config, wait_ended, Sweep, MAIN_KEY,
+};
+
+async fn set_faults(http: &reqwest::Client, sim: &RunningSim, faults: Value) {
+    let r = http
+        .patch(sim.sim_url("faults"))
+        .json(&faults)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+}
+
+async fn job_row(db: &TestDb, id: &str) -> (String, String, Option<Value>) {
+    let row = db
+        .client()
+        .await
+        .query_one(
+            "select state, closed_by, superseded_give_up from sume.jobs where job_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2))
+}
+
+/// Sume down (5xx to every job read) past POLL_GIVE_UP: the job is given up blind. Once Sume
+/// answers again, the recheck reads its terminal status, which supersedes the give-up through
+/// the same fold as a poll, and the feed says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_give_up_made_while_sume_was_down_is_superseded_once_sume_answers() {
+    let db = TestDb::new().await;
+    let mut sc = sim_config();
+    sc.faults = Faults {
+        status_5xx: 1.0,
+        ..Faults::none()
+    };
+    let sim = RunningSim::start(sc).await.unwrap();
+    migrate(&db).await;
+    let http = reqwest::Client::new();
+    let id = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 50})).await;
+    register(&db, &id).await;
+    wait_ended(&http, &sim, std::slice::from_ref(&id)).await;
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    sweep.advance(sweep.config.poll_give_up + Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_eq!(polled.given_up, 1, "{polled:?}");
+    assert_eq!(job_state(&db, &id).await.as_deref(), Some("expired"));
+    assert_eq!(
+        count(&db, "select count(*) from sume.give_up_rechecks").await,
+        1,
+        "a blind give-up is to be asked about again"
+    );
+    // Not before its first wait (POLL_MAX_INTERVAL), and only while Sume answers.
+    assert_eq!(sweep.recheck_once().await, RecheckStats::default());
+    sweep.advance(sweep.config.poll_max_interval * 2);
+    let again = sweep.recheck_once().await;
+    assert_eq!((again.claimed, again.again), (1, 1), "{again:?}");
+    assert_eq!(job_state(&db, &id).await.as_deref(), Some("expired"));
+    set_faults(&http, &sim, json!({"status_5xx": 0.0})).await;
+    sweep.advance(sweep.config.poll_max_interval * 3);
+    let settled = sweep.recheck_once().await;
+    assert_eq!(settled.superseded, 1, "{settled:?}");
+    let (state, closed_by, superseded) = job_row(&db, &id).await;
+    assert_eq!((state.as_str(), closed_by.as_str()), ("completed", "poll"));
+    let superseded = superseded.expect("the give-up is kept");
+    assert_eq!(superseded["state"], "expired", "{superseded}");
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.job_closes where state = 'completed' and supersedes_give_up"
+        )
+        .await,
+        1,
+        "the application hears of it through the feed"
+    );
+    assert_eq!(
+        count(&db, "select count(*) from sume.give_up_rechecks").await,
+        0
+    );
+    sweep.advance(Duration::from_secs(24 * 3600));
+    assert_eq!(sweep.recheck_once().await, RecheckStats::default());
+}
+
+/// A give-up after Sume kept answering `running` is Sume's word that the job did not end in
+/// time: it is not asked about again. One made blind that then reads `running` stands too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_give_up_after_sume_said_running_is_not_asked_again() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    migrate(&db).await;
+    let http = reqwest::Client::new();
+    let hour = 3_600_000;
+    let running = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": hour})).await;
+    register(&db, &running).await;
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    sweep.advance(sweep.config.poll_give_up + Duration::from_secs(1));
+    assert_eq!(sweep.poll_once().await.given_up, 1);
+    assert_eq!(
+        count(&db, "select count(*) from sume.give_up_rechecks").await,
+        0
+    );
+
+    // Blind first (5xx), then Sume says the job is still running: the give-up stands.
+    set_faults(&http, &sim, json!({"status_5xx": 1.0})).await;
+    let blind = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": hour})).await;
+    register(&db, &blind).await;
+    sweep.advance(sweep.config.poll_give_up + Duration::from_secs(1));
+    assert_eq!(sweep.poll_once().await.given_up, 1);
+    assert_eq!(
+        count(&db, "select count(*) from sume.give_up_rechecks").await,
+        1
+    );
+    set_faults(&http, &sim, json!({"status_5xx": 0.0})).await;
+    sweep.advance(sweep.config.poll_max_interval * 2);
+    let stood = sweep.recheck_once().await;
+    assert_eq!((stood.claimed, stood.stands), (1, 1), "{stood:?}");
+    let (state, closed_by, _) = job_row(&db, &blind).await;
+    assert_eq!((state.as_str(), closed_by.as_str()), ("expired", "give_up"));
+    assert_eq!(
+        count(&db, "select count(*) from sume.give_up_rechecks").await,
+        0
+    );
+}
+
+/// Jobs registered without a key are asked under every key; when every key answers 404 for
+/// nearly all of them, the URL or the keys are wrong, not the jobs: the breaker opens, and the
+/// next batch of the same pass gives nothing up.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_breaker_counts_jobs_without_a_key_and_is_read_per_batch() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let mut config = clocked_config();
+    config.batch = 50;
+    let sweep = Sweep::new(&db, &sim, config).await;
+    let c = db.client().await;
+    // Ids Sume never made (an application registering them by mistake, or the wrong SUME_API_URL
+    // for them): every key answers 404.
+    c.execute(
+        "insert into sume.jobs (job_id, order_id)
+         select 'job_unknown_' || i, 'o' || i from generate_series(1, 200) i",
+        &[],
+    )
+    .await
+    .unwrap();
+    sweep.advance(sweep.config.poll_give_up + Duration::from_secs(1));
+    let polled: PollStats = sweep.poll_once().await;
+    assert!(
+        polled.given_up <= 50,
+        "the breaker opened within the first batch and held the rest: {polled:?}"
+    );
+    assert!(
+        count(&db, "select count(*) from sume.jobs where state = 'open'").await >= 150,
+        "{polled:?}"
+    );
+}
