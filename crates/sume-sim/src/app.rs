@@ -55,6 +55,8 @@ pub struct App {
     pub timing: JobTiming,
     pub body_shape: BodyShape,
     pub default_webhook_url: Option<String>,
+    /// The order of `GET /jobs`.
+    pub list_order: crate::choices::ListOrder,
 }
 
 /// The handle handlers and tasks hold.
@@ -95,6 +97,7 @@ impl App {
             timing: config.timing,
             body_shape: config.body_shape,
             default_webhook_url: config.webhook_url,
+            list_order: config.list_order,
         }))
     }
 

@@ -24,3 +24,18 @@ pub enum RetryTimestamp {
     /// Every attempt repeats the first one's timestamp and signature.
     First,
 }
+
+/// The order of `GET /jobs`. Sume's docs do not state one: newest first is this project's
+/// assumption, and the others rehearse a client that must not depend on it.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ListOrder {
+    /// Newest created first (the assumption).
+    #[default]
+    Newest,
+    /// Oldest created first.
+    Oldest,
+    /// Most recently changed status first: a job moves to the head when it starts or ends, so
+    /// pages read one after the other may repeat or skip jobs.
+    Updated,
+}

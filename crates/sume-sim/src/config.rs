@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use crate::choices::{BodyShape, RetryTimestamp};
+pub use crate::choices::{BodyShape, ListOrder, RetryTimestamp};
 use crate::duration::{parse_duration, DurationRange};
 use crate::faults::{probability, FaultError, Faults};
 use crate::keys::{load_keys_file, KeyError, KeySpec, Keyring};
@@ -194,6 +194,10 @@ pub struct SimConfig {
     /// Entries kept by each inspection log (requests, deliveries); the oldest go first.
     #[arg(long, env = "SIM_LOG_CAPACITY", default_value_t = 1_000_000)]
     pub log_capacity: usize,
+    /// The order of `GET /jobs`: newest (created) first, the assumption; oldest first; or most
+    /// recently updated first.
+    #[arg(long, env = "SIM_LIST_ORDER", value_enum, default_value = "newest")]
+    pub list_order: ListOrder,
 }
 
 impl SimConfig {
@@ -233,6 +237,7 @@ impl SimConfig {
             },
             faults: Faults::none(),
             log_capacity: 1_000_000,
+            list_order: ListOrder::Newest,
         }
     }
 

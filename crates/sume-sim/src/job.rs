@@ -210,6 +210,15 @@ impl Job {
             .unwrap_or(crate::dialect::working(self.kind))
     }
 
+    /// When the job's status last changed, as of `now`: its creation, its start, or its end.
+    pub fn updated(&self, now: Instant) -> Instant {
+        match self.phase(now) {
+            Phase::Queued => self.created,
+            Phase::Running => self.created + self.queued_for,
+            Phase::Ended => self.created + self.duration,
+        }
+    }
+
     pub fn running_wall(&self) -> DateTime<Utc> {
         self.created_wall + chrono::Duration::from_std(self.queued_for).unwrap_or_default()
     }

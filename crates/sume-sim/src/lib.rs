@@ -38,7 +38,8 @@ pub mod wire;
 
 pub use app::StartError;
 pub use config::{
-    BodyShape, ConfigError, DeliverySettings, JobTiming, RateLimits, RetryTimestamp, SimConfig,
+    BodyShape, ConfigError, DeliverySettings, JobTiming, ListOrder, RateLimits, RetryTimestamp,
+    SimConfig,
     TEST_WEBHOOK_SECRET,
 };
 pub use control::{Access, KeyAccess};

@@ -40,6 +40,7 @@ pub struct ListQuery {
     pub cursor: Option<String>,
     pub status: Option<String>,
     pub kind: Option<Kind>,
+    pub order: crate::choices::ListOrder,
 }
 
 #[derive(Debug, Default)]
@@ -101,16 +102,24 @@ impl JobStore {
         self.inner.read().expect("store lock").order.len()
     }
 
-    /// One page of the jobs `caller` may see, newest first, and whether more follow.
+    /// One page of the jobs `caller` may see, in `q.order` (newest first by default), and
+    /// whether more follow.
     pub fn list(&self, caller: &Caller, now: Instant, q: &ListQuery) -> (Vec<Arc<Job>>, bool) {
+        use crate::choices::ListOrder;
         let inner = self.inner.read().expect("store lock");
-        let mut visible = inner
+        let mut ordered: Vec<&Arc<Job>> = inner
             .order
             .iter()
-            .rev()
             .filter(|j| caller.can_see(&j.owner))
             .filter(|j| q.kind.is_none_or(|k| j.kind == k))
-            .filter(|j| q.status.as_deref().is_none_or(|s| j.status(now) == s));
+            .filter(|j| q.status.as_deref().is_none_or(|s| j.status(now) == s))
+            .collect();
+        match q.order {
+            ListOrder::Newest => ordered.reverse(),
+            ListOrder::Oldest => {}
+            ListOrder::Updated => ordered.sort_by_key(|j| std::cmp::Reverse(j.updated(now))),
+        }
+        let mut visible = ordered.into_iter();
         if let Some(cursor) = &q.cursor {
             // Skip through the cursor; an unknown cursor yields an empty page.
             for j in visible.by_ref() {
@@ -210,5 +219,32 @@ mod tests {
         let (rest, more) = store.list(&a, now, &q2);
         assert_eq!(rest.len(), 2);
         assert!(!more);
+    }
+
+    #[test]
+    fn the_list_order_is_a_setting() {
+        use crate::choices::ListOrder;
+        let store = JobStore::default();
+        let a = caller("a");
+        let ids: Vec<String> = (0..4)
+            .map(|_| match store.create("a", None, |id| job(id, a.clone())) {
+                Created::New(j) | Created::Replayed(j) => j.id.clone(),
+            })
+            .collect();
+        let now = Instant::now();
+        let listed = |order| {
+            let q = ListQuery {
+                limit: 10,
+                order,
+                ..ListQuery::default()
+            };
+            let (page, _) = store.list(&a, now, &q);
+            page.iter().map(|j| j.id.clone()).collect::<Vec<_>>()
+        };
+        let mut newest = ids.clone();
+        newest.reverse();
+        assert_eq!(listed(ListOrder::Newest), newest);
+        assert_eq!(listed(ListOrder::Oldest), ids);
+        assert_eq!(listed(ListOrder::Updated).len(), 4);
     }
 }

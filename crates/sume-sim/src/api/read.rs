@@ -187,6 +187,7 @@ pub async fn list_jobs(
         cursor: params.cursor.filter(|c| !c.is_empty()),
         status: params.status.filter(|s| !s.is_empty()),
         kind,
+        order: app.list_order,
     };
     let now = Instant::now();
     let (page, has_more) = app.store.list(&caller, now, &query);
