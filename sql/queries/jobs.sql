@@ -81,7 +81,8 @@ where j.job_id = u.job_id
 -- name: jobs_claim_due
 -- Claims up to $2 open jobs that are due a poll for instance $1 until the clock + $3 seconds.
 -- Due: never polled and created at least $4 seconds ago, or rescheduled to the clock or
--- earlier. Skips rows another transaction holds and rows under another instance's live lease.
+-- earlier. Skips rows another transaction holds, rows under another instance's live lease, and
+-- jobs of the keys in $6 (their jobs are settled by walks of the key's list instead).
 -- The clock is $5, or the database's own when $5 is null (always, outside tests); age_secs is
 -- the job's age by the same clock, for the give-up.
 with due as (
@@ -92,6 +93,7 @@ with due as (
             and created_at <= coalesce($5, now()) - make_interval(secs => $4))
            or next_poll_at <= coalesce($5, now()))
       and (lease_until is null or lease_until < coalesce($5, now()))
+      and (api_key is null or not (api_key = any($6::text[])))
     order by coalesce(next_poll_at, created_at)
     limit $2
     for update skip locked
@@ -103,6 +105,52 @@ from due
 where j.job_id = due.job_id
 returning j.job_id, j.api_key, j.created_at, j.poll_attempts, j.lease_until,
           extract(epoch from coalesce($5, now()) - j.created_at)::float8 as age_secs;
+
+-- name: jobs_open_by_key
+-- Open jobs per key name: how many; how many were registered at least $1 seconds before the
+-- clock ($2) (what a walk of the key's list would settle); and how many one-by-one polls fall
+-- due within $3 seconds of the clock (what reading them by themselves would cost meanwhile).
+-- Read through the two partial indexes of open jobs, so its cost follows the open jobs.
+select api_key,
+       count(*) filter (where created_at <= coalesce($2, now()) - make_interval(secs => $1))::int8,
+       count(*)::int8,
+       count(*) filter (where due <= coalesce($2, now()) + make_interval(secs => $3))::int8
+from (select api_key, created_at, created_at + make_interval(secs => $1) as due
+      from sume.jobs where state = 'open' and next_poll_at is null
+      union all
+      select api_key, created_at, next_poll_at
+      from sume.jobs where state = 'open' and next_poll_at is not null) o
+group by api_key;
+
+-- name: jobs_claim_walk
+-- Claims, for instance $1's walk of key $2's list, up to $3 open jobs of that key registered
+-- at least $5 seconds before the clock ($6), oldest first, until the clock + $4 seconds; rows
+-- another transaction holds or another instance leases are skipped. Answers as jobs_claim_due.
+with candidates as (
+    select job_id from sume.jobs
+    where state = 'open' and next_poll_at is null and api_key = $2
+      and created_at <= coalesce($6, now()) - make_interval(secs => $5)
+    union all
+    select job_id from sume.jobs
+    where state = 'open' and next_poll_at is not null and api_key = $2
+      and created_at <= coalesce($6, now()) - make_interval(secs => $5)
+), due as (
+    select j.job_id
+    from sume.jobs j
+    join candidates c on c.job_id = j.job_id
+    where j.state = 'open'
+      and (j.lease_until is null or j.lease_until < coalesce($6, now()))
+    order by j.created_at
+    limit $3
+    for update of j skip locked
+)
+update sume.jobs j
+set lease_owner = $1,
+    lease_until = coalesce($6, now()) + make_interval(secs => $4)
+from due
+where j.job_id = due.job_id
+returning j.job_id, j.api_key, j.created_at, j.poll_attempts, j.lease_until,
+          extract(epoch from coalesce($6, now()) - j.created_at)::float8 as age_secs;
 
 -- name: jobs_poll_done
 -- After a poll that did not close the job: the answer seen and the next poll time, $5 seconds

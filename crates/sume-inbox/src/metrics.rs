@@ -52,6 +52,10 @@ pub struct Metrics {
     pub attach_hints_skipped: Counter,
     /// Blind give-ups asked about again, by what came of it.
     pub give_up_rechecks: Family<RecheckLabels, Counter>,
+    /// Reads of Sume's jobs, by way (one job, or a page of the list).
+    pub sume_reads: Family<ReadLabels, Counter>,
+    /// Open jobs each list page settled (seen there, and due).
+    pub list_page_settled: Histogram,
     /// Calls to Sume's API by key and answer.
     pub sume_requests: Family<ApiLabels, Counter>,
     /// 429 answers from Sume.
@@ -124,6 +128,8 @@ impl Metrics {
             disagreements_seen: Counter::default(),
             attach_hints_skipped: Counter::default(),
             give_up_rechecks: Family::default(),
+            sume_reads: Family::default(),
+            list_page_settled: Histogram::new([0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 100.0]),
             sume_requests: Family::default(),
             sume_rate_limited: Counter::default(),
             sume_refused: Family::default(),
@@ -201,6 +207,11 @@ impl Metrics {
                 code: code.to_owned(),
             })
             .inc();
+    }
+
+    /// Counts a read of Sume's jobs, by the way it went.
+    pub fn sume_read(&self, way: ReadWay) {
+        self.sume_reads.get_or_create(&ReadLabels { way }).inc();
     }
 
     /// Counts a call to Sume answered `code`, and a refusal (402, 403) apart; answers whether

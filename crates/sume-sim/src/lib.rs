@@ -39,8 +39,7 @@ pub mod wire;
 pub use app::StartError;
 pub use config::{
     BodyShape, ConfigError, DeliverySettings, JobTiming, ListOrder, RateLimits, RetryTimestamp,
-    SimConfig,
-    TEST_WEBHOOK_SECRET,
+    SimConfig, TEST_WEBHOOK_SECRET,
 };
 pub use control::{Access, KeyAccess};
 pub use duration::{DurationError, DurationRange};

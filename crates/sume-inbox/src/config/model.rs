@@ -120,6 +120,8 @@ pub struct SweepConfig {
     pub give_up_recheck: Option<Duration>,
     /// KEY_CHECK_MAX_AGE: how long a passed key check lets 404s count as verdicts.
     pub key_check_max_age: Duration,
+    /// LIST_WALKS: whether a key's list may be walked where that costs fewer reads.
+    pub list_walks: bool,
     /// The most jobs (and inbox checks) one pass claims.
     pub batch: usize,
     /// How long a claim holds; a crashed instance's claims return after it.

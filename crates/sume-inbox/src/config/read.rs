@@ -152,6 +152,7 @@ impl SweepConfig {
             poll_give_up: v.duration(&POLL_GIVE_UP)?,
             give_up_recheck: v.duration_or_none(&GIVE_UP_RECHECK)?,
             key_check_max_age: v.duration(&KEY_CHECK_MAX_AGE)?,
+            list_walks: v.choice(&LIST_WALKS)? == "auto",
             batch: v.count(&SWEEP_BATCH)?,
             lease: v.duration(&SWEEP_LEASE)?,
             concurrency: v.count(&SWEEP_CONCURRENCY)?,

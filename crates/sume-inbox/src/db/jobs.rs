@@ -8,8 +8,7 @@ use serde_json::Value;
 use sume_wire::JobState;
 
 use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, PollRow, Store};
-use crate::db::clock::Clock;
-use crate::decisions::job_fold::{JobFold, Observation, Source};
+use crate::decisions::job_fold::JobFold;
 
 /// A registration through the API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,34 +58,6 @@ pub enum Registered {
     Existing,
     /// A job with this id exists with a different order or key: refused, nothing changed.
     Conflict(Box<JobRow>),
-}
-
-/// An open job claimed for a poll.
-#[derive(Debug, Clone)]
-pub struct ClaimedJob {
-    /// Sume's job id.
-    pub job_id: String,
-    /// The name of the key that created it, if known.
-    pub api_key: Option<String>,
-    /// When the row was committed.
-    pub created_at: DateTime<Utc>,
-    /// Seconds since the row was committed, by the clock the claim was made with.
-    pub age_secs: f64,
-    /// Polls so far that counted towards the backoff.
-    pub poll_attempts: i32,
-}
-
-/// A poll that left its job open, as `jobs_poll_done` records it.
-#[derive(Debug, Clone, Copy)]
-pub struct PollDone<'a> {
-    /// The answer seen, e.g. `"200 running"` or `"429"`.
-    pub answer: &'a str,
-    /// The in-flight status read, if any.
-    pub sume_status: Option<&'a str>,
-    /// Seconds from now to the next poll.
-    pub next_in_secs: f64,
-    /// Whether it counts towards the backoff (a 429 does not).
-    pub counts_as_attempt: bool,
 }
 
 /// Everything known about one job id.
@@ -171,138 +142,11 @@ impl Store {
         })
     }
 
-    /// Claims open jobs due a poll by `clock`: never polled and older than `poll_after_secs`,
-    /// or due again.
-    pub async fn jobs_claim_due(
-        &self,
-        owner: &str,
-        limit: i64,
-        lease_secs: f64,
-        poll_after_secs: f64,
-        clock: &Clock,
-    ) -> Result<Vec<ClaimedJob>, DbError> {
-        let client = self.client().await?;
-        let now = clock.now();
-        let rows = sql::JOBS_CLAIM_DUE
-            .query(
-                &client,
-                &[&owner, &limit, &lease_secs, &poll_after_secs, &now],
-            )
-            .await?;
-        Ok(rows
-            .iter()
-            .map(|r| ClaimedJob {
-                job_id: r.get("job_id"),
-                api_key: r.get("api_key"),
-                created_at: r.get("created_at"),
-                age_secs: r.get("age_secs"),
-                poll_attempts: r.get("poll_attempts"),
-            })
-            .collect())
-    }
-
-    /// A poll that did not close the job: records the answer, schedules the next poll and
-    /// releases the lease; an in-flight status read goes through the fold under the job's row
-    /// lock, in the same transaction.
-    pub async fn poll_still_open(
-        &self,
-        job_id: &str,
-        owner: &str,
-        done: &PollDone<'_>,
-        clock: &Clock,
-    ) -> Result<(), DbError> {
-        const WHAT: &str = "poll_still_open";
-        let mut client = self.client().await?;
-        let tx = super::begin(&mut client, WHAT).await?;
-        if let Some(status) = done.sume_status {
-            let mut folds = lock(&tx, &[job_id.to_owned()]).await?;
-            for fold in &mut folds {
-                fold.apply(&Observation {
-                    source: Source::Poll,
-                    event_id: None,
-                    status: Some(status.to_owned()),
-                    result: None,
-                });
-            }
-            write(&tx, &folds).await?;
-        }
-        let inc: i32 = done.counts_as_attempt.into();
-        let now = clock.now();
-        sql::JOBS_POLL_DONE
-            .execute(
-                &tx,
-                &[
-                    &job_id,
-                    &owner,
-                    &done.answer,
-                    &inc,
-                    &done.next_in_secs,
-                    &now,
-                ],
-            )
-            .await?;
-        super::commit(tx, WHAT).await
-    }
-
-    /// Gives claimed jobs back untouched: due again at once.
-    pub async fn jobs_release(&self, job_ids: &[String], owner: &str) -> Result<(), DbError> {
-        if job_ids.is_empty() {
-            return Ok(());
-        }
-        let client = self.client().await?;
-        sql::JOBS_RELEASE
-            .execute(&client, &[&job_ids, &owner])
-            .await?;
-        Ok(())
-    }
-
-    /// Closes the job as `expired` with `reason`; false if it was closed meanwhile.
-    pub async fn jobs_give_up(&self, give_up: &GiveUp<'_>, clock: &Clock) -> Result<bool, DbError> {
-        let client = self.client().await?;
-        let now = clock.now();
-        let (until, first) = match give_up.recheck {
-            Some((until, first)) => (Some(until.as_secs_f64()), Some(first.as_secs_f64())),
-            None => (None, None),
-        };
-        let g = give_up;
-        let row = sql::JOBS_GIVE_UP
-            .query_one(
-                &client,
-                &[
-                    &g.job_id,
-                    &g.owner,
-                    &g.reason,
-                    &g.sume_status,
-                    &now,
-                    &until,
-                    &first,
-                ],
-            )
-            .await?;
-        Ok(row.get::<_, i64>(0) == 1)
-    }
-
     /// Opens a connection outside the pool that listens for newly committed job rows (to
     /// LISTEN_DATABASE_URL when set); an error when this store has no LISTEN connection.
     pub async fn jobs_listen(&self) -> Result<JobsListener, DbError> {
         self.listen(sql::JOBS_LISTEN).await
     }
-}
-
-/// A give-up, as the poll decided it.
-#[derive(Debug, Clone, Copy)]
-pub struct GiveUp<'a> {
-    /// Sume's job id.
-    pub job_id: &'a str,
-    /// The instance whose lease holds the job.
-    pub owner: &'a str,
-    /// Why, with the last answer.
-    pub reason: &'a str,
-    /// The last in-flight status read, if any.
-    pub sume_status: Option<&'a str>,
-    /// Made blind (no answer about the job from Sume): ask again until the first duration from
-    /// now, first after the second; `None` when Sume answered, or rechecks are off.
-    pub recheck: Option<(std::time::Duration, std::time::Duration)>,
 }
 
 /// One JSON column of `jobs_story`, read as the type the detail holds (SQL null: JSON null).

@@ -65,6 +65,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "give_up_rechecks",
         include_str!("../../../../sql/0014_give_up_rechecks.sql"),
     ),
+    (
+        15,
+        "key_sweeps",
+        include_str!("../../../../sql/0015_key_sweeps.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.

@@ -15,3 +15,4 @@ pub mod inbox_verdict;
 pub mod job_fold;
 pub mod poll_decision;
 pub mod recheck_decision;
+pub mod walk_choice;

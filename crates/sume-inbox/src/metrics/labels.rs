@@ -99,3 +99,20 @@ pub struct RecheckLabels {
     /// What the recheck did.
     pub outcome: RecheckOutcome,
 }
+
+/// Which way a read of Sume went (the `way` label of `sume_inbox_sume_reads`).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum ReadWay {
+    /// One job (`GET /jobs/{id}`).
+    job,
+    /// A page of a key's list (`GET /jobs`), up to a hundred jobs.
+    list,
+}
+
+/// The label of `sume_inbox_sume_reads`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReadLabels {
+    /// Which way the read went.
+    pub way: ReadWay,
+}

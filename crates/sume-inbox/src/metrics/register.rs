@@ -70,11 +70,6 @@ impl Metrics {
             self.attach_hints_skipped.clone(),
         );
         r.register(
-            "give_up_rechecks",
-            "Give-ups made without an answer from Sume, asked about again, by outcome",
-            self.give_up_rechecks.clone(),
-        );
-        r.register(
             "retention_removed_rows",
             "Rows removed by retention",
             self.retention_removed.clone(),
@@ -85,6 +80,21 @@ impl Metrics {
 
     /// Calls to Sume's API: their answers, 429s, refusals and the budget's waits.
     fn register_sume(&self, r: &mut Registry) {
+        r.register(
+            "sume_reads",
+            "Reads of Sume's jobs by way: one job, or a page of a key's list",
+            self.sume_reads.clone(),
+        );
+        r.register(
+            "list_page_settled",
+            "Open jobs each page of a key's list settled",
+            self.list_page_settled.clone(),
+        );
+        r.register(
+            "give_up_rechecks",
+            "Give-ups made without an answer from Sume, asked about again, by outcome",
+            self.give_up_rechecks.clone(),
+        );
         r.register(
             "sume_requests",
             "Calls to Sume's API by key and status code",

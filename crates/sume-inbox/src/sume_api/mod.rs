@@ -7,11 +7,13 @@
 pub mod answer;
 pub mod job_reads;
 pub mod key_checks;
+pub mod list_reads;
 pub mod read_budget;
 pub mod status_reader;
 
 pub use answer::{Answer, Reply};
 pub use job_reads::Asked;
 pub use key_checks::{ApiCheck, Hold};
+pub use list_reads::ListAnswer;
 pub use read_budget::{Budget, BudgetError};
 pub use status_reader::StatusReader;

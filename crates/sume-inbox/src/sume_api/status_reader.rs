@@ -175,6 +175,29 @@ impl StatusReader {
         &self.keys
     }
 
+    /// This reader's metrics.
+    pub(super) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The HTTP client.
+    pub(super) fn client(&self) -> &StatusClient {
+        &self.client
+    }
+
+    /// Keeps what an answer's rate-limit headers say (a 429's pause) for the whole fleet.
+    pub(super) async fn observe(
+        &self,
+        key: &ApiKey,
+        status: u16,
+        rate: &sume_wire::RateLimit,
+    ) -> Result<(), DbError> {
+        self.budget
+            .observe(&key.name, status, rate)
+            .await
+            .map(|_| ())
+    }
+
     /// Creates the budget's buckets of the keys where they do not exist yet.
     pub async fn ensure_budget(&self) -> Result<(), DbError> {
         let names: Vec<String> = self.keys.iter().map(|k| k.name.clone()).collect();
@@ -183,7 +206,7 @@ impl StatusReader {
 
     /// Takes a read from `key`'s budget, waiting up to `deadline`; false when there is none
     /// by then (the minute's or the day's).
-    async fn take(&self, key: &ApiKey, deadline: Instant) -> Result<bool, DbError> {
+    pub(super) async fn take(&self, key: &ApiKey, deadline: Instant) -> Result<bool, DbError> {
         let taken = match self.budget.acquire(&key.name, deadline).await {
             Ok(waited) => {
                 self.metrics.budget_waited(waited);
@@ -209,6 +232,7 @@ impl StatusReader {
         if !self.take(key, deadline).await? {
             return Ok(None);
         }
+        self.metrics.sume_read(crate::metrics::ReadWay::job);
         let sent = Instant::now();
         let reply = self.client.job_status(&key.key, job_id).await;
         let latency = sent.elapsed();

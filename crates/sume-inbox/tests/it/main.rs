@@ -36,4 +36,5 @@ mod upgrade;
 mod vectors;
 mod verdicts;
 mod wait;
+mod walks;
 mod webdriver;

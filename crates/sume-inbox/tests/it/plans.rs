@@ -12,6 +12,8 @@ fn statements() -> Vec<(&'static str, String)> {
     use sume_inbox::db::sql;
     [
         sql::JOBS_CLAIM_DUE,
+        sql::JOBS_OPEN_BY_KEY,
+        sql::JOBS_CLAIM_WALK,
         sql::INBOX_CHECKS_ENQUEUE,
         sql::INBOX_CHECKS_CLAIM,
         sql::EVENTS_ATTACHABLE_SCAN,
@@ -40,8 +42,9 @@ async fn sweep_queries_use_indexes_beside_a_million_closed_jobs() {
                 now() - interval '2 days', now() - interval '2 days', 'closed'
          from generate_series(1, 1000000) g;
          -- What is due: 200 open jobs, and 50 old events with no row.
-         insert into sume.jobs (job_id, created_at)
-         select 'open_' || g, now() - interval '1 hour' from generate_series(1, 200) g;
+         insert into sume.jobs (job_id, created_at, api_key)
+         select 'open_' || g, now() - interval '1 hour', case when g % 2 = 0 then 'main' end
+         from generate_series(1, 200) g;
          insert into sume.events (event_id, job_id, status, body, signed_at, signature, received_at)
          select 'evt_stray_' || g, 'stray_' || g, 'completed', '\\x7b7d', 0, 'v1=00',
                 now() - interval '1 hour'
@@ -59,6 +62,20 @@ async fn sweep_queries_use_indexes_beside_a_million_closed_jobs() {
             "jobs_claim_due" => vec![
                 Box::new("plan-test"),
                 Box::new(100i64),
+                Box::new(60.0f64),
+                Box::new(120.0f64),
+                Box::new(DATABASE_CLOCK),
+                Box::new(vec!["walked"]),
+            ],
+            "jobs_open_by_key" => vec![
+                Box::new(120.0f64),
+                Box::new(DATABASE_CLOCK),
+                Box::new(900.0f64),
+            ],
+            "jobs_claim_walk" => vec![
+                Box::new("plan-test"),
+                Box::new("main"),
+                Box::new(10_000i64),
                 Box::new(60.0f64),
                 Box::new(120.0f64),
                 Box::new(DATABASE_CLOCK),

@@ -311,7 +311,12 @@ async fn dropped_webhooks_are_closed_by_poll() {
         register(&db, &id).await;
         jobs.push(id);
     }
-    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    // Read one by one (a walk of the list settles them too: tests/it/walks.rs).
+    let one_by_one = SweepConfig {
+        list_walks: false,
+        ..clocked_config()
+    };
+    let sweep = Sweep::new(&db, &sim, one_by_one).await;
     assert_eq!(
         sweep.poll_once().await,
         PollStats::default(),
@@ -578,6 +583,8 @@ async fn retry_after_is_honoured_by_every_request() {
     // was seen (with several in flight, one may already be on its way: that is not a breach).
     let mut sweep = sweep_config();
     sweep.concurrency = 1;
+    // Each job read by itself: the injected 429s answer job reads.
+    sweep.list_walks = false;
     let daemon = Daemon::start(daemon_config(&db, &sim, sweep)).await;
     let http = reqwest::Client::new();
     let mut jobs = Vec::new();
@@ -654,6 +661,8 @@ async fn two_instances_share_the_sweep_within_one_budget() {
         count: 40,
         per: Duration::from_secs(1),
     };
+    // Jobs read one by one, so that each is polled repeatedly.
+    sweep.list_walks = false;
     let a = Daemon::start(daemon_config(&db, &sim, sweep.clone())).await;
     let b = Daemon::start(daemon_config(&db, &sim, sweep)).await;
     let http = reqwest::Client::new();
@@ -1024,6 +1033,7 @@ async fn the_day_s_read_allowance_is_never_exceeded() {
     // Four reads a day: the key's check, then three polls; the other jobs wait for tomorrow.
     let config = SweepConfig {
         daily_reads: 4,
+        list_walks: false,
         ..clocked_config()
     };
     let sweep = Sweep::new(&db, &sim, config).await;

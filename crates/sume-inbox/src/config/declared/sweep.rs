@@ -55,6 +55,13 @@ declare! { SWEEP, "Sweep",
         form: at_least(Duration::from_secs(600)),
         about: "how long a key's passed check (`GET /jobs?limit=1` answered 200, redone every 5 minutes) lets Sume's 404s count as verdicts; when no check of a key has passed for this long (the checks failed, or found no read budget), nothing is set aside and nothing given up until one passes again",
     }
+    /// Whether a key's list may be walked instead of reading its jobs one by one.
+    LIST_WALKS {
+        flag: Some("list-walks"),
+        default: Some("auto"),
+        form: Form::Choice(&["auto", "off"]),
+        about: "`auto`: where a key has many jobs open, the sweep walks its list at Sume (`GET /jobs`, a hundred jobs a read) instead of reading each job, whenever that costs fewer reads (see \"The sweep at Sume's scale\"); `off`: every job is read by itself",
+    }
     /// What one claim takes.
     SWEEP_BATCH {
         flag: Some("sweep-batch"),

@@ -6,6 +6,11 @@
 //! `POLL_GIVE_UP` is closed as `expired` with the reason. A 429 puts the next poll after its
 //! `Retry-After` without counting as an attempt.
 //!
+//! Where a key has many jobs in flight, reading each by itself costs a read per job and poll;
+//! a walk of the key's list at Sume settles up to a hundred with one read (`walk.rs`, the
+//! choice in [`crate::decisions::walk_choice`]). Each pass first walks the lists of the keys
+//! where that is cheaper (and due), then polls the due jobs of the other keys one by one.
+//!
 //! What a poll does is decided by [`PollFold`] (`poll_decision.rs`), a pure fold over the
 //! answers read (no database, no clock of its own); [`Poll`] claims due jobs under a lease,
 //! asks Sume, and performs the [`PollDecision`] with its one write. It owns the poll columns of `sume.jobs` (`next_poll_at`,
@@ -19,11 +24,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+mod walk;
+
 use super::schedule::{every, send_deadline, serve};
 use crate::actors::supervision::Actor;
 use crate::config::SweepConfig;
 use crate::db::clock::Clock;
-use crate::db::{ClaimedJob, DbError, GiveUp, PollDone, PolledCall, Store};
+use crate::db::{Claim, ClaimedJob, DbError, GiveUp, PollDone, PolledCall, Store};
 use crate::decisions::job_fold::Outcome;
 use crate::decisions::poll_decision::{PollDecision, PollFold, PollRules};
 use crate::metrics::Metrics;
@@ -44,12 +51,18 @@ pub struct PollStats {
     pub disagreements: usize,
     /// Claims given back because the budget could not serve them before their lease ended.
     pub deferred: usize,
-    /// Status calls sent.
+    /// Status calls sent (one job each).
     pub requests: usize,
+    /// Pages of keys' lists read by walks.
+    pub list_pages: usize,
+    /// Claimed jobs a walk saw in the list (and settled without a read of their own).
+    pub seen_in_list: usize,
 }
 
 impl AddAssign for PollStats {
     fn add_assign(&mut self, o: PollStats) {
+        self.list_pages += o.list_pages;
+        self.seen_in_list += o.seen_in_list;
         self.jobs_claimed += o.jobs_claimed;
         self.closed_by_poll += o.closed_by_poll;
         self.still_open += o.still_open;
@@ -136,10 +149,12 @@ impl Poll {
         {
             return Ok(total);
         }
+        let (walked, walked_keys) = self.walks(shutdown).await?;
+        total += walked;
         loop {
             // Re-read per batch: a pass can outlast a key's check, or see the breaker open.
             let hold_verdicts = !self.reader.verdicts_allowed();
-            let stats = self.batch(shutdown, hold_verdicts).await?;
+            let stats = self.batch(shutdown, hold_verdicts, &walked_keys).await?;
             let more = stats.jobs_claimed == self.config.batch && stats.deferred == 0;
             total += stats;
             if !more || shutdown.is_cancelled() {
@@ -149,21 +164,18 @@ impl Poll {
         Ok(total)
     }
 
+    /// Claims a batch of due jobs (of the keys not walked) and polls each by itself.
     async fn batch(
         &self,
         shutdown: &CancellationToken,
         hold_verdicts: bool,
+        walked_keys: &[String],
     ) -> Result<PollStats, DbError> {
         let claimed_at = Instant::now();
+        let claim = self.claim(self.config.batch as i64);
         let claims = self
             .store
-            .jobs_claim_due(
-                self.reader.owner(),
-                self.config.batch as i64,
-                self.config.lease.as_secs_f64(),
-                self.config.poll_after.as_secs_f64(),
-                &self.clock,
-            )
+            .jobs_claim_due(&claim, walked_keys, &self.clock)
             .await?;
         let mut stats = PollStats {
             jobs_claimed: claims.len(),
@@ -180,6 +192,16 @@ impl Poll {
             .jobs_release(&unserved, self.reader.owner())
             .await?;
         Ok(stats)
+    }
+
+    /// A claim of up to `limit` jobs by this instance, under its lease.
+    fn claim(&self, limit: i64) -> Claim<'_> {
+        Claim {
+            owner: self.reader.owner(),
+            limit,
+            lease_secs: self.config.lease.as_secs_f64(),
+            poll_after_secs: self.config.poll_after.as_secs_f64(),
+        }
     }
 
     /// Writes the batch's status calls to each job's history, one statement for the batch. The

@@ -1,0 +1,259 @@
+//! Walks of a key's job list at Sume: where a key has many jobs in flight, one read of a page
+//! settles up to a hundred of them.
+//!
+//! Every pass weighs, per configured key, the pages a walk is expected to read against the
+//! one-by-one polls that fall due meanwhile ([`walk_pays`]). For a key where the walk pays, its
+//! jobs are no longer polled one by one: every half POLL_MAX_INTERVAL (fleet-wide, under a lease
+//! in `sume.key_sweeps`) one instance claims the key's open jobs older than POLL_AFTER and reads
+//! the list page by page until every one of them was seen, the list ends, or [`page_cap`] pages
+//! were read. A job seen with a status is settled by it through the poll's fold (terminal:
+//! closed; in flight: still open). A job not seen is read by itself afterwards: the list's
+//! order and paging are not documented, so an absence never proves anything.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sume_wire::JobObject;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Poll, PollStats, Served};
+use crate::actors::sweep::schedule::{send_deadline, serve};
+use crate::config::ApiKey;
+use crate::db::{ClaimedJob, DbError, PolledCall};
+use crate::decisions::poll_decision::{PollFold, PollRules};
+use crate::decisions::walk_choice::{page_cap, walk_pays};
+use crate::sume_api::{Answer, ListAnswer, Reply};
+
+/// The most jobs one walk claims; the rest wait for the next.
+const WALK_MAX_JOBS: i64 = 10_000;
+
+/// What the list said about a claimed job.
+struct Seen {
+    status: String,
+    result: Option<Value>,
+}
+
+/// What reading the pages found.
+#[derive(Default)]
+struct Walked {
+    seen: HashMap<String, Seen>,
+    pages: usize,
+    /// The pages up to the last one that held a claimed job: the next walk's estimate.
+    useful_pages: usize,
+}
+
+impl Poll {
+    /// Per key, walks where walking pays and is due; answers the stats and the keys whose
+    /// jobs walks settle (they are not polled one by one).
+    pub(super) async fn walks(
+        &self,
+        shutdown: &CancellationToken,
+    ) -> Result<(PollStats, Vec<String>), DbError> {
+        if !self.config.list_walks {
+            return Ok((PollStats::default(), Vec::new()));
+        }
+        let interval = self.config.poll_max_interval / 2;
+        let poll_after = self.config.poll_after.as_secs_f64();
+        let loads = self
+            .store
+            .jobs_open_by_key(poll_after, interval.as_secs_f64(), &self.clock)
+            .await?;
+        let names: Vec<String> = self.reader.keys().iter().map(|k| k.name.clone()).collect();
+        let sweeps = self.store.key_sweeps_state(&names, &self.clock).await?;
+        let mut stats = PollStats::default();
+        let mut walked_keys = Vec::new();
+        for key in self.reader.keys() {
+            let Some(load) = loads
+                .iter()
+                .find(|l| l.key_name.as_ref() == Some(&key.name))
+            else {
+                continue;
+            };
+            let Some(sweep) = sweeps.iter().find(|s| s.key_name == key.name) else {
+                continue;
+            };
+            if !walk_pays(load.open, load.polls_due, sweep.last_pages) {
+                continue;
+            }
+            walked_keys.push(key.name.clone());
+            if sweep.due && !shutdown.is_cancelled() {
+                stats += self.walk(key, shutdown).await?;
+            }
+        }
+        Ok((stats, walked_keys))
+    }
+
+    /// One walk of `key`'s list, if no other instance holds it.
+    async fn walk(&self, key: &ApiKey, shutdown: &CancellationToken) -> Result<PollStats, DbError> {
+        let owner = self.reader.owner();
+        let lease = self.config.lease.as_secs_f64();
+        let Some(last_pages) = self
+            .store
+            .key_sweeps_claim(&key.name, owner, lease, &self.clock)
+            .await?
+        else {
+            return Ok(PollStats::default());
+        };
+        let claimed_at = Instant::now();
+        let claims = self
+            .store
+            .jobs_claim_walk(&self.claim(WALK_MAX_JOBS), &key.name, &self.clock)
+            .await?;
+        let deadline = send_deadline(claimed_at, self.config.lease, self.config.request_timeout);
+        let walked = match claims.is_empty() {
+            true => Walked::default(),
+            false => {
+                let cap = page_cap(claims.len(), last_pages);
+                self.read_pages(key, &claims, cap, deadline, shutdown)
+                    .await?
+            }
+        };
+        let mut stats = self
+            .settle(key, claims, &walked, deadline, shutdown)
+            .await?;
+        stats.list_pages = walked.pages;
+        stats.seen_in_list = walked.seen.len();
+        let next = (self.config.poll_max_interval / 2).as_secs_f64();
+        let counts = (walked.useful_pages.max(1) as i32, walked.seen.len() as i32);
+        self.store
+            .key_sweeps_done(&key.name, owner, next, counts, &self.clock)
+            .await?;
+        Ok(stats)
+    }
+
+    /// Reads `key`'s list until every claimed job was seen, the list ends, `cap` pages were
+    /// read, a page answers badly, or the budget has nothing before `deadline`.
+    async fn read_pages(
+        &self,
+        key: &ApiKey,
+        claims: &[ClaimedJob],
+        cap: usize,
+        deadline: Instant,
+        shutdown: &CancellationToken,
+    ) -> Result<Walked, DbError> {
+        let mut wanted: HashMap<&str, ()> =
+            claims.iter().map(|c| (c.job_id.as_str(), ())).collect();
+        // Registration follows Sume's create by at most the submit transaction (INBOX_GRACE).
+        let oldest = claims.iter().map(|c| c.created_at).min();
+        let horizon = oldest
+            .map(|o| o - chrono::Duration::from_std(self.config.inbox_grace).unwrap_or_default());
+        let mut walked = Walked::default();
+        let mut cursor: Option<String> = None;
+        while !wanted.is_empty() && walked.pages < cap && !shutdown.is_cancelled() {
+            let page = match self
+                .reader
+                .list_page(key, cursor.as_deref(), deadline)
+                .await?
+            {
+                Some(ListAnswer::Page(page)) => page,
+                Some(ListAnswer::Failed(why)) => {
+                    tracing::info!(key = %key.name, answer = %why, "a list page was not read; the jobs it would have shown are read by themselves");
+                    break;
+                }
+                None => break,
+            };
+            walked.pages += 1;
+            let mut settled = 0;
+            for job in &page.data {
+                if wanted.remove(job.id.as_str()).is_some() {
+                    settled += 1;
+                    let seen = Seen {
+                        status: job.status.clone(),
+                        result: job.outcome_value(),
+                    };
+                    walked.seen.insert(job.id.clone(), seen);
+                }
+            }
+            self.metrics.list_page_settled.observe(settled as f64);
+            if settled > 0 {
+                walked.useful_pages = walked.pages;
+            }
+            cursor = page.next_cursor.filter(|c| !c.is_empty());
+            let past_horizon =
+                horizon.is_some_and(|h| newest_created(&page.data).is_some_and(|n| n < h));
+            if !page.has_more || cursor.is_none() || past_horizon {
+                break;
+            }
+        }
+        Ok(walked)
+    }
+
+    /// Settles every claimed job: by what the list said of it, or by a read of its own.
+    async fn settle(
+        &self,
+        key: &ApiKey,
+        claims: Vec<ClaimedJob>,
+        walked: &Walked,
+        deadline: Instant,
+        shutdown: &CancellationToken,
+    ) -> Result<PollStats, DbError> {
+        let hold_verdicts = !self.reader.verdicts_allowed();
+        let jobs_claimed = claims.len();
+        let (served, unserved) = serve(claims, self.config.concurrency, |c| async {
+            match walked.seen.get(&c.job_id) {
+                Some(seen) => self.settle_seen(key, c, seen, hold_verdicts).await,
+                None => self.poll(c, deadline, shutdown, hold_verdicts).await,
+            }
+        })
+        .await?;
+        self.record(&served.calls).await;
+        self.store
+            .jobs_release(&unserved, self.reader.owner())
+            .await?;
+        Ok(PollStats {
+            jobs_claimed,
+            ..served.stats
+        })
+    }
+
+    /// A job the list showed: its status folded as a poll's answer.
+    async fn settle_seen(
+        &self,
+        key: &ApiKey,
+        job: ClaimedJob,
+        seen: &Seen,
+        hold_verdicts: bool,
+    ) -> Result<(Served, Option<String>), DbError> {
+        let age = std::time::Duration::try_from_secs_f64(job.age_secs).unwrap_or_default();
+        let rules = PollRules {
+            hold_verdicts,
+            ..PollRules::of(&self.config)
+        };
+        let mut fold = PollFold::new(rules, age, job.poll_attempts);
+        let text = format!("200 {} (list)", seen.status);
+        fold.read(Answer {
+            text: text.clone(),
+            reply: Reply::Found {
+                status: seen.status.clone(),
+                result: seen.result.clone(),
+            },
+        });
+        let mut stats = PollStats::default();
+        let released = self
+            .perform(&job.job_id, fold.decide(false), &mut stats)
+            .await?;
+        let call = PolledCall {
+            job_id: job.job_id.clone(),
+            key_name: key.name.clone(),
+            answer: text,
+            latency_ms: 0,
+            at: Instant::now(),
+        };
+        let served = Served {
+            stats,
+            calls: vec![call],
+        };
+        Ok((served, released.then_some(job.job_id)))
+    }
+}
+
+/// The newest `created_at` a page shows (jobs without one are skipped).
+fn newest_created(jobs: &[JobObject]) -> Option<DateTime<Utc>> {
+    jobs.iter()
+        .filter_map(|j| j.created_at.as_ref()?.as_str())
+        .filter_map(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|d| d.with_timezone(&Utc))
+        .max()
+}

@@ -1,0 +1,121 @@
+//! The sweep at Sume's scale: where a key has many jobs open, a walk of its list settles them
+//! at a page's cost; in whatever order the list comes, every job ends in Sume's state (a list in
+//! an order the walk did not expect only costs more reads).
+
+use std::time::Duration;
+
+use serde_json::json;
+use sume_inbox::actors::sweep::PollStats;
+use sume_sim::{JobsAnswer, ListOrder, RunningSim, SimConfig};
+
+use crate::support::*;
+use crate::sweep::{
+    assert_matches_truth, clocked_config, count, create, migrate, register, sim_config, sim_get,
+    wait_ended, Sweep, MAIN_KEY,
+};
+
+/// Creates `n` short jobs under the main key; registers those `registered` says.
+async fn jobs(
+    http: &reqwest::Client,
+    sim: &RunningSim,
+    db: &TestDb,
+    n: usize,
+    registered: bool,
+) -> Vec<String> {
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        let id = create(http, sim, MAIN_KEY, None, json!({"duration_ms": 20})).await;
+        if registered {
+            register(db, &id).await;
+        }
+        ids.push(id);
+    }
+    ids
+}
+
+/// Reads of single jobs the simulator answered for the main key.
+async fn singles(http: &reqwest::Client, sim: &RunningSim) -> usize {
+    let log: sume_sim::RequestsAnswer = sim_get(http, sim, "requests?key=main").await;
+    log.requests
+        .iter()
+        .filter(|r| r.method == "GET" && r.path.contains("/jobs/job_"))
+        .count()
+}
+
+async fn walk_with(order: ListOrder) -> (PollStats, usize) {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(SimConfig {
+        list_order: order,
+        ..sim_config()
+    })
+    .await
+    .unwrap();
+    migrate(&db).await;
+    let http = reqwest::Client::new();
+    // The workspace made 150 jobs this daemon never saw (another application of the key),
+    // then the 120 registered here, whose webhooks were lost.
+    let others = jobs(&http, &sim, &db, 150, false).await;
+    let ours = jobs(&http, &sim, &db, 120, true).await;
+    wait_ended(&http, &sim, &ours).await;
+    wait_ended(&http, &sim, &others).await;
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_matches_truth(&http, &sim, &db, &ours).await;
+    assert_eq!(
+        count(&db, "select count(*) from sume.jobs where state = 'open'").await,
+        0,
+        "{order:?}: {polled:?}"
+    );
+    let truth: JobsAnswer = sim_get(&http, &sim, "jobs").await;
+    assert_eq!(truth.jobs.len(), 270);
+    (polled, singles(&http, &sim).await)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_walk_settles_a_hundred_jobs_a_read_in_whatever_order_the_list_comes() {
+    // Newest first, as assumed: the 120 are on the first two pages; no job is read by itself.
+    let (polled, singles) = walk_with(ListOrder::Newest).await;
+    assert_eq!(
+        (polled.seen_in_list, polled.closed_by_poll),
+        (120, 120),
+        "{polled:?}"
+    );
+    assert_eq!((singles, polled.list_pages), (0, 2), "{polled:?}");
+    // Oldest first: the others come first; still every job settled, at more pages.
+    let (polled, singles) = walk_with(ListOrder::Oldest).await;
+    assert_eq!(polled.closed_by_poll, 120, "{polled:?}");
+    let pages = polled.list_pages;
+    assert!(
+        pages >= 3,
+        "costlier: {pages} pages, {singles} single reads"
+    );
+    assert!(
+        singles + pages < 120,
+        "still cheaper than a read a job: {singles} + {pages}"
+    );
+    // By update: pages may repeat or skip jobs; what a walk misses is read by itself.
+    let (polled, _) = walk_with(ListOrder::Updated).await;
+    assert_eq!(polled.closed_by_poll, 120, "{polled:?}");
+}
+
+/// A few open jobs: a walk would cost as much as reading them; they are read one by one, and
+/// no page is read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_few_open_jobs_are_read_one_by_one() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    migrate(&db).await;
+    let http = reqwest::Client::new();
+    let ours = jobs(&http, &sim, &db, 1, true).await;
+    wait_ended(&http, &sim, &ours).await;
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (polled.closed_by_poll, polled.list_pages),
+        (1, 0),
+        "{polled:?}"
+    );
+    assert_eq!(singles(&http, &sim).await, 1);
+}
