@@ -213,9 +213,17 @@ async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     assert_eq!(r3, json!({"dropped": [], "not_found": [letter]}));
     let (s, _) = api.post("/v1/dead-letters/drop", json!({"ids": []})).await;
     assert_eq!(s, 422);
-    // One close in the feed, however many replays.
-    let (_, feed) = api.get("/v1/jobs?closed_after=0", APP).await;
-    assert_eq!(feed["closes"].as_array().unwrap().len(), 1);
+    // One close in the feed, however many replays. The feed answers only closes below every
+    // open transaction of the cluster (other tests' included), so it may take a moment.
+    let closes = || async {
+        let (_, feed) = api.get("/v1/jobs?closed_after=0", APP).await;
+        feed["closes"].as_array().unwrap().len()
+    };
+    wait_for("the close in the feed", Duration::from_secs(20), || async {
+        closes().await > 0
+    })
+    .await;
+    assert_eq!(closes().await, 1);
     // The audit log: every operator write, newest first, who and which request.
     let (_, audit) = api.get("/v1/audit?limit=2", OPERATOR).await;
     let entries = audit["entries"].as_array().unwrap();
