@@ -1,9 +1,13 @@
 //! What the integration tests of sume-inbox and sume-dev share: a fresh database on the
 //! PostgreSQL that `make test` started, a daemon in the test's process on port-0 listeners,
-//! and waiting for a condition with a deadline. Each crate's `tests/it/support.rs` re-exports
-//! this and adds what only its own tests need.
+//! waiting for a condition with a deadline, and the outside tools that read the OpenAPI
+//! document ([`openapi_tools`]). Each crate's `tests/it/support.rs` re-exports this and adds
+//! what only its own tests need.
 
 #![warn(missing_docs)]
+
+mod tools;
+pub use tools::openapi_tools;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -1,13 +1,12 @@
 //! The admin API over HTTP: the two token scopes, the Host check, JSON writes, request ids in
 //! every answer and error, the operator's pages, replay that changes nothing twice, the audit
-//! log, and answers that validate against the served OpenAPI document.
+//! log. Answers against the OpenAPI document: `openapi_contract.rs`.
 
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::openapi_check::Document;
 use crate::support::*;
 
 const OPERATOR: &str = "operator-token-0123456789";
@@ -214,9 +213,17 @@ async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     assert_eq!(r3, json!({"dropped": [], "not_found": [letter]}));
     let (s, _) = api.post("/v1/dead-letters/drop", json!({"ids": []})).await;
     assert_eq!(s, 422);
-    // One close in the feed, however many replays.
-    let (_, feed) = api.get("/v1/jobs?closed_after=0", APP).await;
-    assert_eq!(feed["closes"].as_array().unwrap().len(), 1);
+    // One close in the feed, however many replays. The feed answers only closes below every
+    // open transaction of the cluster (other tests' included), so it may take a moment.
+    let closes = || async {
+        let (_, feed) = api.get("/v1/jobs?closed_after=0", APP).await;
+        feed["closes"].as_array().unwrap().len()
+    };
+    wait_for("the close in the feed", Duration::from_secs(20), || async {
+        closes().await > 0
+    })
+    .await;
+    assert_eq!(closes().await, 1);
     // The audit log: every operator write, newest first, who and which request.
     let (_, audit) = api.get("/v1/audit?limit=2", OPERATOR).await;
     let entries = audit["entries"].as_array().unwrap();
@@ -245,81 +252,5 @@ async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
             "replay_event"
         ]
     );
-    api.daemon.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn answers_validate_against_the_served_openapi_document() {
-    let db = TestDb::new().await;
-    let api = Api::start(&db).await;
-    let (_, doc) = api.get("/v1/openapi.json", APP).await;
-    assert_eq!(doc["openapi"], "3.1.0");
-    let doc = Document(doc);
-    let hook = api.daemon.url("/webhooks/sume");
-    let c = db.client().await;
-    c.batch_execute(
-        "insert into sume.jobs (job_id, order_id) values ('job_a', 'o-a'), ('job_b', null);
-         insert into sume.disagreements (job_id, kept_state, seen_state, seen_status, source)
-         values ('job_a', 'completed', 'failed', 'failed', 'poll');
-         insert into sume.inbox_checks (job_id, verdict, answers, checked_at)
-         values ('job_orphan', 'orphan', '{\"main\": \"200 running\"}', now());
-         insert into sume.job_polls (job_id, slot, seq, polled_at, key_name, answer, latency_ms)
-         values ('job_a', 1, 1, now(), 'main', '200 running', 12);",
-    )
-    .await
-    .unwrap();
-    Delivery::completed("job_a").send(&api.http, &hook).await;
-    Delivery::completed("job_waiting")
-        .send(&api.http, &hook)
-        .await;
-    let mut garbage = Delivery::completed("x");
-    garbage.body = "not json".into();
-    garbage.event_id = None;
-    garbage.send(&api.http, &hook).await;
-    wait_for("job_a closed", Duration::from_secs(10), || async {
-        job_state(&db, "job_a").await.as_deref() == Some("completed")
-    })
-    .await;
-    api.post("/v1/dead-letters/replay", json!({})).await;
-    wait_for(
-        "the instance's heartbeat",
-        Duration::from_secs(10),
-        || async { db.scalar("select count(*) from sume.instances").await == 1 },
-    )
-    .await;
-    for (path, token) in [
-        ("/v1/jobs/job_a", APP),
-        ("/v1/jobs/job_b?wait=10ms", APP),
-        ("/v1/jobs?limit=1", APP),
-        ("/v1/jobs?closed_after=0", APP),
-        ("/v1/jobs/job_nobody", APP),
-        ("/v1/jobs?state=nope", APP),
-        ("/v1/jobs/job_a/detail", OPERATOR),
-        ("/v1/inbox", OPERATOR),
-        ("/v1/set-aside", OPERATOR),
-        ("/v1/orphans", OPERATOR),
-        ("/v1/disagreements", OPERATOR),
-        ("/v1/dead-letters", OPERATOR),
-        ("/v1/stats", OPERATOR),
-        ("/v1/audit", OPERATOR),
-        ("/v1/instances", OPERATOR),
-        ("/v1/inbox?after=garbage", OPERATOR),
-    ] {
-        let (s, body) = api.get(path, token).await;
-        let route = path.split('?').next().unwrap();
-        doc.check("get", route, s.as_u16(), &body)
-            .unwrap_or_else(|e| panic!("GET {path} ({s}): {e}\n{body:#}"));
-    }
-    let (s, body, _) = api
-        .call(
-            Method::POST,
-            "/v1/jobs",
-            Some(APP),
-            Some(json!({"job_id": "job_a", "order_id": "other"})),
-        )
-        .await;
-    doc.check("post", "/v1/jobs", s.as_u16(), &body)
-        .unwrap_or_else(|e| panic!("POST /v1/jobs ({s}): {e}\n{body:#}"));
-    assert_eq!(s, 409);
     api.daemon.stop().await;
 }

@@ -15,6 +15,8 @@ mod ingest;
 mod metrics;
 mod migrations;
 mod openapi_check;
+mod openapi_clients;
+mod openapi_contract;
 mod ops;
 mod outage;
 mod plans;

@@ -1,165 +1,191 @@
-//! A checker of answers against an OpenAPI 3.1 document: the operation of a path and method,
-//! the schema of a status's JSON answer, and the JSON Schema keywords the document uses
-//! (`$ref`, `type`, `properties`, `required`, `additionalProperties`, `items`, `oneOf`,
-//! `anyOf`, `allOf`, `enum`).
+//! Answers checked against the served OpenAPI 3.1 document by an independent JSON Schema
+//! 2020-12 validator (the `jsonschema` crate): the operation of the path and method, the
+//! status among its documented answers, the content type, and the body against that answer's
+//! schema. The schemas are read strictly: an object may carry no property its schema does not
+//! name (JSON Schema would allow it). Every check is recorded, so a test can require that every
+//! operation's answers were seen.
 
-use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 
-/// A served document.
-pub struct Document(pub Value);
+use serde_json::{json, Value};
+
+/// A served document, and the answers checked against it.
+pub struct Document {
+    doc: Value,
+    strict: Value,
+    checked: Mutex<BTreeSet<(String, String, u16)>>,
+}
+
+/// `/` and `~` escaped for a JSON pointer, and `{`, `}` for the URI fragment it is written in.
+fn pointer_token(s: &str) -> String {
+    s.replace('~', "~0")
+        .replace('/', "~1")
+        .replace('{', "%7B")
+        .replace('}', "%7D")
+}
+
+/// Every object schema that names its properties and says nothing of others refuses others.
+fn close_objects(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.contains_key("properties") && !map.contains_key("additionalProperties") {
+                map.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            map.values_mut().for_each(close_objects);
+        }
+        Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
+}
 
 impl Document {
-    /// Checks `body`, answered `status` to `method path`, against the document.
-    pub fn check(&self, method: &str, path: &str, status: u16, body: &Value) -> Result<(), String> {
+    pub fn new(doc: Value) -> Document {
+        let mut strict = doc.clone();
+        close_objects(&mut strict["components"]["schemas"]);
+        close_objects(&mut strict["paths"]);
+        Document {
+            doc,
+            strict,
+            checked: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// Every operation of the document, as (method, path template).
+    pub fn operations(&self) -> BTreeSet<(String, String)> {
+        let mut out = BTreeSet::new();
+        for (path, item) in self.doc["paths"].as_object().into_iter().flatten() {
+            for method in item.as_object().into_iter().flatten().map(|(m, _)| m) {
+                out.insert((method.clone(), path.clone()));
+            }
+        }
+        out
+    }
+
+    /// What was checked so far: (method, path template, status).
+    pub fn checked(&self) -> BTreeSet<(String, String, u16)> {
+        self.checked.lock().unwrap().clone()
+    }
+
+    /// Checks an answer (`status`, its `Content-Type`, `body`) to `method path`.
+    pub fn check(
+        &self,
+        method: &str,
+        path: &str,
+        status: u16,
+        content_type: &str,
+        body: &Value,
+    ) -> Result<(), String> {
         let template = self.template(path)?;
-        let op = &self.0["paths"][template.as_str()][method];
+        let op = &self.doc["paths"][template.as_str()][method];
         if op.is_null() {
             return Err(format!("no {method} {template} in the document"));
         }
-        let response = &op["responses"][status.to_string()];
-        if response.is_null() {
-            return Err(format!("{method} {template} documents no {status} answer"));
+        let answer = &op["responses"][status.to_string()];
+        let content = answer["content"].as_object().ok_or_else(|| {
+            format!("{method} {template} documents no {status} answer with content")
+        })?;
+        let media = content_type.split(';').next().unwrap_or("").trim();
+        let documented = content.get(media).ok_or_else(|| {
+            format!("{method} {template} {status}: {media} is not a documented content type")
+        })?;
+        if !documented["schema"].is_null() {
+            let at = format!(
+                "#/paths/{}/{method}/responses/{status}/content/{}/schema",
+                pointer_token(&template),
+                pointer_token(media)
+            );
+            self.validate(&at, body)?;
         }
-        let schema = &response["content"]["application/json"]["schema"];
-        if schema.is_null() {
-            return Err(format!("{method} {template} {status} has no JSON schema"));
+        self.checked
+            .lock()
+            .unwrap()
+            .insert((method.to_owned(), template, status));
+        Ok(())
+    }
+
+    /// Validates `value` against the schema at `pointer` (a `#/...` reference into the
+    /// document), with the whole document as the resource its `$ref`s resolve in.
+    pub fn validate(&self, pointer: &str, value: &Value) -> Result<(), String> {
+        let mut root = self.strict.clone();
+        root["$ref"] = json!(pointer);
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(&root)
+            .map_err(|e| format!("the document's schema at {pointer} does not compile: {e}"))?;
+        let errors: Vec<String> = validator
+            .iter_errors(value)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("\n"))
         }
-        self.validate(schema, body, "$")
     }
 
     /// The document's path that `path` instantiates (`{name}` matches one segment).
     fn template(&self, path: &str) -> Result<String, String> {
         let parts: Vec<&str> = path.split('/').collect();
-        let paths = self.0["paths"]
+        let paths = self.doc["paths"]
             .as_object()
             .ok_or("the document has no paths")?;
-        paths
-            .keys()
-            .find(|t| {
-                let tp: Vec<&str> = t.split('/').collect();
-                tp.len() == parts.len()
-                    && tp
-                        .iter()
-                        .zip(&parts)
-                        .all(|(a, b)| a == b || (a.starts_with('{') && a.ends_with('}')))
-            })
-            .cloned()
+        let matches = |t: &&String| {
+            let tp: Vec<&str> = t.split('/').collect();
+            tp.len() == parts.len()
+                && tp
+                    .iter()
+                    .zip(&parts)
+                    .all(|(a, b)| a == b || (a.starts_with('{') && a.ends_with('}')))
+        };
+        // A literal path wins over a template of the same shape.
+        let mut found: Vec<&String> = paths.keys().filter(matches).collect();
+        found.sort_by_key(|t| t.matches('{').count());
+        found
+            .first()
+            .map(|t| t.to_string())
             .ok_or_else(|| format!("no path of the document matches {path}"))
-    }
-
-    fn resolve<'a>(&'a self, schema: &'a Value) -> Result<&'a Value, String> {
-        match schema["$ref"].as_str() {
-            Some(r) => {
-                let name = r
-                    .strip_prefix("#/components/schemas/")
-                    .ok_or_else(|| format!("unsupported $ref {r}"))?;
-                let target = &self.0["components"]["schemas"][name];
-                if target.is_null() {
-                    return Err(format!("$ref {r} names no schema"));
-                }
-                self.resolve(target)
-            }
-            None => Ok(schema),
-        }
-    }
-
-    /// Validates `v` against `schema`; `at` names the place for the error.
-    pub fn validate(&self, schema: &Value, v: &Value, at: &str) -> Result<(), String> {
-        let s = self.resolve(schema)?;
-        if let Some(all) = s["allOf"].as_array() {
-            for sub in all {
-                self.validate(sub, v, at)?;
-            }
-        }
-        if let Some(any) = s["anyOf"].as_array() {
-            if !any.iter().any(|sub| self.validate(sub, v, at).is_ok()) {
-                return Err(format!("{at}: matches none of anyOf"));
-            }
-        }
-        if let Some(one) = s["oneOf"].as_array() {
-            let n = one
-                .iter()
-                .filter(|sub| self.validate(sub, v, at).is_ok())
-                .count();
-            if n != 1 {
-                return Err(format!("{at}: matches {n} of oneOf, not one"));
-            }
-        }
-        if let Some(values) = s["enum"].as_array() {
-            if !values.contains(v) {
-                return Err(format!("{at}: {v} is not in the enum"));
-            }
-        }
-        if !s["type"].is_null() {
-            let types: Vec<&str> = match &s["type"] {
-                Value::String(t) => vec![t.as_str()],
-                Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
-                other => return Err(format!("{at}: odd type {other}")),
-            };
-            if !types.iter().any(|t| is_type(t, v)) {
-                return Err(format!("{at}: {v} is not of type {types:?}"));
-            }
-        }
-        if let Value::Object(map) = v {
-            for r in s["required"].as_array().into_iter().flatten() {
-                let r = r.as_str().unwrap_or_default();
-                if !map.contains_key(r) {
-                    return Err(format!("{at}: required {r} is missing"));
-                }
-            }
-            let props = s["properties"].as_object();
-            for (k, val) in map {
-                match props.and_then(|p| p.get(k)) {
-                    Some(sub) => self.validate(sub, val, &format!("{at}.{k}"))?,
-                    None if s["additionalProperties"] == Value::Bool(false) => {
-                        return Err(format!("{at}: {k} is not in the schema"))
-                    }
-                    None if props.is_some() => return Err(format!("{at}: {k} is not documented")),
-                    None => {}
-                }
-            }
-        }
-        if let (Value::Array(items), Some(item)) = (v, s.get("items")) {
-            for (i, x) in items.iter().enumerate() {
-                self.validate(item, x, &format!("{at}[{i}]"))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn is_type(t: &str, v: &Value) -> bool {
-    match t {
-        "null" => v.is_null(),
-        "boolean" => v.is_boolean(),
-        "object" => v.is_object(),
-        "array" => v.is_array(),
-        "string" => v.is_string(),
-        "integer" => v.is_i64() || v.is_u64(),
-        "number" => v.is_number(),
-        _ => false,
     }
 }
 
 #[test]
-fn the_checker_refuses_what_does_not_match() {
-    let doc = Document(serde_json::json!({
+fn the_check_refuses_what_does_not_match() {
+    let doc = Document::new(json!({
+        "paths": {"/p/{id}": {"get": {"responses": {"200": {"content": {"application/json":
+            {"schema": {"$ref": "#/components/schemas/P"}}}}}}}},
         "components": {"schemas": {"P": {"type": "object", "required": ["a"],
             "properties": {"a": {"type": "integer"}, "b": {"type": ["string", "null"]},
+                           "t": {"type": "string", "format": "date-time"},
                            "c": {"type": "array", "items": {"$ref": "#/components/schemas/Q"}}}},
             "Q": {"type": "string", "enum": ["x"]}}}
     }));
-    let p = serde_json::json!({"$ref": "#/components/schemas/P"});
-    assert!(doc
-        .validate(&p, &serde_json::json!({"a": 1, "b": null, "c": ["x"]}), "$")
-        .is_ok());
+    let ok = json!({"a": 1, "b": null, "c": ["x"], "t": "2026-01-02T03:04:05Z"});
+    doc.check("get", "/p/7", 200, "application/json", &ok)
+        .unwrap();
     for bad in [
-        serde_json::json!({"b": "s"}),
-        serde_json::json!({"a": "1"}),
-        serde_json::json!({"a": 1, "b": 2}),
-        serde_json::json!({"a": 1, "c": ["y"]}),
-        serde_json::json!({"a": 1, "d": 0}),
+        json!({"b": "s"}),
+        json!({"a": "1"}),
+        json!({"a": 1, "b": 2}),
+        json!({"a": 1, "c": ["y"]}),
+        json!({"a": 1, "d": 0}),
+        json!({"a": 1, "t": "yesterday"}),
     ] {
-        assert!(doc.validate(&p, &bad, "$").is_err(), "{bad}");
+        assert!(
+            doc.check("get", "/p/7", 200, "application/json", &bad)
+                .is_err(),
+            "{bad}"
+        );
     }
+    assert!(doc
+        .check("get", "/p/7", 404, "application/json", &ok)
+        .is_err());
+    assert!(doc.check("get", "/p/7", 200, "text/plain", &ok).is_err());
+    assert!(doc
+        .check("post", "/p/7", 200, "application/json", &ok)
+        .is_err());
+    assert!(doc
+        .check("get", "/q", 200, "application/json", &ok)
+        .is_err());
+    assert_eq!(doc.checked().len(), 1);
 }

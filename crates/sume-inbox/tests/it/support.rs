@@ -148,6 +148,25 @@ pub async fn api_register(
         .expect("register")
 }
 
+/// A dead letter that a newer reader understands: a signed body naming `job_id`, stored by a
+/// reader that found no job id in it.
+pub async fn readable_dead_letter(db: &TestDb, id: &str, job_id: &str) {
+    let ts = unix_now();
+    let body =
+        serde_json::json!({"event": "job.completed", "job_id": job_id, "status": "completed"})
+            .to_string();
+    let sig = signature_header(&[Secret::new(SECRET)], ts, body.as_bytes());
+    db.client()
+        .await
+        .execute(
+            "insert into sume.dead_letters (dead_letter_id, reason, body, header_event_id, signed_at, signature)
+             values ($1, 'no job id (older reader)', $2, $3, $4, $5)",
+            &[&id, &body.as_bytes(), &format!("evt_{id}"), &ts, &sig],
+        )
+        .await
+        .unwrap();
+}
+
 pub async fn job_state(db: &TestDb, job_id: &str) -> Option<String> {
     db.client()
         .await

@@ -27,8 +27,8 @@ pub struct FleetAnswer {
 }
 
 /// `GET /v1/instances`: every instance and the fleet's last hour.
-#[utoipa::path(get, path = "/v1/instances", tag = "operator",
-    responses((status = 200, body = FleetAnswer), (status = 503, body = super::openapi::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/instances", tag = "operator", operation_id = "list_instances",
+    responses((status = 200, description = "The fleet", body = FleetAnswer)))]
 pub(super) async fn instances(State(state): State<AdminState>) -> Response {
     let clock = Clock::Database;
     let store = &state.store;

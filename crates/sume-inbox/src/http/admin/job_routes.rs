@@ -18,6 +18,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::openapi::ErrorBody;
 use super::{unavailable, AdminState};
 use crate::db::{FeedCursor, FeedPage, JobFilter, JobRow, NewJob, Registered};
 use crate::http::{error, ApiError};
@@ -80,13 +81,14 @@ fn bad_id(field: &str, value: &str) -> Option<Response> {
 }
 
 /// `POST /v1/jobs`.
-#[utoipa::path(post, path = "/v1/jobs", tag = "application", request_body = Registration,
+#[utoipa::path(post, path = "/v1/jobs", tag = "application", operation_id = "register_job",
+    request_body = Registration,
     responses((status = 201, description = "Registered", body = JobRow),
                (status = 200, description = "The same registration again", body = JobRow),
-               (status = 409, body = Conflict),
-               (status = 400, body = super::openapi::ErrorBody),
-               (status = 415, body = super::openapi::ErrorBody),
-               (status = 422, body = super::openapi::ErrorBody)))]
+               (status = 409, description = "Registered with another order or key (`job_exists`)",
+                body = Conflict),
+               (status = 422, description = "A field out of bounds (`invalid_field`), an api_key \
+                not configured (`unknown_api_key`), or a body not of this shape", body = ErrorBody)))]
 pub(super) async fn register(
     State(state): State<AdminState>,
     body: Result<Json<Registration>, JsonRejection>,
@@ -153,20 +155,24 @@ pub(super) async fn register(
 
 /// The query of `GET /v1/jobs/{job_id}`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ShowQuery {
     /// Wait up to this long (e.g. `30s`, at most MAX_WAIT) for the job to close.
+    #[param(nullable = false, example = "30s")]
     wait: Option<String>,
 }
 
 /// `GET /v1/jobs/{job_id}`, with `?wait=30s` until it is closed.
-#[utoipa::path(get, path = "/v1/jobs/{job_id}", tag = "application",
+#[utoipa::path(get, path = "/v1/jobs/{job_id}", tag = "application", operation_id = "get_job",
     params(("job_id" = String, Path, description = "Sume's job id"), ShowQuery),
-    responses((status = 200, body = JobRow, headers(("X-Wait-Outcome" = String,
+    responses((status = 200, description = "The job", body = JobRow,
+                headers(("X-Wait-Outcome" = String,
                    description = "with wait: closed, timeout or shutdown"))),
-               (status = 400, body = super::openapi::ErrorBody),
-               (status = 404, body = super::openapi::ErrorBody),
-               (status = 503, description = "MAX_WAITERS are waiting", body = super::openapi::ErrorBody)))]
+               (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody),
+               (status = 404, description = "No such job (`not_found`)", body = ErrorBody),
+               (status = 503, description = "MAX_WAITERS are waiting (`too_many_waiters`, with \
+                Retry-After), or the database cannot answer (`unavailable`)", body = ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AdminState>,
     Path(job_id): Path<String>,
@@ -198,27 +204,38 @@ pub(super) async fn show(
 
 /// The query of `GET /v1/jobs`: the feed when `closed_after` is given, else the list.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// The feed of closes after this cursor (`0`: from the start); takes only `limit`.
+    #[param(nullable = false, example = "0")]
     closed_after: Option<String>,
     /// Rows per page, 1 to 1000 (default 100).
+    #[param(nullable = false, minimum = 1, maximum = 1000)]
     limit: Option<i64>,
     /// The list: `next_after` of the previous page.
+    #[param(nullable = false)]
     after: Option<String>,
     /// The list: `open`, `completed`, `failed`, `canceled` or `expired`.
+    #[param(nullable = false)]
     state: Option<String>,
     /// The list: the application's reference.
+    #[param(nullable = false)]
     order_id: Option<String>,
     /// The list: `webhook`, `poll` or `give_up`.
+    #[param(nullable = false)]
     closed_by: Option<String>,
     /// The list: registered at or after (RFC 3339).
+    #[param(nullable = false)]
     created_from: Option<DateTime<Utc>>,
     /// The list: registered before.
+    #[param(nullable = false)]
     created_to: Option<DateTime<Utc>>,
     /// The list: closed at or after.
+    #[param(nullable = false)]
     closed_from: Option<DateTime<Utc>>,
     /// The list: closed before.
+    #[param(nullable = false)]
     closed_to: Option<DateTime<Utc>>,
 }
 
@@ -288,8 +305,10 @@ impl ListQuery {
 }
 
 /// `GET /v1/jobs`: the feed of closes (`closed_after`) or the filtered list.
-#[utoipa::path(get, path = "/v1/jobs", tag = "application", params(ListQuery),
-    responses((status = 200, body = JobsAnswer), (status = 400, body = super::openapi::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/jobs", tag = "application", operation_id = "list_jobs",
+    params(ListQuery),
+    responses((status = 200, description = "A page of the feed, or of the list", body = JobsAnswer),
+               (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn list(
     State(state): State<AdminState>,
     query: Result<Query<ListQuery>, QueryRejection>,

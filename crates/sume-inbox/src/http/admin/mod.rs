@@ -99,7 +99,7 @@ async fn not_found() -> Response {
 }
 
 /// `GET /metrics`: Prometheus' text format.
-#[utoipa::path(get, path = "/metrics", tag = "operator",
+#[utoipa::path(get, path = "/metrics", tag = "operator", operation_id = "get_metrics",
     responses((status = 200, description = "The metrics", content_type = "application/openmetrics-text")))]
 async fn metrics(State(state): State<AdminState>) -> Response {
     state.metrics.waiters.set(state.waiters.len() as i64);

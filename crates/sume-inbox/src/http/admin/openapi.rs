@@ -1,11 +1,16 @@
 //! The admin API's OpenAPI 3.1 document, served at `/v1/openapi.json`. It is generated from the
 //! handlers' own annotations and the types they answer (utoipa), so it cannot drift from them;
-//! the tests check that every route is in it and that answers validate against it.
+//! the two bearer schemes, which route takes which and the error answers every route shares are
+//! added here. The tests check that every route is in it, that the reference validator passes
+//! it, that clients generated from it work, and that every answer it documents is given as
+//! documented (`tests/it/openapi_*.rs`).
 
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
-use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{self as oa, Content, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::{instance_routes, job_routes, operator, replay_routes};
@@ -28,15 +33,111 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
-struct BearerAuth;
+/// The two bearer schemes, which one each route takes, and the error answers every route can
+/// give before its handler runs (the Host, the token, the content type of a write) or when the
+/// database cannot answer.
+struct Schemes;
 
-impl Modify for BearerAuth {
+/// The schemes, as the document names them.
+const OPERATOR: &str = "operator";
+const APPLICATION: &str = "application";
+
+fn bearer(token: &str, opens: &str) -> SecurityScheme {
+    SecurityScheme::Http(
+        HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .description(Some(format!(
+                "`Authorization: Bearer <{token}>`: {opens}. Without ADMIN_TOKEN set (loopback \
+                 only) no token is asked for."
+            )))
+            .build(),
+    )
+}
+
+fn error_answer(description: &str) -> RefOr<oa::Response> {
+    let schema = RefOr::Ref(Ref::from_schema_name("ErrorBody"));
+    ResponseBuilder::new()
+        .description(description)
+        .content("application/json", Content::new(Some(schema)))
+        .into()
+}
+
+impl Modify for Schemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+            OPERATOR,
+            bearer("ADMIN_TOKEN", "the operator's token, every route"),
         );
+        components.add_security_scheme(
+            APPLICATION,
+            bearer(
+                "ADMIN_APP_TOKEN",
+                "the application's token, the routes tagged `application`",
+            ),
+        );
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let ops = [
+                (false, &mut item.get),
+                (true, &mut item.post),
+                (true, &mut item.put),
+                (true, &mut item.patch),
+                (true, &mut item.delete),
+            ];
+            for (write, op) in ops {
+                if let Some(op) = op.as_mut() {
+                    describe(op, path, write);
+                }
+            }
+        }
+    }
+}
+
+/// One operation's scheme and its common error answers (documented ones are left as they are).
+fn describe(op: &mut Operation, path: &str, write: bool) {
+    let operator = op.tags.iter().flatten().any(|t| t == OPERATOR);
+    let mut schemes = vec![SecurityRequirement::new(OPERATOR, Vec::<String>::new())];
+    if !operator {
+        schemes.insert(
+            0,
+            SecurityRequirement::new(APPLICATION, Vec::<String>::new()),
+        );
+    }
+    op.security = Some(schemes);
+    let mut errors = vec![
+        ("401", "No token, or a wrong one (`unauthorized`)"),
+        (
+            "421",
+            "The Host is not the admin address nor one of ADMIN_HOSTS (`unknown_host`)",
+        ),
+    ];
+    if operator {
+        errors.push((
+            "403",
+            "The application's token on an operator route (`forbidden`)",
+        ));
+    }
+    if write {
+        errors.extend([
+            ("400", "The body is not JSON (`invalid_body`)"),
+            (
+                "415",
+                "Not sent as Content-Type: application/json (`unsupported_media_type`)",
+            ),
+            (
+                "422",
+                "The body is not of the documented shape (`invalid_body`, `invalid_field`)",
+            ),
+        ]);
+    }
+    if path != "/v1/openapi.json" && path != "/metrics" {
+        errors.push(("503", "The database cannot answer (`unavailable`)"));
+    }
+    for (status, description) in errors {
+        op.responses
+            .responses
+            .entry(status.to_owned())
+            .or_insert_with(|| error_answer(description));
     }
 }
 
@@ -59,15 +160,14 @@ impl Modify for BearerAuth {
         super::metrics,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
-    modifiers(&BearerAuth),
-    security(("bearer" = [])),
+    modifiers(&Schemes),
     tags((name = "application", description = "The application's token suffices"),
          (name = "operator", description = "The operator's token only")),
 )]
 pub struct ApiDoc;
 
 /// `GET /v1/openapi.json`.
-#[utoipa::path(get, path = "/v1/openapi.json", tag = "application",
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "application", operation_id = "get_openapi",
     responses((status = 200, description = "This document", content_type = "application/json")))]
 pub async fn serve() -> Response {
     Json(ApiDoc::openapi()).into_response()
@@ -77,19 +177,23 @@ pub async fn serve() -> Response {
 mod tests {
     use super::*;
 
-    /// Every `.route("...", get(..).post(..))` of the router, as (method, path).
-    fn routes() -> Vec<(String, String)> {
+    /// Every `.route("...", get(..).post(..))` of the router, as (method, path, whether it is
+    /// behind `operator_only`: routed after `let operator`).
+    fn routes() -> Vec<(String, String, bool)> {
         let source = include_str!("mod.rs");
+        let (app, operator) = source.split_once("let operator = ").unwrap();
         let mut out = Vec::new();
-        for chunk in source.split(".route(").skip(1) {
-            let Some(chunk) = chunk.trim_start().strip_prefix('"') else {
-                continue;
-            };
-            let (path, rest) = chunk.split_once('"').unwrap();
-            let call = &rest[..rest.find("))").unwrap_or(rest.len())];
-            for method in ["get", "post", "put", "patch", "delete"] {
-                if call.contains(&format!("{method}(")) {
-                    out.push((method.to_owned(), path.to_owned()));
+        for (part, operator_only) in [(app, false), (operator, true)] {
+            for chunk in part.split(".route(").skip(1) {
+                let Some(chunk) = chunk.trim_start().strip_prefix('"') else {
+                    continue;
+                };
+                let (path, rest) = chunk.split_once('"').unwrap();
+                let call = &rest[..rest.find("))").unwrap_or(rest.len())];
+                for method in ["get", "post", "put", "patch", "delete"] {
+                    if call.contains(&format!("{method}(")) {
+                        out.push((method.to_owned(), path.to_owned(), operator_only));
+                    }
                 }
             }
         }
@@ -102,11 +206,34 @@ mod tests {
         assert_eq!(doc["openapi"], "3.1.0");
         let routes = routes();
         assert!(routes.len() >= 16, "{routes:?}");
-        for (method, path) in &routes {
+        for (method, path, operator_only) in &routes {
+            let op = &doc["paths"][path][method];
             assert!(
-                doc["paths"][path][method].is_object(),
+                op.is_object(),
                 "{method} {path} is routed but not in the OpenAPI document"
             );
+            // The schemes that open it: the operator's alone behind `operator_only`.
+            let expected = if *operator_only {
+                serde_json::json!([{"operator": []}])
+            } else {
+                serde_json::json!([{"application": []}, {"operator": []}])
+            };
+            assert_eq!(op["security"], expected, "{method} {path}");
+            let tag = if *operator_only {
+                "operator"
+            } else {
+                "application"
+            };
+            assert_eq!(op["tags"], serde_json::json!([tag]), "{method} {path}");
+        }
+        let schemes = &doc["components"]["securitySchemes"];
+        for (name, token) in [
+            ("operator", "ADMIN_TOKEN"),
+            ("application", "ADMIN_APP_TOKEN"),
+        ] {
+            assert_eq!(schemes[name]["scheme"], "bearer", "{name}");
+            let description = schemes[name]["description"].as_str().unwrap();
+            assert!(description.contains(token), "{name}: {description}");
         }
         let documented: usize = doc["paths"]
             .as_object()

@@ -13,6 +13,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 
 use super::job_routes::page_limit;
+use super::openapi::ErrorBody;
 use super::{unavailable, AdminState};
 use crate::db::{
     AuditEntry, DbError, DeadLetterRow, Disagreement, JobDetail, Orphan, PageKey, SetAsideEvent,
@@ -20,15 +21,32 @@ use crate::db::{
 };
 use crate::http::ApiError;
 
-/// `limit` and `after`, the query of every list (the inbox adds `older_than`).
+/// `limit` and `after`, the query of every list but the inbox's.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
     /// Rows per page, 1 to 1000 (default 100).
+    #[param(nullable = false, minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
     /// `next_after` of the previous page.
+    #[param(nullable = false)]
     pub after: Option<String>,
-    /// Inbox only: events at least this old, e.g. `10m`.
+}
+
+/// The inbox's query: a page, and how old its events must be.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct InboxQuery {
+    /// Rows per page, 1 to 1000 (default 100).
+    #[param(nullable = false, minimum = 1, maximum = 1000)]
+    pub limit: Option<i64>,
+    /// `next_after` of the previous page.
+    #[param(nullable = false)]
+    pub after: Option<String>,
+    /// Events at least this old, e.g. `10m`.
+    #[param(nullable = false, example = "10m")]
     pub older_than: Option<String>,
 }
 
@@ -85,8 +103,16 @@ fn bad_query(message: impl Into<String>) -> ApiError {
 fn read<T>(
     query: Result<Query<PageQuery>, QueryRejection>,
     after: impl FnOnce(&str) -> Option<T>,
-) -> Result<(i64, Option<T>, PageQuery), ApiError> {
+) -> Result<(i64, Option<T>), ApiError> {
     let Query(q) = query.map_err(|e| bad_query(e.body_text()))?;
+    page_of(q, after)
+}
+
+/// The limit, and `after` as the page needs it.
+fn page_of<T>(
+    q: PageQuery,
+    after: impl FnOnce(&str) -> Option<T>,
+) -> Result<(i64, Option<T>), ApiError> {
     let limit = page_limit(q.limit)?;
     let key = match q.after.as_deref() {
         None => None,
@@ -96,7 +122,7 @@ fn read<T>(
             ))
         })?),
     };
-    Ok((limit, key, q))
+    Ok((limit, key))
 }
 
 /// A full page's last row gives the next key; a short page is the last.
@@ -115,8 +141,10 @@ fn respond<T: Serialize>(what: &str, result: Result<T, DbError>) -> Response {
 
 /// `GET /v1/jobs/{job_id}/detail`: the job, every event of it, its disagreements and inbox check.
 #[utoipa::path(get, path = "/v1/jobs/{job_id}/detail", tag = "operator",
+    operation_id = "get_job_detail",
     params(("job_id" = String, Path, description = "Sume's job id")),
-    responses((status = 200, body = JobDetail), (status = 404, body = super::openapi::ErrorBody)))]
+    responses((status = 200, description = "The job and its timeline", body = JobDetail),
+               (status = 404, description = "No job and no event (`not_found`)", body = ErrorBody)))]
 pub(super) async fn job_detail(
     State(state): State<AdminState>,
     Path(job_id): Path<String>,
@@ -133,13 +161,22 @@ pub(super) async fn job_detail(
 }
 
 /// `GET /v1/inbox`: events waiting for their job, oldest first, with what each waits for.
-#[utoipa::path(get, path = "/v1/inbox", tag = "operator", params(PageQuery),
-    responses((status = 200, body = InboxPage), (status = 400, body = super::openapi::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/inbox", tag = "operator", operation_id = "list_inbox", params(InboxQuery),
+    responses((status = 200, description = "Waiting events, a page", body = InboxPage),
+               (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn inbox(
     State(state): State<AdminState>,
-    query: Result<Query<PageQuery>, QueryRejection>,
+    query: Result<Query<InboxQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after, q) = match read(query, PageKey::decode) {
+    let Query(q) = match query {
+        Ok(q) => q,
+        Err(e) => return bad_query(e.body_text()).into_response(),
+    };
+    let page = PageQuery {
+        limit: q.limit,
+        after: q.after,
+    };
+    let (limit, after) = match page_of(page, PageKey::decode) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -164,13 +201,14 @@ pub(super) async fn inbox(
 }
 
 /// `GET /v1/set-aside`: events set aside as another workspace's, with each key's answer.
-#[utoipa::path(get, path = "/v1/set-aside", tag = "operator", params(PageQuery),
-    responses((status = 200, body = SetAsidePage), (status = 400, body = super::openapi::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/set-aside", tag = "operator", operation_id = "list_set_aside", params(PageQuery),
+    responses((status = 200, description = "Set-aside events, a page", body = SetAsidePage),
+               (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn set_aside(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after, _) = match read(query, PageKey::decode) {
+    let (limit, after) = match read(query, PageKey::decode) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -190,13 +228,14 @@ pub(super) async fn set_aside(
 }
 
 /// `GET /v1/orphans`: jobs Sume knows, with events here, and no row.
-#[utoipa::path(get, path = "/v1/orphans", tag = "operator", params(PageQuery),
-    responses((status = 200, body = OrphanPage), (status = 400, body = super::openapi::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/orphans", tag = "operator", operation_id = "list_orphans", params(PageQuery),
+    responses((status = 200, description = "Orphans, a page", body = OrphanPage),
+               (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn orphans(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after, _) = match read(query, |s| Some(s.to_owned())) {
+    let (limit, after) = match read(query, |s| Some(s.to_owned())) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -214,13 +253,14 @@ pub(super) async fn orphans(
 }
 
 /// `GET /v1/disagreements`: terminal statuses that contradicted a job's first one.
-#[utoipa::path(get, path = "/v1/disagreements", tag = "operator", params(PageQuery),
-    responses((status = 200, body = DisagreementPage), (status = 400, body = super::openapi::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/disagreements", tag = "operator", operation_id = "list_disagreements", params(PageQuery),
+    responses((status = 200, description = "Disagreements, a page", body = DisagreementPage),
+               (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn disagreements(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after, _) = match read(query, |s| s.parse::<i64>().ok()) {
+    let (limit, after) = match read(query, |s| s.parse::<i64>().ok()) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -235,13 +275,14 @@ pub(super) async fn disagreements(
 }
 
 /// `GET /v1/dead-letters`: verified deliveries that name no job, newest first.
-#[utoipa::path(get, path = "/v1/dead-letters", tag = "operator", params(PageQuery),
-    responses((status = 200, body = DeadLetterPage), (status = 400, body = super::openapi::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/dead-letters", tag = "operator", operation_id = "list_dead_letters", params(PageQuery),
+    responses((status = 200, description = "Dead letters, a page", body = DeadLetterPage),
+               (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn dead_letters(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after, _) = match read(query, PageKey::decode) {
+    let (limit, after) = match read(query, PageKey::decode) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -258,19 +299,21 @@ pub(super) async fn dead_letters(
 }
 
 /// `GET /v1/stats`: the numbers an operator checks first.
-#[utoipa::path(get, path = "/v1/stats", tag = "operator", responses((status = 200, body = Stats)))]
+#[utoipa::path(get, path = "/v1/stats", tag = "operator", operation_id = "get_stats",
+    responses((status = 200, description = "The stats", body = Stats)))]
 pub(super) async fn stats(State(state): State<AdminState>) -> Response {
     respond("reading stats failed", state.store.stats_summary().await)
 }
 
 /// `GET /v1/audit`: what operators did, newest first.
-#[utoipa::path(get, path = "/v1/audit", tag = "operator", params(PageQuery),
-    responses((status = 200, body = AuditPage), (status = 400, body = super::openapi::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/audit", tag = "operator", operation_id = "list_audit_entries", params(PageQuery),
+    responses((status = 200, description = "Audit entries, a page", body = AuditPage),
+               (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn audit(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, before, _) = match read(query, |s| s.parse::<i64>().ok()) {
+    let (limit, before) = match read(query, |s| s.parse::<i64>().ok()) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };

@@ -12,6 +12,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::openapi::ErrorBody;
 use super::{current_request_id, unavailable, AdminState};
 use crate::http::ApiError;
 use crate::operations::replay::{self, Replayed};
@@ -60,10 +61,11 @@ pub struct ReplayEvent {}
 /// `POST /v1/events/{event_id}/replay`: a set-aside event back into the inbox, a waiting one
 /// attached; an applied one is left as it is.
 #[utoipa::path(post, path = "/v1/events/{event_id}/replay", tag = "operator",
+    operation_id = "replay_event",
     params(("event_id" = String, Path, description = "The event's dedupe key")),
     request_body = ReplayEvent,
-    responses((status = 200, body = Replayed), (status = 404, body = super::openapi::ErrorBody),
-               (status = 415, body = super::openapi::ErrorBody)))]
+    responses((status = 200, description = "What the replay did", body = Replayed),
+               (status = 404, description = "No such event (`not_found`)", body = ErrorBody)))]
 pub(super) async fn replay_event(
     State(state): State<AdminState>,
     Path(event_id): Path<String>,
@@ -106,8 +108,10 @@ pub struct ReplayedList {
 /// `POST /v1/dead-letters/replay`: every dead letter not replayed yet is read again; one that
 /// now names a job is stored and attached.
 #[utoipa::path(post, path = "/v1/dead-letters/replay", tag = "operator",
-    request_body = ReplayDeadLetters,
-    responses((status = 200, body = ReplayedList), (status = 400, body = super::openapi::ErrorBody)))]
+    operation_id = "replay_dead_letters", request_body = ReplayDeadLetters,
+    responses((status = 200, description = "What the replay did with each", body = ReplayedList),
+               (status = 422, description = "limit out of 1 to 10000 (`invalid_field`), or a body \
+                not of this shape (`invalid_body`)", body = ErrorBody)))]
 pub(super) async fn replay_dead_letters(
     State(state): State<AdminState>,
     headers: HeaderMap,
@@ -155,8 +159,10 @@ pub struct Dropped {
 
 /// `POST /v1/dead-letters/drop`: an operator's decision that these dead letters are not wanted.
 #[utoipa::path(post, path = "/v1/dead-letters/drop", tag = "operator",
-    request_body = DropDeadLetters,
-    responses((status = 200, body = Dropped), (status = 422, body = super::openapi::ErrorBody)))]
+    operation_id = "drop_dead_letters", request_body = DropDeadLetters,
+    responses((status = 200, description = "What was dropped", body = Dropped),
+               (status = 422, description = "ids empty or over 1000 (`invalid_field`), or a body \
+                not of this shape (`invalid_body`)", body = ErrorBody)))]
 pub(super) async fn drop_dead_letters(
     State(state): State<AdminState>,
     headers: HeaderMap,
