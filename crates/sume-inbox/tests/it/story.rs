@@ -44,7 +44,12 @@ async fn a_job_keeps_its_latest_polls_and_they_go_with_it() {
     let db = TestDb::new().await;
     let sim = RunningSim::start(sim_config()).await.unwrap();
     let http = reqwest::Client::new();
-    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    // Each job read by itself (a walk of the list leaves the unreadable one to such a read).
+    let one_by_one = sume_inbox::config::SweepConfig {
+        list_walks: false,
+        ..clocked_config()
+    };
+    let sweep = Sweep::new(&db, &sim, one_by_one).await;
     let long = json!({"duration_ms": 3_600_000, "queued_ms": 0});
     let (busy, quiet) = (
         create(&http, &sim, MAIN_KEY, None, long.clone()).await,
@@ -306,7 +311,12 @@ async fn a_status_no_database_can_store_fails_its_own_poll_not_the_pass() {
     let db = TestDb::new().await;
     let sim = RunningSim::start(sim_config()).await.unwrap();
     let http = reqwest::Client::new();
-    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    // Each job read by itself (a walk of the list leaves the unreadable one to such a read).
+    let one_by_one = sume_inbox::config::SweepConfig {
+        list_walks: false,
+        ..clocked_config()
+    };
+    let sweep = Sweep::new(&db, &sim, one_by_one).await;
     let long = json!({"duration_ms": 3_600_000, "queued_ms": 0});
     let mut nul = long.clone();
     nul["working_status"] = json!("running\u{0}");

@@ -629,9 +629,13 @@ async fn retry_after_is_honoured_by_every_request() {
     for limited in log.requests.iter().filter(|r| r.status == 429) {
         let answered = at(&limited.at) + chrono::Duration::milliseconds(limited.latency_ms as i64);
         let until = answered + chrono::Duration::seconds(1);
-        // Job reads only: the keys' checks (`GET /jobs?limit=1`) are made by the inbox check's
-        // pass too, concurrently with the poll's, and one may have left before the 429 came.
-        let job_reads = log.requests.iter().filter(|r| r.route != "/v1/jobs");
+        // The daemon's job reads only: the test's own creates may still be on their way, and
+        // the keys' checks (`GET /jobs?limit=1`) are made by the inbox check's pass too,
+        // concurrently with the poll's, so one may have left before the 429 came.
+        let job_reads = log
+            .requests
+            .iter()
+            .filter(|r| r.method == "GET" && r.route != "/v1/jobs");
         for later in job_reads.filter(|r| at(&r.at) > answered) {
             assert!(
                 at(&later.at) >= until - chrono::Duration::milliseconds(20),
