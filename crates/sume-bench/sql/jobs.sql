@@ -59,3 +59,23 @@ from sume.jobs j;
 insert into sume.jobs (job_id, order_id, api_key)
 select j, j, $2 from unnest($1::text[]) j
 on conflict do nothing;
+
+-- name: jobs_of_key
+-- The chaos suite's failover scenarios: every job of key $1, its state and Sume status, what
+-- closed it and when (text, or null while open).
+select job_id, state, sume_status, closed_by, closed_at::text
+from sume.jobs
+where api_key = $1;
+
+-- name: jobs_first_closes_since
+-- The chaos suite's failover: for jobs of key $2 registered at $1 (text, a timestamptz) or
+-- later, the seconds from $1 to the first close by each closer (webhook, poll).
+select closed_by, extract(epoch from min(closed_at) - $1::text::timestamptz)::float8
+from sume.jobs
+where api_key = $2 and created_at >= $1::text::timestamptz and closed_by is not null
+group by closed_by;
+
+-- name: jobs_closed_between
+-- The chaos suite's Sume black hole: jobs closed from $1 to $2 (texts, timestamptz).
+select count(*) from sume.jobs
+where closed_at >= $1::text::timestamptz and closed_at < $2::text::timestamptz;

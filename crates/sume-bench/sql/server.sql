@@ -67,3 +67,33 @@ select (select count(*) from sume.events),
        (select count(*) from sume.jobs),
        (select count(*) from sume.job_closes),
        (select count(*) from sume.inbox_checks);
+
+-- name: server_sync_standby_on
+-- The chaos suite's standby: every commit waits for a standby (any of them) to have it.
+alter system set synchronous_standby_names = '*';
+
+-- name: server_sync_standby_off
+alter system reset synchronous_standby_names;
+
+-- name: server_remote_apply
+-- Every commit waits for the synchronous standby to have applied it (read-your-writes there).
+alter system set synchronous_commit = 'remote_apply';
+
+-- name: server_commit_default
+alter system reset synchronous_commit;
+
+-- name: server_primary_conninfo
+-- {conninfo} is replaced by a fixed connection string of the suite's ('host=... port=...').
+alter system set primary_conninfo = '{conninfo}';
+
+-- name: server_reload
+select pg_reload_conf();
+
+-- name: server_replication
+-- The primary's standbys: how many stream, how many of them synchronously.
+select count(*) filter (where state = 'streaming'),
+       count(*) filter (where state = 'streaming' and sync_state = 'sync')
+from pg_stat_replication;
+
+-- name: server_in_recovery
+select pg_is_in_recovery();

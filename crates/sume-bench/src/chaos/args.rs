@@ -23,6 +23,30 @@ pub enum Scenario {
     Race,
     /// Thousands of stalled connections beside genuine deliveries.
     Stall,
+    /// The link to PostgreSQL frozen (a proxy stops moving bytes, sockets open) for longer
+    /// than `INGEST_TIMEOUT`, then thawed.
+    Freeze,
+    /// Every connection to PostgreSQL reset at the TCP level (RST).
+    Reset,
+    /// PostgreSQL's address black-holed (nftables drops every packet) until the daemon has
+    /// given up every connection it held, then back.
+    BlackHole,
+    /// A synchronous hot standby promoted after a crash of the primary.
+    Failover,
+    /// An asynchronous hot standby promoted after a crash of the primary, then
+    /// `sume-inbox reconcile` as README says.
+    FailoverAsync,
+    /// After a failover, the old primary started again as a second writable primary.
+    SplitBrain,
+    /// A failover, the old primary rebuilt as the new one's standby, then switched back.
+    Failback,
+    /// Sume's address frozen for the sweep (every read times out) while ingest goes on.
+    SumeBlackHole,
+    /// PostgreSQL's disk full (a small tmpfs), then space again.
+    DiskFull,
+    /// Not a fault: the signed load's rate and latency with the standby stopped, asynchronous,
+    /// synchronous (`on`) and `remote_apply`.
+    SyncCost,
 }
 
 impl Scenario {
@@ -35,6 +59,16 @@ impl Scenario {
             Scenario::Crash => "crash",
             Scenario::Race => "race",
             Scenario::Stall => "stall",
+            Scenario::Freeze => "freeze",
+            Scenario::Reset => "reset",
+            Scenario::BlackHole => "black-hole",
+            Scenario::Failover => "failover",
+            Scenario::FailoverAsync => "failover-async",
+            Scenario::SplitBrain => "split-brain",
+            Scenario::Failback => "failback",
+            Scenario::SumeBlackHole => "sume-black-hole",
+            Scenario::DiskFull => "disk-full",
+            Scenario::SyncCost => "sync-cost",
         }
     }
 }
@@ -46,7 +80,7 @@ pub struct ChaosArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "kill,terminate,lock,crash,race,stall"
+        default_value = "kill,terminate,lock,crash,freeze,reset,black-hole,disk-full,failover,failover-async,split-brain,failback,sume-black-hole,sync-cost,race,stall"
     )]
     pub scenarios: Vec<Scenario>,
     /// Acknowledged deliveries each fault scenario (kill, terminate, lock, crash) reaches in a
@@ -91,6 +125,23 @@ pub struct ChaosArgs {
     /// The daemon's IDLE_TIMEOUT in the stall scenario.
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub idle_timeout: Duration,
+    /// Parameters added to the daemon's DATABASE_URL in every scenario (libpq's names, e.g.
+    /// `tcp_user_timeout=3&keepalives_idle=1`); empty: the daemon's own defaults.
+    #[arg(long, default_value = "")]
+    pub db_url_params: String,
+    /// failover-async: the standby's link to the primary frozen this long before the crash (a
+    /// replica this far behind); 0: the replica's own lag on loopback.
+    #[arg(long, default_value = "1s", value_parser = duration)]
+    pub replica_lag: Duration,
+    /// The daemon's SUME_TIMEOUT in the scenarios that talk to the simulator.
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    pub sume_timeout: Duration,
+    /// disk-full: the size of the tmpfs that holds PostgreSQL's data directory, in MiB.
+    #[arg(long, default_value_t = 160)]
+    pub disk_mib: u64,
+    /// sync-cost: how long the load runs in each mode of each round.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub cost_duration: Duration,
     /// The longest any wait may take (recovery, convergence, a socket's close beyond its
     /// timeout) before the run fails: a bound against hangs, not a target.
     #[arg(long, default_value = "60s", value_parser = duration)]
@@ -123,6 +174,9 @@ impl ChaosArgs {
                 Scenario::Crash,
                 Scenario::Race,
                 Scenario::Stall,
+                Scenario::Freeze,
+                Scenario::BlackHole,
+                Scenario::Failover,
             ],
             size: 600,
             rounds: 1,
@@ -139,6 +193,12 @@ impl ChaosArgs {
             header_timeout: Duration::from_secs(2),
             body_timeout: Duration::from_secs(3),
             idle_timeout: Duration::from_secs(4),
+            // Dead connections given up within about 3 s, not the daemon's 20 s.
+            db_url_params: "tcp_user_timeout=3&keepalives_idle=1&keepalives_interval=1".into(),
+            replica_lag: Duration::from_secs(1),
+            sume_timeout: Duration::from_secs(1),
+            disk_mib: 160,
+            cost_duration: Duration::from_secs(2),
             patience: Duration::from_secs(60),
             daemon_bin: Some(daemon_bin),
             devpg,

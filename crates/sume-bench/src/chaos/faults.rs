@@ -18,6 +18,7 @@ use crate::sql;
 use crate::webhook::Generator;
 
 use super::args::{ChaosArgs, Scenario};
+use super::ground::Ground;
 use super::traffic::{Answers, Traffic};
 use super::world::{self, Daemon, World};
 
@@ -55,6 +56,53 @@ pub struct FaultRun {
     pub survived: bool,
     /// Its `/healthz` answered 200 at the end: none of its tasks had died.
     pub healthy: bool,
+    /// What this scenario measures beside the counts (medians over rounds in the report).
+    pub figures: Vec<Figure>,
+    /// What this scenario found wrong beside a loss (empty when it held).
+    pub checks: Vec<String>,
+    /// Whether acknowledged deliveries may be missing by design (a failover to an
+    /// asynchronous standby): then `lost` is a figure, not a failure.
+    pub loss_expected: bool,
+}
+
+/// One measurement of a round, by name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// What it is, as the report prints it.
+    pub name: &'static str,
+    /// Its value, in `unit`.
+    pub value: f64,
+    /// Milliseconds or a count.
+    pub unit: Unit,
+}
+
+/// The unit of a [`Figure`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A duration in milliseconds.
+    Ms,
+    /// A count, or a rate.
+    Count,
+}
+
+impl Figure {
+    /// A duration.
+    pub fn ms(name: &'static str, d: Duration) -> Figure {
+        Figure {
+            name,
+            value: d.as_secs_f64() * 1e3,
+            unit: Unit::Ms,
+        }
+    }
+
+    /// A count.
+    pub fn count(name: &'static str, n: f64) -> Figure {
+        Figure {
+            name,
+            value: n,
+            unit: Unit::Count,
+        }
+    }
 }
 
 impl FaultRun {
@@ -62,7 +110,7 @@ impl FaultRun {
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
         let name = format!("{} round {}", self.scenario.name(), self.round);
-        if self.lost > 0 {
+        if self.lost > 0 && !self.loss_expected {
             out.push(format!(
                 "{name}: {} of {} deliveries answered 2xx are not in the inbox",
                 self.lost, self.acked
@@ -74,14 +122,15 @@ impl FaultRun {
         if !self.healthy {
             out.push(format!("{name}: /healthz is not 200 after the fault"));
         }
+        out.extend(self.checks.iter().map(|c| format!("{name}: {c}")));
         out
     }
 }
 
 /// Where one fault started and ended, on the traffic's clock.
-struct Mark {
-    fault_us: u64,
-    back_us: u64,
+pub(super) struct Mark {
+    pub(super) fault_us: u64,
+    pub(super) back_us: u64,
 }
 
 /// One round of a fault scenario.
@@ -91,27 +140,32 @@ pub(super) async fn run(
     scenario: Scenario,
     round: u32,
 ) -> anyhow::Result<FaultRun> {
-    let db_name = format!("chaos_{}_{}", scenario.name(), round_letter(round));
-    let url = world.database(&db_name).await?;
+    let db_name = format!(
+        "chaos_{}_{}",
+        scenario.name().replace('-', "_"),
+        round_letter(round)
+    );
+    let mut ground = Ground::prepare(world, args, scenario, &db_name).await?;
+    let url = ground.read_url.clone();
     let settings = [(
         "INGEST_TIMEOUT",
         humantime::format_duration(args.ingest_timeout).to_string(),
     )];
-    let mut daemon = world.daemon(&url, &db_name, &settings)?;
+    let mut daemon = world.daemon(&ground.daemon_url, &db_name, &settings)?;
     daemon.wait_ready(args.patience).await?;
     eprint!("sume-bench chaos: {} round {round} ... ", scenario.name());
     let run_id = format!("{:06x}", rand::thread_rng().gen::<u32>() & 0xff_ffff);
     let generator = Arc::new(Generator::new(Secret::new(world.secret.clone()), run_id));
     let traffic = Traffic::start(daemon.listen, generator, args.connections);
     traffic.wait_acked(args.size / 3, args.patience).await?;
-    let (marks, cut) = fault(world, args, scenario, &mut daemon, &traffic, &url).await?;
+    let (marks, cut) = fault(world, args, scenario, &mut daemon, &traffic, &mut ground).await?;
     traffic.wait_acked(args.size, args.patience).await?;
     let answers = traffic.finish().await;
     let survived = daemon.alive().is_ok();
     let healthy = daemon.healthy().await;
     daemon.stop();
     let stored_ids = received_ids(&url).await?;
-    let outcome = count(
+    let mut outcome = count(
         scenario,
         round,
         &answers,
@@ -121,6 +175,13 @@ pub(super) async fn run(
         survived,
         healthy,
     );
+    outcome.figures = std::mem::take(&mut ground.figures);
+    if let Some(slowest) = slowest_refusal(&answers, &marks) {
+        outcome
+            .figures
+            .push(Figure::ms("slowest answer other than 2xx during the fault", slowest));
+    }
+    drop(ground);
     eprintln!(
         "{} acked, {} lost, recovery {}",
         outcome.acked,
@@ -142,8 +203,9 @@ async fn fault(
     scenario: Scenario,
     daemon: &mut Daemon,
     traffic: &Traffic,
-    url: &str,
+    ground: &mut Ground,
 ) -> anyhow::Result<(Vec<Mark>, i64)> {
+    let url = ground.read_url.clone();
     let mut marks = Vec::new();
     let mut cut = 0;
     let times = if scenario == Scenario::Kill { 2 } else { 1 };
@@ -157,19 +219,19 @@ async fn fault(
         match scenario {
             Scenario::Kill => daemon.kill_and_restart()?,
             Scenario::Terminate => {
-                cut =
-                    world::terminate_backends(&world.server_url, world::database_name(url)).await?
+                cut = world::terminate_backends(&world.server_url, world::database_name(&url))
+                    .await?
             }
             Scenario::Lock => {
                 let hold = args.ingest_timeout * 2 + Duration::from_millis(500);
-                world::lock_inbox(url, hold).await?
+                world::lock_inbox(&url, hold).await?
             }
             Scenario::Crash => {
                 world.crash().await?;
                 tokio::time::sleep(args.pg_down).await;
                 world.recover().await?;
             }
-            Scenario::Race | Scenario::Stall => unreachable!("not a fault scenario"),
+            other => ground.fault(args, other).await?,
         }
         let back_us = traffic.now_us();
         traffic
@@ -188,7 +250,7 @@ async fn fault(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn count(
+pub(super) fn count(
     scenario: Scenario,
     round: u32,
     answers: &Answers,
@@ -230,11 +292,26 @@ fn count(
         cut,
         survived,
         healthy,
+        figures: Vec::new(),
+        checks: Vec::new(),
+        loss_expected: false,
     }
 }
 
+/// The longest time an attempt sent during a fault took to be answered other than 2xx: the
+/// daemon's own bound on a fault it cannot see past (`INGEST_TIMEOUT`).
+pub(super) fn slowest_refusal(answers: &Answers, marks: &[Mark]) -> Option<Duration> {
+    answers
+        .0
+        .iter()
+        .filter(|a| a.status.is_some() && !a.ok())
+        .filter(|a| marks.iter().any(|m| a.sent_us >= m.fault_us && a.sent_us < m.back_us))
+        .map(|a| Duration::from_micros(a.answered_us - a.sent_us))
+        .max()
+}
+
 /// Every delivery id the inbox holds (events and dead letters).
-async fn received_ids(url: &str) -> anyhow::Result<HashSet<String>> {
+pub(super) async fn received_ids(url: &str) -> anyhow::Result<HashSet<String>> {
     let db = crate::stages::client(url).await?;
     let rows = db
         .query(sql::EVENTS_RECEIVED_IDS.sql(), &[])

@@ -15,7 +15,11 @@
 //! `report` the figures. Every process started is stopped when its guard drops.
 
 mod args;
+mod disk;
 mod faults;
+mod ground;
+mod ha;
+mod proxy;
 mod race;
 mod report;
 mod stall;
@@ -23,7 +27,8 @@ mod traffic;
 mod world;
 
 pub use args::{ChaosArgs, Scenario};
-pub use faults::FaultRun;
+pub use faults::{FaultRun, Figure, Unit};
+pub use ha::cost::{CostResult, ModeCost};
 pub use race::RaceResult;
 pub use report::{median, ChaosReport};
 pub use stall::{Stall, StallKind, StallResult, GENUINE};
@@ -41,22 +46,47 @@ pub async fn run(args: &ChaosArgs) -> anyhow::Result<ChaosReport> {
         ..ChaosReport::default()
     };
     for &scenario in &args.scenarios {
+        if let Some(why) = cannot_run(&world, scenario) {
+            report.skipped.push(format!("{}: {why}", scenario.name()));
+            continue;
+        }
         match scenario {
-            Scenario::Crash if !world.owns_server() => report
-                .skipped
-                .push("crash: --database-url names a server this run does not own".to_owned()),
-            Scenario::Kill | Scenario::Terminate | Scenario::Lock | Scenario::Crash => {
-                for round in 1..=args.rounds {
-                    report
-                        .faults
-                        .push(faults::run(&world, args, scenario, round).await?);
-                }
-            }
             Scenario::Race => report.race = Some(race::run(&world, args).await?),
             Scenario::Stall => report.stall = Some(stall::run(&world, args).await?),
+            Scenario::SyncCost => report.cost = Some(ha::cost::run(&world, args).await?),
+            _ => {
+                for round in 1..=args.rounds {
+                    let run = match scenario {
+                        Scenario::Failover
+                        | Scenario::FailoverAsync
+                        | Scenario::SplitBrain
+                        | Scenario::Failback => ha::run(&world, args, scenario, round).await?,
+                        Scenario::SumeBlackHole => ha::sume_hole::run(&world, args, round).await?,
+                        _ => faults::run(&world, args, scenario, round).await?,
+                    };
+                    report.faults.push(run);
+                }
+            }
         }
     }
     Ok(report)
+}
+
+/// Why `scenario` cannot run here, if it cannot: the crash needs the run's own server, the
+/// black hole nftables, the full disk a tmpfs mount.
+fn cannot_run(world: &World, scenario: Scenario) -> Option<String> {
+    match scenario {
+        Scenario::Crash if !world.owns_server() => {
+            Some("--database-url names a server this run does not own".to_owned())
+        }
+        Scenario::BlackHole => proxy::Nft::usable()
+            .err()
+            .map(|e| format!("nftables cannot drop packets here ({e})")),
+        Scenario::DiskFull => disk::SmallDisk::usable()
+            .err()
+            .map(|e| format!("no tmpfs can be mounted here ({e})")),
+        _ => None,
+    }
 }
 
 /// `sume-bench chaos`: runs, prints the report, and fails when anything did not hold.

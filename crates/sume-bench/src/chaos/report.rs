@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::args::Scenario;
-use super::faults::FaultRun;
+use super::faults::{FaultRun, Unit};
+use super::ha::cost::CostResult;
 use super::race::{RaceResult, INSTANCES};
 use super::stall::StallResult;
 
@@ -21,6 +22,8 @@ pub struct ChaosReport {
     pub race: Option<RaceResult>,
     /// The stalled connections, when they ran.
     pub stall: Option<StallResult>,
+    /// What replication costs per event, when it ran.
+    pub cost: Option<CostResult>,
     /// Scenarios left out, and why.
     pub skipped: Vec<String>,
 }
@@ -31,9 +34,14 @@ impl ChaosReport {
         self.faults.iter().map(|f| f.acked).sum()
     }
 
-    /// Of those, missing from the inbox.
+    /// Of those, missing from the inbox (leaving out the asynchronous failover, whose losses
+    /// are its measurement).
     pub fn lost(&self) -> u64 {
-        self.faults.iter().map(|f| f.lost).sum()
+        self.faults
+            .iter()
+            .filter(|f| !f.loss_expected)
+            .map(|f| f.lost)
+            .sum()
     }
 
     /// Everything that did not hold; empty when the run passed.
@@ -56,6 +64,10 @@ impl ChaosReport {
         }
         s.push('\n');
         self.faults_table(&mut s);
+        self.figures(&mut s);
+        if let Some(c) = &self.cost {
+            cost_table(&mut s, c);
+        }
         if let Some(r) = &self.race {
             race_lines(&mut s, r);
         }
@@ -125,14 +137,98 @@ impl ChaosReport {
     }
 }
 
+impl ChaosReport {
+    /// Each scenario's own figures: the median over rounds, and the range when it varied.
+    fn figures(&self, s: &mut String) {
+        let mut scenarios: Vec<Scenario> = self.faults.iter().map(|f| f.scenario).collect();
+        scenarios.dedup();
+        for sc in scenarios {
+            let runs: Vec<&FaultRun> = self.faults.iter().filter(|f| f.scenario == sc).collect();
+            let mut names: Vec<&'static str> = Vec::new();
+            for f in runs.iter().flat_map(|r| r.figures.iter()) {
+                if !names.contains(&f.name) {
+                    names.push(f.name);
+                }
+            }
+            if names.is_empty() {
+                continue;
+            }
+            let _ = writeln!(s, "
+{} ({} rounds):
+", describe(sc), runs.len());
+            for name in names {
+                let found: Vec<(f64, Unit)> = runs
+                    .iter()
+                    .flat_map(|r| r.figures.iter())
+                    .filter(|f| f.name == name)
+                    .map(|f| (f.value, f.unit))
+                    .collect();
+                let mut values: Vec<f64> = found.iter().map(|f| f.0).collect();
+                values.sort_by(f64::total_cmp);
+                let show = |v: f64| match found[0].1 {
+                    Unit::Ms => ms(Some(Duration::from_secs_f64(v / 1e3))),
+                    Unit::Count if v.fract() == 0.0 => thousands(v as u64),
+                    Unit::Count => format!("{v:.1}"),
+                };
+                let mid = show(values[values.len() / 2]);
+                let (lo, hi) = (values[0], values[values.len() - 1]);
+                let range = if lo == hi {
+                    String::new()
+                } else {
+                    format!(" ({} to {})", show(lo), show(hi))
+                };
+                let _ = writeln!(s, "- {name}: {mid}{range}");
+            }
+        }
+    }
+}
+
+fn cost_table(s: &mut String, c: &CostResult) {
+    let _ = writeln!(
+        s,
+        "
+Replication's cost: {} load connections, {} per mode, {} rounds (medians):
+
+         | commits wait for | 2xx per second | latency p50 | latency p99 | p50 beside no standby |
+         | --- | --: | --: | --: | --: |",
+        c.connections,
+        humantime::format_duration(c.duration),
+        c.rounds
+    );
+    let base = c.modes.first().map(|m| m.p50).unwrap_or_default();
+    for m in &c.modes {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.2} ms | {:.2} ms | {:+.2} ms |",
+            m.mode,
+            thousands(m.rate.round() as u64),
+            m.p50.as_secs_f64() * 1e3,
+            m.p99.as_secs_f64() * 1e3,
+            (m.p50.as_secs_f64() - base.as_secs_f64()) * 1e3,
+        );
+    }
+}
+
 fn describe(sc: Scenario) -> &'static str {
     match sc {
         Scenario::Kill => "`kill -9` of the daemon, twice a round, restarted at once",
         Scenario::Terminate => "every connection cut (`pg_terminate_backend`)",
         Scenario::Lock => "`sume.events` locked for 2 x `INGEST_TIMEOUT` + 0.5 s",
         Scenario::Crash => "PostgreSQL crash (`pg_ctl stop -m immediate`), then start",
-        Scenario::Race => "race",
-        Scenario::Stall => "stall",
+        Scenario::Freeze => "the link to PostgreSQL frozen 2 x `INGEST_TIMEOUT` + 0.5 s, then thawed",
+        Scenario::Reset => "every connection to PostgreSQL reset (RST)",
+        Scenario::BlackHole => {
+            "PostgreSQL's address black-holed until the daemon gave up its connections"
+        }
+        Scenario::DiskFull => "PostgreSQL's disk full for 2 x `INGEST_TIMEOUT` + 0.5 s",
+        Scenario::Failover => "failover to a synchronous standby (primary crashed, standby promoted)",
+        Scenario::FailoverAsync => {
+            "failover to an asynchronous standby (missing: lost by the failover, then reconcile)"
+        }
+        Scenario::SplitBrain => "after a failover, the old primary back as a second writable one",
+        Scenario::Failback => "failover, then the old primary rebuilt and switched back",
+        Scenario::SumeBlackHole => "Sume's address frozen for 3 x `SUME_TIMEOUT` + 1 s",
+        Scenario::Race | Scenario::Stall | Scenario::SyncCost => "not a fault",
     }
 }
 

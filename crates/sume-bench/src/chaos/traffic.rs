@@ -206,6 +206,27 @@ impl Answers {
             .map(|t| Duration::from_micros(t - back_us))
     }
 
+    /// Deliveries answered 2xx per second, and the median and 99th percentile of their time,
+    /// leaving out those sent in the first `warmup`.
+    pub(super) fn rate_and_latency(&self, warmup: Duration) -> (f64, Duration, Duration) {
+        let from = warmup.as_micros() as u64;
+        let mut times: Vec<u64> = self
+            .0
+            .iter()
+            .filter(|a| a.ok() && a.sent_us >= from)
+            .map(|a| a.answered_us - a.sent_us)
+            .collect();
+        times.sort_unstable();
+        let end = self.0.iter().map(|a| a.answered_us).max().unwrap_or(from);
+        let span = Duration::from_micros(end.saturating_sub(from)).as_secs_f64();
+        let at = |q: f64| {
+            let i = ((times.len() as f64 * q) as usize).min(times.len().saturating_sub(1));
+            Duration::from_micros(times.get(i).copied().unwrap_or(0))
+        };
+        let rate = if span > 0.0 { times.len() as f64 / span } else { 0.0 };
+        (rate, at(0.5), at(0.99))
+    }
+
     /// The longest time without any 2xx around a fault: from the last 2xx answered before
     /// `fault_us` to the first one answered after `back_us`.
     pub(super) fn silence(&self, fault_us: u64, back_us: u64) -> Option<Duration> {

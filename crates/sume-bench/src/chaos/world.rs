@@ -68,6 +68,11 @@ impl World {
         })
     }
 
+    /// The daemon binary (`sume-inbox`), for its other commands (`reconcile`).
+    pub(super) fn bin(&self) -> PathBuf {
+        self.bin.clone()
+    }
+
     /// Whether the server is this run's own, so that it may be crashed.
     pub(super) fn owns_server(&self) -> bool {
         self.pg.is_some()
@@ -126,7 +131,7 @@ impl World {
 }
 
 /// A free port in 26000-26999, from a random start.
-fn quiet_port() -> anyhow::Result<u16> {
+pub(super) fn quiet_port() -> anyhow::Result<u16> {
     let first = rand::thread_rng().gen_range(26_000..27_000u16);
     (0..1_000)
         .map(|i| 26_000 + (first - 26_000 + i) % 1_000)

@@ -180,7 +180,57 @@ pub fn target(url: &str) -> Result<tls::Target, DbError> {
     if target.config.get_connect_timeout().is_none() {
         target.config.connect_timeout(Duration::from_secs(5));
     }
+    liveness_defaults(&mut target.config, url);
     Ok(target)
+}
+
+/// `tcp_user_timeout` where DATABASE_URL names none: a connection whose data the server has
+/// not acknowledged for this long (its address went silent: a failover, a dropped NAT entry)
+/// fails, and the pool opens another, instead of waiting for the kernel's own limit (about
+/// 15 minutes). On Linux it also ends an idle connection whose keepalive probes go unanswered
+/// this long after the last word from the server.
+pub const TCP_USER_TIMEOUT: Duration = Duration::from_secs(20);
+/// `keepalives_idle` where DATABASE_URL names none: the first probe of an idle connection
+/// (LISTEN's, an idle one of the pool) after this much silence (the system's default is 2 h).
+pub const KEEPALIVES_IDLE: Duration = Duration::from_secs(10);
+/// `keepalives_interval` where DATABASE_URL names none: between two probes.
+pub const KEEPALIVES_INTERVAL: Duration = Duration::from_secs(5);
+/// `keepalives_retries` where DATABASE_URL names none: unanswered probes before the end
+/// (idle + interval x retries = [`TCP_USER_TIMEOUT`], where that timeout is not supported).
+pub const KEEPALIVES_RETRIES: u32 = 2;
+
+/// Sets the TCP liveness settings DATABASE_URL leaves out (libpq's parameter names; what the
+/// URL names, `0` included, is kept as it is).
+fn liveness_defaults(config: &mut tokio_postgres::Config, url: &str) {
+    let names = param_names(url);
+    let named = |key: &str| names.iter().any(|n| n == key);
+    if !named("tcp_user_timeout") {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+    if !named("keepalives_idle") {
+        config.keepalives_idle(KEEPALIVES_IDLE);
+    }
+    if !named("keepalives_interval") {
+        config.keepalives_interval(KEEPALIVES_INTERVAL);
+    }
+    if !named("keepalives_retries") {
+        config.keepalives_retries(KEEPALIVES_RETRIES);
+    }
+}
+
+/// The parameter names of a URL's query (`postgres://...?a=1&b=2`) or of a key-value string
+/// (`host=... a=1`).
+fn param_names(url: &str) -> Vec<String> {
+    let pairs: Vec<&str> = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        url.split_once('?')
+            .map_or(Vec::new(), |(_, q)| q.split('&').collect())
+    } else {
+        url.split_whitespace().collect()
+    };
+    pairs
+        .iter()
+        .filter_map(|p| p.split_once('=').map(|(k, _)| k.trim().to_owned()))
+        .collect()
 }
 
 /// Opens one connection outside the pool (migrations, the CLI), driving it on a task.
@@ -284,5 +334,31 @@ impl Store {
 
     async fn client(&self) -> Result<Conn, DbError> {
         self.conn().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn liveness_settings_default_unless_the_url_names_them() {
+        let t = target("postgres://u@127.0.0.1:5432/db").unwrap();
+        assert_eq!(t.config.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
+        assert!(t.config.get_keepalives());
+        assert_eq!(t.config.get_keepalives_idle(), KEEPALIVES_IDLE);
+        assert_eq!(t.config.get_keepalives_interval(), Some(KEEPALIVES_INTERVAL));
+        assert_eq!(t.config.get_keepalives_retries(), Some(KEEPALIVES_RETRIES));
+
+        let url = "postgres://u@h1:1,h2:2/db?target_session_attrs=read-write&tcp_user_timeout=3&keepalives_idle=1";
+        let t = target(url).unwrap();
+        assert_eq!(t.config.get_tcp_user_timeout(), Some(&Duration::from_secs(3)));
+        assert_eq!(t.config.get_keepalives_idle(), Duration::from_secs(1));
+        assert_eq!(t.config.get_keepalives_interval(), Some(KEEPALIVES_INTERVAL));
+
+        // `0` is libpq's "the system's default": kept, not replaced by ours.
+        let t = target("host=127.0.0.1 user=u tcp_user_timeout=0 keepalives=0").unwrap();
+        assert_eq!(t.config.get_tcp_user_timeout(), None);
+        assert!(!t.config.get_keepalives());
     }
 }
