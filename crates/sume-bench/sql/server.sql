@@ -97,3 +97,11 @@ from pg_stat_replication;
 
 -- name: server_in_recovery
 select pg_is_in_recovery();
+
+-- name: server_wal_receiver_port
+-- On a standby: the port its WAL receiver streams from (0 while it does not stream).
+select coalesce((select sender_port from pg_stat_wal_receiver where status = 'streaming'), 0);
+
+-- name: server_plus_seconds
+-- $1 (text, a timestamptz) plus $2 seconds, as text.
+select ($1::text::timestamptz + make_interval(secs => $2::float8))::text;

@@ -82,11 +82,6 @@ impl Proxy {
         *token = CancellationToken::new();
     }
 
-    /// Connections accepted so far.
-    pub(super) fn accepted(&self) -> u64 {
-        self.accepted.load(Ordering::Relaxed)
-    }
-
     /// Drops every packet to and from the proxy's address in the kernel, until
     /// [`Proxy::lift`]. Fails when nftables cannot be used here (no `nft`, no CAP_NET_ADMIN).
     pub(super) fn black_hole(&mut self) -> anyhow::Result<()> {

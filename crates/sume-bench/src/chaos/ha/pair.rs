@@ -175,6 +175,23 @@ impl Pair {
         Ok(())
     }
 
+    /// Waits until the standby's WAL receiver streams from `port` (after
+    /// [`Pair::replicate_through`]).
+    pub(super) async fn wait_receiving_from(&self, port: u16, patience: Duration) -> anyhow::Result<()> {
+        let db = crate::stages::client(&self.node_url(self.standby(), "postgres")).await?;
+        let deadline = Instant::now() + patience;
+        loop {
+            let row = db.query_one(sql::SERVER_WAL_RECEIVER_PORT.sql(), &[]).await?;
+            if row.get::<_, i32>(0) == i32::from(port) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the standby does not stream from port {port} after {patience:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// `scripts/devpg CMD DIR [..]` for a node, on a thread of its own.
     async fn devpg(&self, cmd: &[&str], node: usize, port: Option<u16>) -> anyhow::Result<()> {
         let mut c = Command::new(&self.devpg);
