@@ -101,7 +101,10 @@ async fn the_promise_holds_through_kills_cuts_locks_crashes_freezes_failovers_ra
     if black_hole_ran {
         let hole = by(Scenario::BlackHole);
         assert!(
-            figure(hole, "connections the daemon held when the black hole began") > 0.0,
+            figure(
+                hole,
+                "connections the daemon held when the black hole began"
+            ) > 0.0,
             "{hole:?}"
         );
         assert!(

@@ -169,12 +169,13 @@ impl Drop for SmallDisk {
 
 /// Whether the server answers a query on `url`.
 async fn answers(url: &str) -> bool {
-    let Ok(Ok(db)) =
-        tokio::time::timeout(Duration::from_secs(2), crate::stages::client(url)).await
+    let Ok(Ok(db)) = tokio::time::timeout(Duration::from_secs(2), crate::stages::client(url)).await
     else {
         return false;
     };
-    db.query_one(crate::sql::SERVER_NOW.sql(), &[]).await.is_ok()
+    db.query_one(crate::sql::SERVER_NOW.sql(), &[])
+        .await
+        .is_ok()
 }
 
 fn mount_tmpfs(dir: &Path, mib: u64) -> anyhow::Result<()> {

@@ -177,9 +177,10 @@ pub(super) async fn run(
     );
     outcome.figures = std::mem::take(&mut ground.figures);
     if let Some(slowest) = slowest_refusal(&answers, &marks) {
-        outcome
-            .figures
-            .push(Figure::ms("slowest answer other than 2xx during the fault", slowest));
+        outcome.figures.push(Figure::ms(
+            "slowest answer other than 2xx during the fault",
+            slowest,
+        ));
     }
     drop(ground);
     eprintln!(
@@ -219,8 +220,8 @@ async fn fault(
         match scenario {
             Scenario::Kill => daemon.kill_and_restart()?,
             Scenario::Terminate => {
-                cut = world::terminate_backends(&world.server_url, world::database_name(&url))
-                    .await?
+                cut =
+                    world::terminate_backends(&world.server_url, world::database_name(&url)).await?
             }
             Scenario::Lock => {
                 let hold = args.ingest_timeout * 2 + Duration::from_millis(500);
@@ -305,7 +306,11 @@ pub(super) fn slowest_refusal(answers: &Answers, marks: &[Mark]) -> Option<Durat
         .0
         .iter()
         .filter(|a| a.status.is_some() && !a.ok())
-        .filter(|a| marks.iter().any(|m| a.sent_us >= m.fault_us && a.sent_us < m.back_us))
+        .filter(|a| {
+            marks
+                .iter()
+                .any(|m| a.sent_us >= m.fault_us && a.sent_us < m.back_us)
+        })
         .map(|a| Duration::from_micros(a.answered_us - a.sent_us))
         .max()
 }

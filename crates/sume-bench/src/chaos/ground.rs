@@ -60,7 +60,11 @@ impl Ground {
 
     /// Does the fault of `scenario` and returns once it is over (the link thawed, the black
     /// hole lifted, the space back).
-    pub(super) async fn fault(&mut self, args: &ChaosArgs, scenario: Scenario) -> anyhow::Result<()> {
+    pub(super) async fn fault(
+        &mut self,
+        args: &ChaosArgs,
+        scenario: Scenario,
+    ) -> anyhow::Result<()> {
         let hold = args.ingest_timeout * 2 + Duration::from_millis(500);
         match (scenario, self.proxy.as_mut(), self.disk.as_mut()) {
             (Scenario::Freeze, Some(proxy), _) => {
@@ -137,6 +141,9 @@ mod tests {
         assert_eq!(socket_of(url).unwrap(), "127.0.0.1:26001".parse().unwrap());
         assert_eq!(with_params(url, ""), url);
         assert_eq!(with_params(url, "a=1"), format!("{url}?a=1"));
-        assert_eq!(with_params(&format!("{url}?x=2"), "a=1"), format!("{url}?x=2&a=1"));
+        assert_eq!(
+            with_params(&format!("{url}?x=2"), "a=1"),
+            format!("{url}?x=2&a=1")
+        );
     }
 }

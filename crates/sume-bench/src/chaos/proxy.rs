@@ -56,7 +56,9 @@ impl Proxy {
             proxy.accepted.clone(),
         );
         let reset = proxy.reset.clone();
-        tokio::spawn(accept_loop(listener, upstream, frozen, stop, accepted, reset));
+        tokio::spawn(accept_loop(
+            listener, upstream, frozen, stop, accepted, reset,
+        ));
         Ok(proxy)
     }
 
@@ -117,7 +119,11 @@ async fn bind_own_address() -> anyhow::Result<(TcpListener, SocketAddr)> {
     for _ in 0..20 {
         let (a, b, c) = {
             let mut rng = rand::thread_rng();
-            (rng.gen_range(64..250u8), rng.gen::<u8>(), rng.gen_range(2..250u8))
+            (
+                rng.gen_range(64..250u8),
+                rng.gen::<u8>(),
+                rng.gen_range(2..250u8),
+            )
         };
         let ip = Ipv4Addr::new(127, a, b, c);
         if let Ok(l) = TcpListener::bind((ip, 0)).await {

@@ -153,9 +153,14 @@ impl ChaosReport {
             if names.is_empty() {
                 continue;
             }
-            let _ = writeln!(s, "
+            let _ = writeln!(
+                s,
+                "
 {} ({} rounds):
-", describe(sc), runs.len());
+",
+                describe(sc),
+                runs.len()
+            );
             for name in names {
                 let found: Vec<(f64, Unit)> = runs
                     .iter()
@@ -186,14 +191,14 @@ impl ChaosReport {
 fn cost_table(s: &mut String, c: &CostResult) {
     let _ = writeln!(
         s,
-        "
-Replication's cost: {} load connections, {} per mode, {} rounds (medians):
-
-         | commits wait for | 2xx per second | latency p50 | latency p99 | p50 beside no standby |
-         | --- | --: | --: | --: | --: |",
+        "\nReplication's cost: {} load connections, {} per mode, {} rounds (medians):\n",
         c.connections,
         humantime::format_duration(c.duration),
         c.rounds
+    );
+    s.push_str(
+        "| commits wait for | 2xx per second | latency p50 | latency p99 | p50 beside no standby |\n\
+         | --- | --: | --: | --: | --: |\n",
     );
     let base = c.modes.first().map(|m| m.p50).unwrap_or_default();
     for m in &c.modes {
@@ -215,13 +220,17 @@ fn describe(sc: Scenario) -> &'static str {
         Scenario::Terminate => "every connection cut (`pg_terminate_backend`)",
         Scenario::Lock => "`sume.events` locked for 2 x `INGEST_TIMEOUT` + 0.5 s",
         Scenario::Crash => "PostgreSQL crash (`pg_ctl stop -m immediate`), then start",
-        Scenario::Freeze => "the link to PostgreSQL frozen 2 x `INGEST_TIMEOUT` + 0.5 s, then thawed",
+        Scenario::Freeze => {
+            "the link to PostgreSQL frozen 2 x `INGEST_TIMEOUT` + 0.5 s, then thawed"
+        }
         Scenario::Reset => "every connection to PostgreSQL reset (RST)",
         Scenario::BlackHole => {
             "PostgreSQL's address black-holed until the daemon gave up its connections"
         }
         Scenario::DiskFull => "PostgreSQL's disk full for 2 x `INGEST_TIMEOUT` + 0.5 s",
-        Scenario::Failover => "failover to a synchronous standby (primary crashed, standby promoted)",
+        Scenario::Failover => {
+            "failover to a synchronous standby (primary crashed, standby promoted)"
+        }
         Scenario::FailoverAsync => {
             "failover to an asynchronous standby (missing: lost by the failover, then reconcile)"
         }

@@ -223,7 +223,11 @@ impl Answers {
             let i = ((times.len() as f64 * q) as usize).min(times.len().saturating_sub(1));
             Duration::from_micros(times.get(i).copied().unwrap_or(0))
         };
-        let rate = if span > 0.0 { times.len() as f64 / span } else { 0.0 };
+        let rate = if span > 0.0 {
+            times.len() as f64 / span
+        } else {
+            0.0
+        };
         (rate, at(0.5), at(0.99))
     }
 

@@ -184,6 +184,22 @@ pub fn target(url: &str) -> Result<tls::Target, DbError> {
     Ok(target)
 }
 
+/// How long the pool waits for a new connection: every host of the URL its `connect_timeout`
+/// (a host that went silent, e.g. the old primary of a failover named first, costs that much
+/// before the next one is tried), and 5 s more for the handshake.
+fn create_timeout(config: &tokio_postgres::Config) -> Duration {
+    let hosts = config
+        .get_hosts()
+        .len()
+        .max(config.get_hostaddrs().len())
+        .max(1) as u32;
+    let per_host = config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(Duration::from_secs(5));
+    per_host * hosts + Duration::from_secs(5)
+}
+
 /// `tcp_user_timeout` where DATABASE_URL names none: a connection whose data the server has
 /// not acknowledged for this long (its address went silent: a failover, a dropped NAT entry)
 /// fails, and the pool opens another, instead of waiting for the kernel's own limit (about
@@ -275,6 +291,7 @@ impl Store {
     /// Statements are prepared once per connection, and attach listens on `url` too.
     pub fn new(url: &str, size: usize) -> Result<Store, DbError> {
         let target = target(url)?;
+        let create_timeout = create_timeout(&target.config);
         let manager = Manager::from_config(
             target.config,
             target.tls,
@@ -286,7 +303,7 @@ impl Store {
             .max_size(size)
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(Duration::from_secs(5)))
-            .create_timeout(Some(Duration::from_secs(5)))
+            .create_timeout(Some(create_timeout))
             .recycle_timeout(Some(Duration::from_secs(5)))
             .build()
             .map_err(|e| DbError::Config(e.to_string()))?;
@@ -347,14 +364,28 @@ mod tests {
         assert_eq!(t.config.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
         assert!(t.config.get_keepalives());
         assert_eq!(t.config.get_keepalives_idle(), KEEPALIVES_IDLE);
-        assert_eq!(t.config.get_keepalives_interval(), Some(KEEPALIVES_INTERVAL));
+        assert_eq!(
+            t.config.get_keepalives_interval(),
+            Some(KEEPALIVES_INTERVAL)
+        );
         assert_eq!(t.config.get_keepalives_retries(), Some(KEEPALIVES_RETRIES));
 
         let url = "postgres://u@h1:1,h2:2/db?target_session_attrs=read-write&tcp_user_timeout=3&keepalives_idle=1";
         let t = target(url).unwrap();
-        assert_eq!(t.config.get_tcp_user_timeout(), Some(&Duration::from_secs(3)));
+        assert_eq!(
+            t.config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(3))
+        );
         assert_eq!(t.config.get_keepalives_idle(), Duration::from_secs(1));
-        assert_eq!(t.config.get_keepalives_interval(), Some(KEEPALIVES_INTERVAL));
+        assert_eq!(
+            t.config.get_keepalives_interval(),
+            Some(KEEPALIVES_INTERVAL)
+        );
+
+        // Two hosts: each may take its connect_timeout (5 s) before the handshake.
+        assert_eq!(create_timeout(&t.config), Duration::from_secs(15));
+        let one = target("postgres://u@h1:1/db?connect_timeout=2").unwrap();
+        assert_eq!(create_timeout(&one.config), Duration::from_secs(7));
 
         // `0` is libpq's "the system's default": kept, not replaced by ours.
         let t = target("host=127.0.0.1 user=u tcp_user_timeout=0 keepalives=0").unwrap();

@@ -27,11 +27,12 @@ pub(super) const KEY_SECRET: &str = "sk_chaos_key";
 
 /// Starts the simulator, signing webhooks with the run's secret.
 pub(super) async fn start_sim(secret: &str) -> anyhow::Result<RunningSim> {
-    let mut config =
-        SimConfig::for_tests().with_key(KEY_NAME, KEY_SECRET, "mem_chaos", "ws_chaos");
+    let mut config = SimConfig::for_tests().with_key(KEY_NAME, KEY_SECRET, "mem_chaos", "ws_chaos");
     config.webhook_secrets = vec![Secret::new(secret)];
     config.log_capacity = 100_000;
-    RunningSim::start(config).await.context("starting the simulator")
+    RunningSim::start(config)
+        .await
+        .context("starting the simulator")
 }
 
 /// The daemon's settings for talking to the simulator (the sweep every second, a poll 2 s
@@ -136,7 +137,10 @@ async fn run(
             }
         }
         if !unregistered.is_empty() && register(&mut db, &db_url, &unregistered).await {
-            registered.lock().expect("registered").append(&mut unregistered);
+            registered
+                .lock()
+                .expect("registered")
+                .append(&mut unregistered);
         }
     }
 }
@@ -206,7 +210,9 @@ pub(super) async fn judge(sim: &RunningSim, db_url: &str) -> anyhow::Result<Judg
             ("open", true) => j.open_though_ended.push(id),
             ("open", false) => {}
             (closed, _) => {
-                *j.closed_by.entry(closed_by.unwrap_or_default()).or_default() += 1;
+                *j.closed_by
+                    .entry(closed_by.unwrap_or_default())
+                    .or_default() += 1;
                 if want.as_deref() != Some(closed) {
                     j.wrong_state.push(id);
                 }

@@ -57,8 +57,14 @@ pub struct CostResult {
 
 /// Runs every mode `--rounds` times on one pair and one daemon.
 pub(in crate::chaos) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<CostResult> {
-    let mut pair = Pair::start(&args.devpg, &world.work_dir, "sync-cost", false, args.patience)
-        .await?;
+    let mut pair = Pair::start(
+        &args.devpg,
+        &world.work_dir,
+        "sync-cost",
+        false,
+        args.patience,
+    )
+    .await?;
     let url = with_params(&pair.url(), &args.db_url_params);
     let mut daemon = world.daemon(&url, "sync-cost", &[])?;
     daemon.wait_ready(args.patience).await?;

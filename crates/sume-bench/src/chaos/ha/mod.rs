@@ -64,11 +64,7 @@ pub(super) async fn run(
     // A split brain needs an old primary that takes writes on its own: one that waited for a
     // synchronous standby would hold every commit instead (see docs/reliability.md).
     let sync = !matches!(scenario, Scenario::FailoverAsync | Scenario::SplitBrain);
-    let name = format!(
-        "{}-{}",
-        scenario.name(),
-        faults::round_letter(round)
-    );
+    let name = format!("{}-{}", scenario.name(), faults::round_letter(round));
     let pair = Pair::start(&args.devpg, &world.work_dir, &name, sync, args.patience).await?;
     let sim = app::start_sim(&world.secret).await?;
     // The sweep closes jobs whose webhook never comes, except where reconcile is what is
@@ -87,7 +83,13 @@ pub(super) async fn run(
     let generator = Arc::new(Generator::new(Secret::new(world.secret.clone()), run_id));
     let traffic = Traffic::start(daemon.listen, generator, args.connections);
     let every = Duration::from_millis(20);
-    let app = App::start(sim.api_url(), daemon.listen, pair.url(), every, poll.then_some(4));
+    let app = App::start(
+        sim.api_url(),
+        daemon.listen,
+        pair.url(),
+        every,
+        poll.then_some(4),
+    );
     traffic.wait_acked(args.size / 3, args.patience).await?;
     let mut r = Round {
         world,
@@ -147,8 +149,10 @@ impl Round<'_> {
         let crashed = Instant::now();
         self.pair.crash(self.pair.primary).await?;
         self.pair.promote().await?;
-        self.figures
-            .push(Figure::ms("from the crash to the standby promoted", crashed.elapsed()));
+        self.figures.push(Figure::ms(
+            "from the crash to the standby promoted",
+            crashed.elapsed(),
+        ));
         let back_us = traffic.now_us();
         traffic
             .wait_ok_sent_after(back_us, self.args.patience)
@@ -233,7 +237,10 @@ impl Round<'_> {
 
     /// The delivery ids stored where the writes went: the primary, or for split-brain both
     /// nodes (with where the acknowledged ones are as figures).
-    async fn stored(&mut self, answers: &super::traffic::Answers) -> anyhow::Result<HashSet<String>> {
+    async fn stored(
+        &mut self,
+        answers: &super::traffic::Answers,
+    ) -> anyhow::Result<HashSet<String>> {
         let read = |node: usize| {
             let url = self.pair.node_url(node, DATABASE);
             async move { faults::received_ids(&url).await }
@@ -245,11 +252,20 @@ impl Round<'_> {
         let old = read(self.pair.standby()).await?;
         let acked: Vec<&str> = answers.acked_ids().collect();
         let only = |a: &HashSet<String>, b: &HashSet<String>| {
-            acked.iter().filter(|id| a.contains(**id) && !b.contains(**id)).count() as f64
+            acked
+                .iter()
+                .filter(|id| a.contains(**id) && !b.contains(**id))
+                .count() as f64
         };
         self.figures.extend([
-            Figure::count("acknowledged, on the old primary only", only(&old, &primary)),
-            Figure::count("acknowledged, on the new primary only", only(&primary, &old)),
+            Figure::count(
+                "acknowledged, on the old primary only",
+                only(&old, &primary),
+            ),
+            Figure::count(
+                "acknowledged, on the new primary only",
+                only(&primary, &old),
+            ),
         ]);
         Ok(primary.union(&old).cloned().collect())
     }

@@ -123,7 +123,10 @@ impl Pair {
     }
 
     /// Runs these statements, one by one, on the primary's `postgres` database.
-    pub(super) async fn on_primary(&self, statements: &[sume_inbox::db::Statement]) -> anyhow::Result<()> {
+    pub(super) async fn on_primary(
+        &self,
+        statements: &[sume_inbox::db::Statement],
+    ) -> anyhow::Result<()> {
         self.on_node(self.primary, statements).await
     }
 
@@ -177,11 +180,17 @@ impl Pair {
 
     /// Waits until the standby's WAL receiver streams from `port` (after
     /// [`Pair::replicate_through`]).
-    pub(super) async fn wait_receiving_from(&self, port: u16, patience: Duration) -> anyhow::Result<()> {
+    pub(super) async fn wait_receiving_from(
+        &self,
+        port: u16,
+        patience: Duration,
+    ) -> anyhow::Result<()> {
         let db = crate::stages::client(&self.node_url(self.standby(), "postgres")).await?;
         let deadline = Instant::now() + patience;
         loop {
-            let row = db.query_one(sql::SERVER_WAL_RECEIVER_PORT.sql(), &[]).await?;
+            let row = db
+                .query_one(sql::SERVER_WAL_RECEIVER_PORT.sql(), &[])
+                .await?;
             if row.get::<_, i32>(0) == i32::from(port) {
                 return Ok(());
             }
@@ -197,7 +206,8 @@ impl Pair {
         let mut c = Command::new(&self.devpg);
         c.args(cmd).arg(&self.dirs[node]);
         if cmd == ["standby"] {
-            c.arg(&self.dirs[1 - node]).arg(self.ports[node].to_string());
+            c.arg(&self.dirs[1 - node])
+                .arg(self.ports[node].to_string());
         }
         if let Some(p) = port {
             c.arg(p.to_string());

@@ -41,7 +41,10 @@ impl Round<'_> {
         self.judged(&judged, "after the failover");
         let db = crate::stages::client(&url).await?;
         for row in db
-            .query(sql::JOBS_FIRST_CLOSES_SINCE.sql(), &[&promoted_at, &KEY_NAME])
+            .query(
+                sql::JOBS_FIRST_CLOSES_SINCE.sql(),
+                &[&promoted_at, &KEY_NAME],
+            )
             .await?
         {
             let (by, secs): (String, f64) = (row.get(0), row.get(1));
@@ -89,7 +92,10 @@ impl Round<'_> {
             Figure::count("jobs Sume listed to reconcile", r.listed as f64),
             Figure::count("pages of Sume's list read", r.pages as f64),
             Figure::count("jobs reconcile closed", r.closed as f64),
-            Figure::count("jobs reconcile found closed already", r.already_closed as f64),
+            Figure::count(
+                "jobs reconcile found closed already",
+                r.already_closed as f64,
+            ),
         ]);
         let after = app::judge(sim, &url).await?;
         self.judged(&after, "after reconcile");

@@ -42,7 +42,11 @@ pub(in crate::chaos) async fn run(
         humantime::format_duration(args.ingest_timeout).to_string(),
     )];
     for (k, v) in app::sume_settings(&sim, args.sume_timeout, true) {
-        let v = if k == "SUME_API_URL" { proxy.url_for(&v) } else { v };
+        let v = if k == "SUME_API_URL" {
+            proxy.url_for(&v)
+        } else {
+            v
+        };
         settings.push((k, v));
     }
     let mut daemon = world.daemon(&with_params(&url, &args.db_url_params), &name, &settings)?;
@@ -139,7 +143,9 @@ async fn during(
             shortest = shortest.min(min);
             longest = longest.max(max);
         } else {
-            checks.push(format!("{n} status calls during the black hole answered {answer:?}"));
+            checks.push(format!(
+                "{n} status calls during the black hole answered {answer:?}"
+            ));
         }
     }
     let closed: i64 = db
@@ -147,7 +153,10 @@ async fn during(
         .await?
         .get(0);
     figures.extend([
-        Figure::count("status calls begun and ended in the black hole", calls as f64),
+        Figure::count(
+            "status calls begun and ended in the black hole",
+            calls as f64,
+        ),
         Figure::count("of them ended as timeouts", timeouts as f64),
         Figure::count("reads taken from the budget meanwhile", used as f64),
         Figure::count("jobs closed meanwhile", closed as f64),
@@ -169,7 +178,9 @@ async fn during(
         checks.push(format!("{closed} jobs were closed while Sume was silent"));
     }
     if used < calls {
-        checks.push(format!("{calls} calls but only {used} reads taken from the budget"));
+        checks.push(format!(
+            "{calls} calls but only {used} reads taken from the budget"
+        ));
     }
     Ok(checks)
 }
