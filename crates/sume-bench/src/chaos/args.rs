@@ -33,6 +33,10 @@ pub enum Scenario {
     BlackHole,
     /// A synchronous hot standby promoted after a crash of the primary.
     Failover,
+    /// A synchronous hot standby promoted while the primary's port goes silent (nftables drops
+    /// its packets, the server still running): a network partition, the old address first in
+    /// the URL.
+    FailoverSilent,
     /// An asynchronous hot standby promoted after a crash of the primary, then
     /// `sume-inbox reconcile` as README says.
     FailoverAsync,
@@ -63,6 +67,7 @@ impl Scenario {
             Scenario::Reset => "reset",
             Scenario::BlackHole => "black-hole",
             Scenario::Failover => "failover",
+            Scenario::FailoverSilent => "failover-silent",
             Scenario::FailoverAsync => "failover-async",
             Scenario::SplitBrain => "split-brain",
             Scenario::Failback => "failback",
@@ -80,7 +85,7 @@ pub struct ChaosArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "kill,terminate,lock,crash,freeze,reset,black-hole,disk-full,failover,failover-async,split-brain,failback,sume-black-hole,sync-cost,race,stall"
+        default_value = "kill,terminate,lock,crash,freeze,reset,black-hole,disk-full,failover,failover-silent,failover-async,split-brain,failback,sume-black-hole,sync-cost,race,stall"
     )]
     pub scenarios: Vec<Scenario>,
     /// Acknowledged deliveries each fault scenario (kill, terminate, lock, crash) reaches in a

@@ -58,6 +58,7 @@ pub async fn run(args: &ChaosArgs) -> anyhow::Result<ChaosReport> {
                 for round in 1..=args.rounds {
                     let run = match scenario {
                         Scenario::Failover
+                        | Scenario::FailoverSilent
                         | Scenario::FailoverAsync
                         | Scenario::SplitBrain
                         | Scenario::Failback => ha::run(&world, args, scenario, round).await?,
@@ -79,7 +80,7 @@ fn cannot_run(world: &World, scenario: Scenario) -> Option<String> {
         Scenario::Crash if !world.owns_server() => {
             Some("--database-url names a server this run does not own".to_owned())
         }
-        Scenario::BlackHole => proxy::Nft::usable()
+        Scenario::BlackHole | Scenario::FailoverSilent => proxy::Nft::usable()
             .err()
             .map(|e| format!("nftables cannot drop packets here ({e})")),
         Scenario::DiskFull => disk::SmallDisk::usable()

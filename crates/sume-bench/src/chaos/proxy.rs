@@ -269,17 +269,28 @@ pub(super) struct Nft {
 
 impl Nft {
     fn drop_address(ip: Ipv4Addr) -> anyhow::Result<Nft> {
+        Nft::drop_matching(&[format!("ip daddr {ip}"), format!("ip saddr {ip}")])
+    }
+
+    /// Drops every TCP packet to or from `port` on loopback (a server on 127.0.0.1 that went
+    /// silent, its process still running).
+    pub(super) fn drop_port(port: u16) -> anyhow::Result<Nft> {
+        Nft::drop_matching(&[format!("tcp dport {port}"), format!("tcp sport {port}")])
+    }
+
+    fn drop_matching(matches: &[String]) -> anyhow::Result<Nft> {
         let table = format!(
             "sume_chaos_{}_{:x}",
             std::process::id(),
             rand::thread_rng().gen::<u32>()
         );
-        let script = format!(
+        let mut script = format!(
             "add table ip {table}\n\
-             add chain ip {table} input {{ type filter hook input priority -10; }}\n\
-             add rule ip {table} input ip daddr {ip} drop\n\
-             add rule ip {table} input ip saddr {ip} drop\n"
+             add chain ip {table} input {{ type filter hook input priority -10; }}\n"
         );
+        for m in matches {
+            script.push_str(&format!("add rule ip {table} input {m} drop\n"));
+        }
         let mut child = Command::new("nft")
             .arg("-f")
             .arg("-")

@@ -231,6 +231,9 @@ fn describe(sc: Scenario) -> &'static str {
         Scenario::Failover => {
             "failover to a synchronous standby (primary crashed, standby promoted)"
         }
+        Scenario::FailoverSilent => {
+            "failover to a synchronous standby, the primary's port gone silent (a partition)"
+        }
         Scenario::FailoverAsync => {
             "failover to an asynchronous standby (missing: lost by the failover, then reconcile)"
         }

@@ -6,6 +6,9 @@
 //!   and the standby is promoted at once: nothing acknowledged may be missing on the new
 //!   primary, and attach and the sweep must close jobs there (every job Sume ended, closed in
 //!   Sume's state);
+//! - `failover-silent`: the same, but the primary's port goes silent (every packet dropped,
+//!   the server still running) instead of crashing: connections end by `tcp_user_timeout` and
+//!   keepalives, new ones by `connect_timeout` on the first host of the URL;
 //! - `failover-async`: asynchronous replication, the standby's link frozen `--replica-lag`
 //!   before the crash: what is missing is counted, then `sume-inbox reconcile` runs as README
 //!   says and every job Sume ended must be closed in Sume's state;
@@ -38,7 +41,7 @@ use crate::webhook::Generator;
 use super::args::{ChaosArgs, Scenario};
 use super::faults::{self, FaultRun, Figure, Mark};
 use super::ground::with_params;
-use super::proxy::Proxy;
+use super::proxy::{Nft, Proxy};
 use super::traffic::Traffic;
 use super::world::{self, World};
 use app::App;
@@ -50,6 +53,8 @@ struct Round<'a> {
     args: &'a ChaosArgs,
     scenario: Scenario,
     pair: Pair,
+    /// The silent primary's black hole (failover-silent), lifted when the round ends.
+    silence: Option<Nft>,
     figures: Vec<Figure>,
     checks: Vec<String>,
 }
@@ -96,6 +101,7 @@ pub(super) async fn run(
         args,
         scenario,
         pair,
+        silence: None,
         figures: Vec::new(),
         checks: Vec::new(),
     };
@@ -147,10 +153,14 @@ impl Round<'_> {
         let lag = self.lag_link().await?;
         let fault_us = traffic.now_us();
         let crashed = Instant::now();
-        self.pair.crash(self.pair.primary).await?;
+        if self.scenario == Scenario::FailoverSilent {
+            self.silence = Some(Nft::drop_port(self.pair.ports[self.pair.primary])?);
+        } else {
+            self.pair.crash(self.pair.primary).await?;
+        }
         self.pair.promote().await?;
         self.figures.push(Figure::ms(
-            "from the crash to the standby promoted",
+            "from the crash (or the silence) to the standby promoted",
             crashed.elapsed(),
         ));
         let back_us = traffic.now_us();
