@@ -80,7 +80,6 @@ pub(in crate::chaos) async fn run(
             thawed.elapsed(),
         ));
     }
-    // A pass writes its calls once it is over: by now the frozen pass's are written.
     let window = (from.as_str(), to.as_str(), args.sume_timeout);
     let mut checks = during(&db, window, used_during, &mut figures).await?;
     if let Err(e) = closed_again {
@@ -131,10 +130,18 @@ async fn during(
         )
         .await?
         .get(0);
-    for row in db
-        .query(sql::JOB_POLLS_BETWEEN.sql(), &[&began, &to])
-        .await?
-    {
+    // A pass writes its calls once it is over, which may be a while after the thaw.
+    let mut rows = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while rows.is_empty() && Instant::now() < deadline {
+        rows = db
+            .query(sql::JOB_POLLS_BETWEEN.sql(), &[&began, &to])
+            .await?;
+        if rows.is_empty() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    for row in rows {
         let (answer, n, min, max): (String, i64, i64, i64) =
             (row.get(0), row.get(1), row.get(2), row.get(3));
         calls += n;
