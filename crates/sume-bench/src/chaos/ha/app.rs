@@ -56,6 +56,9 @@ pub(super) fn sume_settings(
     ]
 }
 
+/// A list of job ids shared with the application's task.
+type Ids = Arc<Mutex<Vec<String>>>;
+
 /// The application while it runs.
 pub(super) struct App {
     stop: CancellationToken,
@@ -107,7 +110,7 @@ async fn run(
     every: Duration,
     drop_every: Option<u64>,
     stop: CancellationToken,
-    (created, registered): (Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>),
+    (created, registered): (Ids, Ids),
 ) {
     let http = reqwest::Client::new();
     let mut db: Option<tokio_postgres::Client> = None;

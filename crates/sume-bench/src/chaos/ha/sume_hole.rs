@@ -37,18 +37,7 @@ pub(in crate::chaos) async fn run(
     let url = world.database(&name).await?;
     let sim = app::start_sim(&world.secret).await?;
     let proxy = Proxy::start(sim.addr).await?;
-    let mut settings = vec![(
-        "INGEST_TIMEOUT",
-        humantime::format_duration(args.ingest_timeout).to_string(),
-    )];
-    for (k, v) in app::sume_settings(&sim, args.sume_timeout, true) {
-        let v = if k == "SUME_API_URL" {
-            proxy.url_for(&v)
-        } else {
-            v
-        };
-        settings.push((k, v));
-    }
+    let settings = settings(args, &sim, &proxy);
     let mut daemon = world.daemon(&with_params(&url, &args.db_url_params), &name, &settings)?;
     daemon.wait_ready(args.patience).await?;
     eprint!("sume-bench chaos: sume-black-hole round {round} ... ");
@@ -108,6 +97,27 @@ pub(in crate::chaos) async fn run(
     outcome.checks = checks;
     eprintln!("{} acked, {} lost", outcome.acked, outcome.lost);
     Ok(outcome)
+}
+
+/// The daemon's settings: the simulator's, its API reached through the proxy.
+fn settings(
+    args: &ChaosArgs,
+    sim: &sume_sim::RunningSim,
+    proxy: &Proxy,
+) -> Vec<(&'static str, String)> {
+    let mut settings = vec![(
+        "INGEST_TIMEOUT",
+        humantime::format_duration(args.ingest_timeout).to_string(),
+    )];
+    for (k, v) in app::sume_settings(sim, args.sume_timeout, true) {
+        let v = if k == "SUME_API_URL" {
+            proxy.url_for(&v)
+        } else {
+            v
+        };
+        settings.push((k, v));
+    }
+    settings
 }
 
 /// What the sweep did while Sume was silent (`from` to `to`, server clock): every call that
