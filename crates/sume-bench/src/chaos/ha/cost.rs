@@ -32,7 +32,7 @@ pub const MODES: [&str; 4] = [
 /// One mode's medians over the rounds.
 #[derive(Debug, Clone)]
 pub struct ModeCost {
-    /// Which mode ([`MODES`]).
+    /// Which mode: where commits wait (no standby, asynchronous, `on`, `remote_apply`).
     pub mode: &'static str,
     /// Deliveries answered 2xx per second.
     pub rate: f64,
