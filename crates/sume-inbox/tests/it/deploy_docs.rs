@@ -46,10 +46,11 @@ fn prefix(s: &str, allowed: impl Fn(char) -> bool) -> &str {
     &s[..s.find(|c: char| !allowed(c)).unwrap_or(s.len())]
 }
 
-/// The `sume_inbox_*` names a document holds.
+/// The `sume_inbox_*` names a document sets in code spans (`` `sume_inbox_...` ``), as its
+/// metrics are; a code block's identifiers (a generated client's package) are not metrics.
 fn metric_names(text: &str) -> BTreeSet<&str> {
     text.match_indices("sume_inbox_")
-        .filter(|(at, _)| !text[..*at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|(at, _)| text[..*at].ends_with('`'))
         .map(|(at, _)| {
             let name = prefix(&text[at..], |c| {
                 c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'
