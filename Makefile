@@ -63,6 +63,15 @@ settings-docs:
 check-deploy:
 	scripts/check-deploy
 
+## test-deploy: the deploy artifacts, run on a Docker engine (scripts/test-deploy): dockerd
+## started when none answers (as root, with no bridge network: containers on the host network,
+## ports on 127.0.0.1), the base images pulled or stood in for (scripts/deploy-base-images), the
+## image built from deploy/Dockerfile, the compose stack run and checked (deploy/README.md, "The
+## live test"). Skipped, saying so, where no engine can start. Not part of `make test`.
+.PHONY: test-deploy
+test-deploy:
+	scripts/test-deploy
+
 clean-db:
 	for d in target/devpg-*-bouncer; do [ -d $$d ] && scripts/devbouncer destroy $$d; done; true
 	for d in target/devpg-*; do scripts/devpg destroy $$d; done

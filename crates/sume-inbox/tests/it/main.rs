@@ -8,6 +8,7 @@ mod cli_remote;
 mod console;
 mod console_browser;
 mod dedupe;
+mod deploy_docs;
 mod feed;
 mod fleet;
 mod health;
