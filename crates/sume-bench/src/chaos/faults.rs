@@ -165,16 +165,16 @@ pub(super) async fn run(
     let healthy = daemon.healthy().await;
     daemon.stop();
     let stored_ids = received_ids(&url).await?;
-    let mut outcome = count(
+    let mut outcome = count(Ended {
         scenario,
         round,
-        &answers,
-        &stored_ids,
-        &marks,
+        answers: &answers,
+        stored_ids: &stored_ids,
+        marks: &marks,
         cut,
         survived,
         healthy,
-    );
+    });
     outcome.figures = std::mem::take(&mut ground.figures);
     if let Some(slowest) = slowest_refusal(&answers, &marks) {
         outcome.figures.push(Figure::ms(
@@ -250,17 +250,33 @@ async fn fault(
     Ok((marks, cut))
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn count(
-    scenario: Scenario,
-    round: u32,
-    answers: &Answers,
-    stored_ids: &HashSet<String>,
-    marks: &[Mark],
-    cut: i64,
-    survived: bool,
-    healthy: bool,
-) -> FaultRun {
+/// What a fault round ended with, to be counted.
+pub(super) struct Ended<'a> {
+    pub scenario: Scenario,
+    pub round: u32,
+    pub answers: &'a Answers,
+    pub stored_ids: &'a HashSet<String>,
+    pub marks: &'a [Mark],
+    /// Connections cut by the fault.
+    pub cut: i64,
+    /// The daemon was still running at the end.
+    pub survived: bool,
+    /// The daemon answered `/readyz` at the end.
+    pub healthy: bool,
+}
+
+/// Counts what a round acknowledged, stored and lost, and how soon 2xx came back.
+pub(super) fn count(ended: Ended<'_>) -> FaultRun {
+    let Ended {
+        scenario,
+        round,
+        answers,
+        stored_ids,
+        marks,
+        cut,
+        survived,
+        healthy,
+    } = ended;
     let acked: Vec<&str> = answers.acked_ids().collect();
     let stored = acked.iter().filter(|id| stored_ids.contains(**id)).count() as u64;
     let acked_set: HashSet<&str> = acked.iter().copied().collect();

@@ -123,9 +123,16 @@ pub(super) async fn run(
         _ => r.settled(&sim, &promoted_at).await?,
     }
     daemon.stop();
-    let mut outcome = faults::count(
-        scenario, round, &answers, &stored, &marks, 0, survived, healthy,
-    );
+    let mut outcome = faults::count(faults::Ended {
+        scenario,
+        round,
+        answers: &answers,
+        stored_ids: &stored,
+        marks: &marks,
+        cut: 0,
+        survived,
+        healthy,
+    });
     outcome.figures = r.figures;
     outcome.checks = r.checks;
     outcome.loss_expected = scenario == Scenario::FailoverAsync;

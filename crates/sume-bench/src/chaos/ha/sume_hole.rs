@@ -84,16 +84,16 @@ pub(in crate::chaos) async fn run(
     daemon.stop();
     let stored = faults::received_ids(&url).await?;
     let marks = [Mark { fault_us, back_us }];
-    let mut outcome = faults::count(
-        Scenario::SumeBlackHole,
+    let mut outcome = faults::count(faults::Ended {
+        scenario: Scenario::SumeBlackHole,
         round,
-        &answers,
-        &stored,
-        &marks,
-        0,
+        answers: &answers,
+        stored_ids: &stored,
+        marks: &marks,
+        cut: 0,
         survived,
         healthy,
-    );
+    });
     outcome.figures = figures;
     outcome.checks = checks;
     eprintln!("{} acked, {} lost", outcome.acked, outcome.lost);
@@ -121,6 +121,34 @@ fn settings(
     settings
 }
 
+/// The status calls the sweep wrote from `from` + `timeout` to `to` (server clock), waiting up
+/// to a minute for them: a pass writes its calls once it is over, which may be a while after
+/// the thaw.
+async fn calls_written(
+    db: &tokio_postgres::Client,
+    (from, timeout): (&str, Duration),
+    to: &str,
+) -> anyhow::Result<Vec<tokio_postgres::Row>> {
+    let began: String = db
+        .query_one(
+            sql::SERVER_PLUS_SECONDS.sql(),
+            &[&from, &timeout.as_secs_f64()],
+        )
+        .await?
+        .get(0);
+    let mut rows = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while rows.is_empty() && Instant::now() < deadline {
+        rows = db
+            .query(sql::JOB_POLLS_BETWEEN.sql(), &[&began, &to])
+            .await?;
+        if rows.is_empty() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    Ok(rows)
+}
+
 /// What the sweep did while Sume was silent (`from` to `to`, server clock): every call that
 /// ended from `from` + `SUME_TIMEOUT` to `to` (so began in the freeze) a timeout of about
 /// `SUME_TIMEOUT`, nothing closed, every call taken from the budget. Answers the checks that
@@ -134,24 +162,7 @@ async fn during(
     let mut checks = Vec::new();
     let (mut calls, mut timeouts, mut listed) = (0i64, 0i64, 0i64);
     let (mut shortest, mut longest) = (i64::MAX, 0i64);
-    let began: String = db
-        .query_one(
-            sql::SERVER_PLUS_SECONDS.sql(),
-            &[&from, &timeout.as_secs_f64()],
-        )
-        .await?
-        .get(0);
-    // A pass writes its calls once it is over, which may be a while after the thaw.
-    let mut rows = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while rows.is_empty() && Instant::now() < deadline {
-        rows = db
-            .query(sql::JOB_POLLS_BETWEEN.sql(), &[&began, &to])
-            .await?;
-        if rows.is_empty() {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
+    let rows = calls_written(db, (from, timeout), to).await?;
     for row in rows {
         let (answer, n, min, max): (String, i64, i64, i64) =
             (row.get(0), row.get(1), row.get(2), row.get(3));
