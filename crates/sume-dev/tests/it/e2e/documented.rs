@@ -143,6 +143,9 @@ async fn every_documented_in_flight_spelling_updates_sume_status_and_leaves_the_
     cfg.sweep = SweepConfig {
         interval: Duration::from_millis(100),
         poll_after: Duration::from_millis(100),
+        // The key's list is walked every half of this: a job registered after one walk is
+        // seen by the next.
+        poll_max_interval: Duration::from_secs(2),
         ..SweepConfig::default()
     };
     let daemon = Daemon::start(cfg).await;
