@@ -148,6 +148,27 @@ async fn the_scopes_the_host_and_json_writes_hold_and_errors_carry_the_request_i
 async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     let db = TestDb::new().await;
     let api = Api::start(&db).await;
+    a_set_aside_event_and_a_dead_letter(&api, &db).await;
+    the_set_aside_event_is_applied_once_however_often_replayed(&api, &db).await;
+    the_dead_letter_is_replayed_then_dropped_once(&api).await;
+    // One close in the feed, however many replays. The feed answers only closes below every
+    // open transaction of the cluster (other tests' included), so it may take a moment.
+    let closes = || async {
+        let (_, feed) = api.get("/v1/jobs?closed_after=0", APP).await;
+        feed["closes"].as_array().unwrap().len()
+    };
+    wait_for("the close in the feed", Duration::from_secs(20), || async {
+        closes().await > 0
+    })
+    .await;
+    assert_eq!(closes().await, 1);
+    the_audit_log_holds_every_operator_write(&api).await;
+    api.daemon.stop().await;
+}
+
+/// A delivery for a job never registered, then set aside as foreign; a delivery that names no
+/// job (a dead letter).
+async fn a_set_aside_event_and_a_dead_letter(api: &Api, db: &TestDb) {
     let hook = api.daemon.url("/webhooks/sume");
     Delivery::status("job_aside", "failed")
         .send(&api.http, &hook)
@@ -156,14 +177,20 @@ async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     garbage.body = r#"{"hello":"no job here"}"#.into();
     garbage.event_id = None;
     garbage.send(&api.http, &hook).await;
-    let c = db.client().await;
-    c.execute(
-        "update sume.events set set_aside_at = now(), set_aside_reason = 'foreign'
-         where job_id = 'job_aside'",
-        &[],
-    )
-    .await
-    .unwrap();
+    db.client()
+        .await
+        .execute(
+            "update sume.events set set_aside_at = now(), set_aside_reason = 'foreign'
+             where job_id = 'job_aside'",
+            &[],
+        )
+        .await
+        .unwrap();
+}
+
+/// Replayed, the set-aside event goes back to the inbox and attaches once its job is
+/// registered; replayed again, it is already applied. An unknown event is a 404.
+async fn the_set_aside_event_is_applied_once_however_often_replayed(api: &Api, db: &TestDb) {
     let (_, aside) = api.get("/v1/set-aside", OPERATOR).await;
     assert_eq!(aside["events"][0]["job_id"], "job_aside");
     let event = aside["events"][0]["event_id"].as_str().unwrap().to_owned();
@@ -175,11 +202,13 @@ async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
         .as_str()
         .unwrap()
         .contains("back in the inbox"));
-    c.execute("insert into sume.jobs (job_id) values ('job_aside')", &[])
+    db.client()
+        .await
+        .execute("insert into sume.jobs (job_id) values ('job_aside')", &[])
         .await
         .unwrap();
     wait_for("job_aside attached", Duration::from_secs(10), || async {
-        job_state(&db, "job_aside").await.as_deref() == Some("failed")
+        job_state(db, "job_aside").await.as_deref() == Some("failed")
     })
     .await;
     for _ in 0..2 {
@@ -192,7 +221,11 @@ async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     }
     let (s, _) = api.post("/v1/events/evt_nobody/replay", json!({})).await;
     assert_eq!(s, 404);
-    // Dead letters: replayed once (still unreadable), then nothing to replay; dropped once.
+}
+
+/// Dead letters: replayed once (still unreadable), then nothing to replay; dropped once; a
+/// drop of no id is refused.
+async fn the_dead_letter_is_replayed_then_dropped_once(api: &Api) {
     let (_, letters) = api.get("/v1/dead-letters", OPERATOR).await;
     let letter = letters["dead_letters"][0]["dead_letter_id"]
         .as_str()
@@ -213,18 +246,10 @@ async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     assert_eq!(r3, json!({"dropped": [], "not_found": [letter]}));
     let (s, _) = api.post("/v1/dead-letters/drop", json!({"ids": []})).await;
     assert_eq!(s, 422);
-    // One close in the feed, however many replays. The feed answers only closes below every
-    // open transaction of the cluster (other tests' included), so it may take a moment.
-    let closes = || async {
-        let (_, feed) = api.get("/v1/jobs?closed_after=0", APP).await;
-        feed["closes"].as_array().unwrap().len()
-    };
-    wait_for("the close in the feed", Duration::from_secs(20), || async {
-        closes().await > 0
-    })
-    .await;
-    assert_eq!(closes().await, 1);
-    // The audit log: every operator write, newest first, who and which request.
+}
+
+/// The audit log: every operator write, newest first, who and which request.
+async fn the_audit_log_holds_every_operator_write(api: &Api) {
     let (_, audit) = api.get("/v1/audit?limit=2", OPERATOR).await;
     let entries = audit["entries"].as_array().unwrap();
     assert_eq!(entries[0]["action"], "drop_dead_letters");
@@ -252,5 +277,4 @@ async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
             "replay_event"
         ]
     );
-    api.daemon.stop().await;
 }

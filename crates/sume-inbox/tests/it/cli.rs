@@ -41,7 +41,27 @@ fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static s
 
 #[test]
 fn bad_settings_fail_at_start_naming_the_setting() {
-    for (extra, name) in [
+    for (extra, name) in bad_settings() {
+        assert_refused_naming(&extra, name);
+    }
+    let (ok, text) = serve(&[("SUME_WEBHOOK_SECRET", "x")]);
+    assert!(!ok && text.contains("DATABASE_URL"), "{text}");
+    // A bad setting exits 78 (EX_CONFIG), so a supervisor can stop restarting it.
+    let out = serve_with_only(&with(&[("WEBHOOK_TOLERANCE", "soon")]));
+    assert_eq!(out.status.code(), Some(78));
+    // WORKER_THREADS is read before the runtime starts, with the same exit and a named error.
+    for bad in ["0", "65", "many"] {
+        let out = serve_with_only(&with(&[("WORKER_THREADS", bad)]));
+        assert_eq!(out.status.code(), Some(78), "WORKER_THREADS={bad}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains("WORKER_THREADS"), "{text}");
+    }
+}
+
+/// Settings (beside [`BASE`]; an empty value unsets it) that `serve` refuses, each with the
+/// setting its message must name.
+fn bad_settings() -> Vec<(Vec<(&'static str, &'static str)>, &'static str)> {
+    vec![
         (vec![("SUME_WEBHOOK_SECRET", "")], "SUME_WEBHOOK_SECRET"),
         (
             vec![("WEBHOOK_TOLERANCE", "five minutes")],
@@ -99,42 +119,34 @@ fn bad_settings_fail_at_start_naming_the_setting() {
         (vec![("ADMIN_APP_TOKEN", "short")], "ADMIN_APP_TOKEN"),
         (vec![("WAIT_WAKEUP", "notify")], "WAIT_WAKEUP"),
         (vec![("MAX_WAIT", "forever")], "MAX_WAIT"),
+    ]
+}
+
+/// `serve` fails with `extra` beside [`BASE`], naming `name` and printing no secret.
+fn assert_refused_naming(extra: &[(&'static str, &'static str)], name: &str) {
+    let (ok, text) = serve(&with(extra));
+    assert!(!ok, "{extra:?} should fail");
+    assert!(
+        text.contains(name),
+        "{extra:?}: message should name {name}: {text}"
+    );
+    for secret in [
+        "db-password-xyz",
+        "whsec_super_secret_value",
+        "sk_live_secret_key",
     ] {
-        let (ok, text) = serve(&with(&extra));
-        assert!(!ok, "{extra:?} should fail");
-        assert!(
-            text.contains(name),
-            "{extra:?}: message should name {name}: {text}"
-        );
-        for secret in [
-            "db-password-xyz",
-            "whsec_super_secret_value",
-            "sk_live_secret_key",
-        ] {
-            assert!(!text.contains(secret), "{extra:?} printed a secret: {text}");
-        }
+        assert!(!text.contains(secret), "{extra:?} printed a secret: {text}");
     }
-    let (ok, text) = serve(&[("SUME_WEBHOOK_SECRET", "x")]);
-    assert!(!ok && text.contains("DATABASE_URL"), "{text}");
-    // A bad setting exits 78 (EX_CONFIG), so a supervisor can stop restarting it.
+}
+
+/// `serve` with nothing in its environment but `env` (not even PATH).
+fn serve_with_only(env: &[(&str, &str)]) -> std::process::Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
     cmd.arg("serve").env_clear();
-    for (k, v) in with(&[("WEBHOOK_TOLERANCE", "soon")]) {
+    for (k, v) in env {
         cmd.env(k, v);
     }
-    assert_eq!(cmd.output().unwrap().status.code(), Some(78));
-    // WORKER_THREADS is read before the runtime starts, with the same exit and a named error.
-    for bad in ["0", "65", "many"] {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
-        cmd.arg("serve").env_clear();
-        for (k, v) in with(&[("WORKER_THREADS", bad)]) {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().unwrap();
-        assert_eq!(out.status.code(), Some(78), "WORKER_THREADS={bad}");
-        let text = String::from_utf8_lossy(&out.stderr);
-        assert!(text.contains("WORKER_THREADS"), "{text}");
-    }
+    cmd.output().unwrap()
 }
 
 #[test]

@@ -147,62 +147,11 @@ async fn a_401_writes_nothing_and_every_count_reaches_the_overview() {
     };
     let console = console_with(c).await;
     first_heartbeat(&db).await;
-    // Every row written to any table of the schema from now on is seen.
-    db.client()
-        .await
-        .batch_execute(
-            "create table public.writes_seen (tbl text, op text);
-             create function public.seen() returns trigger language plpgsql as
-               $$ begin insert into public.writes_seen values (tg_table_name, tg_op); return null; end $$;
-             do $$ declare t record; begin
-               for t in select tablename from pg_tables where schemaname = 'sume' loop
-                 execute format('create trigger seen after insert or update or delete on sume.%I
-                                 for each row execute function public.seen()', t.tablename);
-               end loop; end $$;",
-        )
-        .await
-        .unwrap();
+    watch_every_write(&db).await;
     let http = reqwest::Client::new();
     let url = console.daemon.url("/webhooks/sume");
-    for i in 0..20 {
-        let mut forged = Delivery::completed(&format!("job_forged_{i}"));
-        forged.secret = "not-the-secret".into();
-        assert_eq!(forged.send(&http, &url).await.status(), 401);
-    }
-    assert_eq!(
-        db.scalar("select count(*) from public.writes_seen").await,
-        0,
-        "a 401 wrote"
-    );
-    // The same watch sees a stored delivery's write.
-    assert_eq!(
-        Delivery::completed("job_b")
-            .send(&http, &url)
-            .await
-            .status(),
-        204
-    );
-    assert!(db.scalar("select count(*) from public.writes_seen").await > 0);
-    db.client()
-        .await
-        .execute("insert into sume.jobs (job_id) values ('job_a')", &[])
-        .await
-        .unwrap();
-    for _ in 0..2 {
-        assert_eq!(
-            Delivery::completed("job_a")
-                .send(&http, &url)
-                .await
-                .status(),
-            204
-        );
-    }
-    wait_for(
-        "job_a closed by its webhook",
-        Duration::from_secs(20),
-        || async { job_state(&db, "job_a").await.as_deref() == Some("completed") },
-    )
-    .await;
+    forged_deliveries_write_nothing(&db, &http, &url).await;
+    a_job_closed_by_its_webhook_delivered_twice(&db, &http, &url).await;
     assert_eq!(
         stored_counts(&db).await,
         [0; 7],
@@ -225,6 +174,69 @@ async fn a_401_writes_nothing_and_every_count_reaches_the_overview() {
         "{page}"
     );
     other.daemon.stop().await;
+}
+
+/// Every row written to any table of the schema from now on is seen in `public.writes_seen`.
+async fn watch_every_write(db: &TestDb) {
+    db.client()
+        .await
+        .batch_execute(
+            "create table public.writes_seen (tbl text, op text);
+             create function public.seen() returns trigger language plpgsql as
+               $$ begin insert into public.writes_seen values (tg_table_name, tg_op); return null; end $$;
+             do $$ declare t record; begin
+               for t in select tablename from pg_tables where schemaname = 'sume' loop
+                 execute format('create trigger seen after insert or update or delete on sume.%I
+                                 for each row execute function public.seen()', t.tablename);
+               end loop; end $$;",
+        )
+        .await
+        .unwrap();
+}
+
+/// Twenty deliveries signed with the wrong secret are refused (401) and write nothing; the
+/// same watch sees a stored delivery's write.
+async fn forged_deliveries_write_nothing(db: &TestDb, http: &reqwest::Client, url: &str) {
+    for i in 0..20 {
+        let mut forged = Delivery::completed(&format!("job_forged_{i}"));
+        forged.secret = "not-the-secret".into();
+        assert_eq!(forged.send(http, url).await.status(), 401);
+    }
+    assert_eq!(
+        db.scalar("select count(*) from public.writes_seen").await,
+        0,
+        "a 401 wrote"
+    );
+    assert_eq!(
+        Delivery::completed("job_b").send(http, url).await.status(),
+        204
+    );
+    assert!(db.scalar("select count(*) from public.writes_seen").await > 0);
+}
+
+/// A registered job's webhook, delivered twice (one stored, one duplicate), closes it.
+async fn a_job_closed_by_its_webhook_delivered_twice(
+    db: &TestDb,
+    http: &reqwest::Client,
+    url: &str,
+) {
+    db.client()
+        .await
+        .execute("insert into sume.jobs (job_id) values ('job_a')", &[])
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            Delivery::completed("job_a").send(http, url).await.status(),
+            204
+        );
+    }
+    wait_for(
+        "job_a closed by its webhook",
+        Duration::from_secs(20),
+        || async { job_state(db, "job_a").await.as_deref() == Some("completed") },
+    )
+    .await;
 }
 
 /// A migrated database of its own on the server of `url`.

@@ -31,6 +31,33 @@ async fn admin_commands_show_and_replay_what_is_stored() {
     let (ok, _, err) = admin(&db, &["stats"]);
     assert!(!ok && err.contains("run `sume-inbox migrate`"), "{err}");
 
+    fill_through_a_daemon(&db).await;
+    store_what_the_daemon_would_not(&db).await;
+
+    stats_count_what_is_stored(&db);
+    jobs_show_a_job_and_its_events(&db);
+    inbox_ls_lists_the_waiting_events(&db);
+    let (ok, out, _) = admin(&db, &["dead-letters", "ls"]);
+    assert!(
+        ok && out.contains("dl_readable") && out.contains("body is not JSON"),
+        "{out}"
+    );
+
+    replay_turns_the_readable_dead_letter_into_an_event(&db).await;
+    replay_applies_a_set_aside_event_and_leaves_a_forged_one(&db).await;
+    // Every replay made through the database is in the audit log, with who ran it.
+    let (ok, out, _) = admin(&db, &["audit", "ls", "--json"]);
+    assert!(ok, "{out}");
+    let entries = json(&out);
+    let entries = entries.as_array().unwrap();
+    assert_eq!(entries.len(), 5, "{entries:?}");
+    assert_eq!(entries[0]["action"], "replay_event");
+    assert!(entries[0]["actor"].as_str().unwrap().starts_with("cli:"));
+}
+
+/// A daemon stores a closing webhook, one for a job not yet committed and one that is not JSON
+/// (a dead letter); the first job is then registered.
+async fn fill_through_a_daemon(db: &TestDb) {
     let daemon = Daemon::start(config(&db.url)).await;
     let http = reqwest::Client::new();
     let hook = daemon.url("/webhooks/sume");
@@ -48,8 +75,11 @@ async fn admin_commands_show_and_replay_what_is_stored() {
         201
     );
     daemon.stop().await;
+}
 
-    // A dead letter an older version could not read, but this one can; and a set-aside event.
+/// A dead letter an older version could not read, but this one can; a set-aside event; an
+/// event whose signature does not verify; and the jobs they name.
+async fn store_what_the_daemon_would_not(db: &TestDb) {
     let ts = unix_now();
     let body = r#"{"event":"job.completed","job_id":"job_late_reader"}"#;
     let sig = signature_header(&[Secret::new(SECRET)], ts, body.as_bytes());
@@ -82,16 +112,20 @@ async fn admin_commands_show_and_replay_what_is_stored() {
     )
     .await
     .unwrap();
+}
 
-    let (ok, out, _) = admin(&db, &["stats", "--json"]);
+fn stats_count_what_is_stored(db: &TestDb) {
+    let (ok, out, _) = admin(db, &["stats", "--json"]);
     assert!(ok);
     let s = json(&out);
     assert_eq!(s["dead_letters"], 2);
     assert_eq!(s["set_aside"], 1);
     assert_eq!(s["waiting"], 2, "job_wait and the forged one");
     assert_eq!(s["open_jobs"], 3);
+}
 
-    let (ok, out, _) = admin(&db, &["jobs", "show", "job_done"]);
+fn jobs_show_a_job_and_its_events(db: &TestDb) {
+    let (ok, out, _) = admin(db, &["jobs", "show", "job_done"]);
     assert!(ok, "{out}");
     assert!(
         out.contains("state completed") && out.contains("closed by webhook"),
@@ -101,15 +135,17 @@ async fn admin_commands_show_and_replay_what_is_stored() {
         out.contains("job_done/job.completed") && out.contains("applied: closed"),
         "{out}"
     );
-    let (ok, out, _) = admin(&db, &["jobs", "show", "job_wait", "--json"]);
+    let (ok, out, _) = admin(db, &["jobs", "show", "job_wait", "--json"]);
     assert!(ok);
     let j = json(&out);
     assert!(j["job"].is_null());
     assert_eq!(j["events"][0]["event_id"], "job_wait/job.completed");
-    let (ok, _, err) = admin(&db, &["jobs", "show", "job_nobody"]);
+    let (ok, _, err) = admin(db, &["jobs", "show", "job_nobody"]);
     assert!(!ok && err.contains("no job and no event"));
+}
 
-    let (ok, out, _) = admin(&db, &["inbox", "ls", "--json"]);
+fn inbox_ls_lists_the_waiting_events(db: &TestDb) {
+    let (ok, out, _) = admin(db, &["inbox", "ls", "--json"]);
     assert!(ok);
     let listed = json(&out);
     let ids: Vec<&str> = listed
@@ -122,19 +158,15 @@ async fn admin_commands_show_and_replay_what_is_stored() {
         ids.contains(&"job_wait") && ids.contains(&"job_forged"),
         "{ids:?}"
     );
-    let (ok, out, _) = admin(&db, &["inbox", "ls", "--older-than", "1h"]);
+    let (ok, out, _) = admin(db, &["inbox", "ls", "--older-than", "1h"]);
     assert!(ok && out.contains("no waiting event"), "{out}");
-    let (ok, _, err) = admin(&db, &["inbox", "ls", "--older-than", "soon"]);
+    let (ok, _, err) = admin(db, &["inbox", "ls", "--older-than", "soon"]);
     assert!(!ok && err.contains("--older-than"), "{err}");
+}
 
-    let (ok, out, _) = admin(&db, &["dead-letters", "ls"]);
-    assert!(
-        ok && out.contains("dl_readable") && out.contains("body is not JSON"),
-        "{out}"
-    );
-
-    // Replay: the readable dead letter becomes an event and closes its job; the garbage stays.
-    let (ok, out, err) = admin(&db, &["replay", "--dead-letters"]);
+/// The readable dead letter becomes an event and closes its job, once; the garbage stays.
+async fn replay_turns_the_readable_dead_letter_into_an_event(db: &TestDb) {
+    let (ok, out, err) = admin(db, &["replay", "--dead-letters"]);
     assert!(ok, "{out}{err}");
     assert!(
         out.contains("dl_readable: stored and applied (job job_late_reader)"),
@@ -142,32 +174,26 @@ async fn admin_commands_show_and_replay_what_is_stored() {
     );
     assert!(out.contains("still names no job"), "{out}");
     assert_eq!(
-        job_state(&db, "job_late_reader").await.as_deref(),
+        job_state(db, "job_late_reader").await.as_deref(),
         Some("completed")
     );
-    let (_, again, _) = admin(&db, &["replay", "--dead-letters"]);
+    let (_, again, _) = admin(db, &["replay", "--dead-letters"]);
     assert!(!again.contains("dl_readable"), "replayed once: {again}");
+}
 
-    // A set-aside event whose job now exists goes back through attach.
-    let (ok, out, _) = admin(&db, &["replay", "evt_aside"]);
+/// A set-aside event whose job now exists goes back through attach, once; a stored event whose
+/// signature does not verify is left alone; `replay` without a target is a usage error.
+async fn replay_applies_a_set_aside_event_and_leaves_a_forged_one(db: &TestDb) {
+    let (ok, out, _) = admin(db, &["replay", "evt_aside"]);
     assert!(ok && out.contains("applied to job job_aside"), "{out}");
-    assert_eq!(job_state(&db, "job_aside").await.as_deref(), Some("failed"));
-    let (ok, out, _) = admin(&db, &["replay", "evt_aside"]);
+    assert_eq!(job_state(db, "job_aside").await.as_deref(), Some("failed"));
+    let (ok, out, _) = admin(db, &["replay", "evt_aside"]);
     assert!(ok && out.contains("already applied"), "{out}");
-    // A stored event whose signature does not verify is left alone.
-    let (ok, out, _) = admin(&db, &["replay", "evt_forged"]);
+    let (ok, out, _) = admin(db, &["replay", "evt_forged"]);
     assert!(!ok && out.contains("does not verify"), "{out}");
-    assert_eq!(job_state(&db, "job_forged").await.as_deref(), Some("open"));
-    let (ok, _, err) = admin(&db, &["replay"]);
+    assert_eq!(job_state(db, "job_forged").await.as_deref(), Some("open"));
+    let (ok, _, err) = admin(db, &["replay"]);
     assert!(!ok && err.contains("required"), "{err}");
-    // Every replay made through the database is in the audit log, with who ran it.
-    let (ok, out, _) = admin(&db, &["audit", "ls", "--json"]);
-    assert!(ok, "{out}");
-    let entries = json(&out);
-    let entries = entries.as_array().unwrap();
-    assert_eq!(entries.len(), 5, "{entries:?}");
-    assert_eq!(entries[0]["action"], "replay_event");
-    assert!(entries[0]["actor"].as_str().unwrap().starts_with("cli:"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

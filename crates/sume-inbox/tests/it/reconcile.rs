@@ -39,31 +39,97 @@ async fn terminal_jobs_sume_lists_are_closed_once_within_the_budget() {
     migrate(&db).await;
     let sim = RunningSim::start(sim_config()).await.unwrap();
     let http = reqwest::Client::new();
-    // Webhooks dropped, as if their events were lost with the restore.
-    let quick = |outcome: &str| json!({"drop": true, "duration_ms": 1, "outcome": outcome});
-    let done = create(&http, &sim, MAIN_KEY, None, quick("completed")).await;
-    let failed = create(&http, &sim, MAIN_KEY, None, quick("failed")).await;
-    let running = create(
-        &http,
-        &sim,
-        MAIN_KEY,
-        None,
-        json!({"drop": true, "duration_ms": 3_600_000}),
-    )
-    .await;
-    let stranger = create(&http, &sim, MAIN_KEY, None, quick("canceled")).await;
-    wait_ended(
-        &http,
-        &sim,
-        &[done.clone(), failed.clone(), stranger.clone()],
-    )
-    .await;
-    for id in [&done, &failed, &running] {
-        register(&db, id).await;
+    let jobs = LostJobs::create(&db, &http, &sim).await;
+    one_read_a_day_stops_the_run_after_one_page(&db, &http, &sim).await;
+
+    let full = reconcile(&db, &sim, 1000)
+        .run(Duration::from_secs(6 * 3600), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(full.complete(), "{full:?}");
+    let key = &full.keys[0];
+    assert_eq!((key.listed, key.terminal), (4, 3), "{key:?}");
+    assert_eq!(key.not_registered, 1, "{key:?}");
+    assert_eq!((key.closed, key.already_closed), (2, 0), "{key:?}");
+    jobs.are_closed_as_sume_says(&db).await;
+
+    let again = reconcile(&db, &sim, 1000)
+        .run(Duration::from_secs(6 * 3600), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.keys[0].closed, again.keys[0].already_closed),
+        (0, 2),
+        "{again:?}"
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.disagreements").await,
+        0
+    );
+}
+
+/// Jobs whose webhooks were dropped, as if their events were lost with the restore: two
+/// registered and ended, one registered and running, one ended and never registered.
+struct LostJobs {
+    done: String,
+    failed: String,
+    running: String,
+    stranger: String,
+}
+
+impl LostJobs {
+    async fn create(db: &TestDb, http: &reqwest::Client, sim: &RunningSim) -> LostJobs {
+        let quick = |outcome: &str| json!({"drop": true, "duration_ms": 1, "outcome": outcome});
+        let done = create(http, sim, MAIN_KEY, None, quick("completed")).await;
+        let failed = create(http, sim, MAIN_KEY, None, quick("failed")).await;
+        let running = create(
+            http,
+            sim,
+            MAIN_KEY,
+            None,
+            json!({"drop": true, "duration_ms": 3_600_000}),
+        )
+        .await;
+        let stranger = create(http, sim, MAIN_KEY, None, quick("canceled")).await;
+        wait_ended(http, sim, &[done.clone(), failed.clone(), stranger.clone()]).await;
+        for id in [&done, &failed, &running] {
+            register(db, id).await;
+        }
+        LostJobs {
+            done,
+            failed,
+            running,
+            stranger,
+        }
     }
 
-    // A daily allowance of one read: one page, then the run stops and says so.
-    let short = reconcile(&db, &sim, 1)
+    /// The registered jobs that ended are closed by poll as Sume says; the others are as they were.
+    async fn are_closed_as_sume_says(&self, db: &TestDb) {
+        assert_eq!(
+            job_state(db, &self.done).await.as_deref(),
+            Some("completed")
+        );
+        assert_eq!(job_state(db, &self.failed).await.as_deref(), Some("failed"));
+        assert_eq!(job_state(db, &self.running).await.as_deref(), Some("open"));
+        assert_eq!(
+            job_state(db, &self.stranger).await,
+            None,
+            "reconcile registers nothing"
+        );
+        let by_poll = db
+            .scalar("select count(*) from sume.jobs where closed_by = 'poll'")
+            .await;
+        assert_eq!(by_poll, 2);
+    }
+}
+
+/// A daily allowance of one read: one page, then the run stops and says so.
+async fn one_read_a_day_stops_the_run_after_one_page(
+    db: &TestDb,
+    http: &reqwest::Client,
+    sim: &RunningSim,
+) {
+    let short = reconcile(db, sim, 1)
         .run(Duration::from_secs(6 * 3600), Duration::from_secs(1))
         .await
         .unwrap();
@@ -78,45 +144,9 @@ async fn terminal_jobs_sume_lists_are_closed_once_within_the_budget() {
         "{short:?}"
     );
     assert_eq!(
-        list_reads(&http, &sim).await,
+        list_reads(http, sim).await,
         1,
         "nothing beyond the budget was sent"
-    );
-
-    let full = reconcile(&db, &sim, 1000)
-        .run(Duration::from_secs(6 * 3600), Duration::from_secs(10))
-        .await
-        .unwrap();
-    assert!(full.complete(), "{full:?}");
-    let key = &full.keys[0];
-    assert_eq!((key.listed, key.terminal), (4, 3), "{key:?}");
-    assert_eq!(key.not_registered, 1, "{key:?}");
-    assert_eq!((key.closed, key.already_closed), (2, 0), "{key:?}");
-    assert_eq!(job_state(&db, &done).await.as_deref(), Some("completed"));
-    assert_eq!(job_state(&db, &failed).await.as_deref(), Some("failed"));
-    assert_eq!(job_state(&db, &running).await.as_deref(), Some("open"));
-    assert_eq!(
-        job_state(&db, &stranger).await,
-        None,
-        "reconcile registers nothing"
-    );
-    let by_poll = db
-        .scalar("select count(*) from sume.jobs where closed_by = 'poll'")
-        .await;
-    assert_eq!(by_poll, 2);
-
-    let again = reconcile(&db, &sim, 1000)
-        .run(Duration::from_secs(6 * 3600), Duration::from_secs(10))
-        .await
-        .unwrap();
-    assert_eq!(
-        (again.keys[0].closed, again.keys[0].already_closed),
-        (0, 2),
-        "{again:?}"
-    );
-    assert_eq!(
-        db.scalar("select count(*) from sume.disagreements").await,
-        0
     );
 }
 

@@ -18,40 +18,11 @@ fn as_role(url: &str, role: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_runtime_role_that_cannot_change_the_schema_runs_the_daemon() {
     let db = TestDb::new().await;
-    let n: u32 = rand::thread_rng().gen();
-    let (migrator, runtime, app) = (
-        format!("sume_migrator_{n}"),
-        format!("sume_runtime_{n}"),
-        format!("sume_app_{n}"),
-    );
-    let dbname = db.url.rsplit('/').next().unwrap().to_owned();
-    let admin = db.client().await;
-    admin
-        .batch_execute(&format!(
-            "create role {migrator} login;
-             create role {runtime} login;
-             create role {app} login;
-             grant create on database {dbname} to {migrator};"
-        ))
-        .await
-        .unwrap();
-
-    // The migration role creates and owns the schema, then grants what the others need.
-    let mut m = connect(&as_role(&db.url, &migrator)).await;
-    sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
-    m.batch_execute(&format!(
-        "grant usage on schema sume to {runtime};
-         grant select, insert, update, delete on all tables in schema sume to {runtime};
-         grant usage on schema sume to {app};
-         grant select, insert on sume.jobs to {app};
-         -- As if these grants predated migration 7's feed: closes must still work.
-         revoke all on sume.job_closes from {runtime};"
-    ))
-    .await
-    .unwrap();
+    let roles = Roles::create(&db).await;
+    roles.migrate_and_grant(&db).await;
 
     // The daemon runs as the runtime role: the schema is current, so it only reads it.
-    let daemon = Daemon::start(config(&as_role(&db.url, &runtime))).await;
+    let daemon = Daemon::start(config(&as_role(&db.url, &roles.runtime))).await;
     let http = reqwest::Client::new();
     assert_eq!(
         http.get(daemon.url("/readyz"))
@@ -67,7 +38,7 @@ async fn a_runtime_role_that_cannot_change_the_schema_runs_the_daemon() {
         204
     );
     // The application registers its job in its own transaction, with its own role.
-    let mut a = connect(&as_role(&db.url, &app)).await;
+    let mut a = connect(&as_role(&db.url, &roles.app)).await;
     let tx = a.transaction().await.unwrap();
     tx.execute(
         "insert into sume.jobs (job_id, order_id) values ('job_least_privilege', 'o_1')",
@@ -89,7 +60,7 @@ async fn a_runtime_role_that_cannot_change_the_schema_runs_the_daemon() {
     );
 
     // Neither may change the schema, and the application may not touch the inbox.
-    let r = connect(&as_role(&db.url, &runtime)).await;
+    let r = connect(&as_role(&db.url, &roles.runtime)).await;
     let denied = r
         .batch_execute("create table sume.x (id int)")
         .await
@@ -103,4 +74,60 @@ async fn a_runtime_role_that_cannot_change_the_schema_runs_the_daemon() {
         denied.code(),
         Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE)
     );
+}
+
+/// The three roles of README's grants, named afresh for each test.
+struct Roles {
+    migrator: String,
+    runtime: String,
+    app: String,
+}
+
+impl Roles {
+    /// Creates them; only the migration role may create a schema in the database.
+    async fn create(db: &TestDb) -> Roles {
+        let n: u32 = rand::thread_rng().gen();
+        let (migrator, runtime, app) = (
+            format!("sume_migrator_{n}"),
+            format!("sume_runtime_{n}"),
+            format!("sume_app_{n}"),
+        );
+        let dbname = db.url.rsplit('/').next().unwrap().to_owned();
+        let admin = db.client().await;
+        admin
+            .batch_execute(&format!(
+                "create role {migrator} login;
+                 create role {runtime} login;
+                 create role {app} login;
+                 grant create on database {dbname} to {migrator};"
+            ))
+            .await
+            .unwrap();
+        Roles {
+            migrator,
+            runtime,
+            app,
+        }
+    }
+
+    /// The migration role creates and owns the schema, then grants what the others need.
+    async fn migrate_and_grant(&self, db: &TestDb) {
+        let Roles {
+            migrator,
+            runtime,
+            app,
+        } = self;
+        let mut m = connect(&as_role(&db.url, migrator)).await;
+        sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
+        m.batch_execute(&format!(
+            "grant usage on schema sume to {runtime};
+             grant select, insert, update, delete on all tables in schema sume to {runtime};
+             grant usage on schema sume to {app};
+             grant select, insert on sume.jobs to {app};
+             -- As if these grants predated migration 7's feed: closes must still work.
+             revoke all on sume.job_closes from {runtime};"
+        ))
+        .await
+        .unwrap();
+    }
 }

@@ -1,8 +1,12 @@
 //! SIGTERM under load: the binary stops accepting, every request it answered 2xx is committed,
 //! and it exits 0 in bounded time.
 
-use std::process::{Command, Stdio};
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
+
+use tokio::task::JoinHandle;
 
 use crate::support::*;
 
@@ -18,26 +22,8 @@ fn free_port() -> u16 {
 async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
     let db = TestDb::new().await;
     let (port, admin) = (free_port(), free_port());
-    // Stands in for systemd's notification socket (Type=notify).
-    let notify_path =
-        std::env::temp_dir().join(format!("sume-notify-{}-{port}", std::process::id()));
-    let _ = std::fs::remove_file(&notify_path);
-    let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).unwrap();
-    notify
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .arg("serve")
-        .env("NOTIFY_SOCKET", &notify_path)
-        .env("DATABASE_URL", &db.url)
-        .env("SUME_WEBHOOK_SECRET", SECRET)
-        .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
-        .env("ADMIN_ADDR", format!("127.0.0.1:{admin}"))
-        .env("SHUTDOWN_TIMEOUT", "10s")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (notify_path, notify) = notify_socket(port);
+    let mut child = spawn_serve(&db, port, admin, &notify_path);
     let mut message = [0u8; 256];
     let n = notify.recv(&mut message).expect("READY=1 from the daemon");
     assert!(String::from_utf8_lossy(&message[..n]).starts_with("READY=1"));
@@ -47,62 +33,19 @@ async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
         matches!(http.get(format!("{base}/readyz")).send().await, Ok(r) if r.status() == 200)
     })
     .await;
-
-    let healthcheck = |ready: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
-        cmd.arg("healthcheck")
-            .env("LISTEN_ADDR", format!("0.0.0.0:{port}"));
-        if ready {
-            cmd.arg("--ready");
-        }
-        cmd.output().unwrap().status.success()
-    };
     assert!(
-        healthcheck(false) && healthcheck(true),
+        healthcheck(port, false) && healthcheck(port, true),
         "the healthcheck command sees it alive and ready"
     );
 
-    let url = format!("{base}/webhooks/sume");
-    let senders: Vec<_> = (0..16)
-        .map(|w| {
-            let (http, url) = (http.clone(), url.clone());
-            tokio::spawn(async move {
-                let mut acked = Vec::new();
-                for i in 0..10_000 {
-                    let job = format!("job_{w}_{i}");
-                    match Delivery::completed(&job).send_raw(&http, &url).await {
-                        Ok(r) if r.status() == 204 => acked.push(job),
-                        Ok(r) => assert_eq!(r.status(), 503, "only 204, 503 or no answer"),
-                        Err(_) => break, // the daemon stopped accepting
-                    }
-                }
-                acked
-            })
-        })
-        .collect();
+    let senders = send_until_refused(&http, &format!("{base}/webhooks/sume"));
     wait_for("load is flowing", Duration::from_secs(20), || async {
         db.scalar("select count(*) from sume.events").await >= 200
     })
     .await;
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "did not exit after SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = sigterm_and_wait_for_exit(&mut child).await;
     assert!(status.success(), "exit status {status}");
-    assert!(!healthcheck(false), "nothing answers any more");
+    assert!(!healthcheck(port, false), "nothing answers any more");
     let n = notify
         .recv(&mut message)
         .expect("STOPPING=1 from the daemon");
@@ -117,4 +60,84 @@ async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
     assert!(acked.len() >= 200);
     let lost: Vec<&String> = acked.iter().filter(|j| !stored.contains(*j)).collect();
     assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
+}
+
+/// Stands in for systemd's notification socket (Type=notify).
+fn notify_socket(port: u16) -> (PathBuf, UnixDatagram) {
+    let path = std::env::temp_dir().join(format!("sume-notify-{}-{port}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let socket = UnixDatagram::bind(&path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    (path, socket)
+}
+
+/// The binary's `serve`, as systemd would start it.
+fn spawn_serve(db: &TestDb, port: u16, admin: u16, notify_path: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("serve")
+        .env("NOTIFY_SOCKET", notify_path)
+        .env("DATABASE_URL", &db.url)
+        .env("SUME_WEBHOOK_SECRET", SECRET)
+        .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
+        .env("ADMIN_ADDR", format!("127.0.0.1:{admin}"))
+        .env("SHUTDOWN_TIMEOUT", "10s")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Whether the binary's `healthcheck` (with `--ready`: its readiness) succeeds.
+fn healthcheck(port: u16, ready: bool) -> bool {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+    cmd.arg("healthcheck")
+        .env("LISTEN_ADDR", format!("0.0.0.0:{port}"));
+    if ready {
+        cmd.arg("--ready");
+    }
+    cmd.output().unwrap().status.success()
+}
+
+/// Sixteen senders of webhooks, each until the daemon stops accepting; each answers the jobs
+/// whose webhook was acknowledged (204).
+fn send_until_refused(http: &reqwest::Client, url: &str) -> Vec<JoinHandle<Vec<String>>> {
+    (0..16)
+        .map(|w| {
+            let (http, url) = (http.clone(), url.to_owned());
+            tokio::spawn(async move {
+                let mut acked = Vec::new();
+                for i in 0..10_000 {
+                    let job = format!("job_{w}_{i}");
+                    match Delivery::completed(&job).send_raw(&http, &url).await {
+                        Ok(r) if r.status() == 204 => acked.push(job),
+                        Ok(r) => assert_eq!(r.status(), 503, "only 204, 503 or no answer"),
+                        Err(_) => break, // the daemon stopped accepting
+                    }
+                }
+                acked
+            })
+        })
+        .collect()
+}
+
+async fn sigterm_and_wait_for_exit(child: &mut Child) -> ExitStatus {
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "did not exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -191,23 +191,8 @@ async fn a_set_aside_event_is_replayed_from_the_console_only_with_its_csrf_token
     let sim = RunningSim::start(sim_config()).await.unwrap();
     let sweep = Sweep::new(&db, &sim, clocked_config()).await;
     let mut console = Console::start(&db, Some(OPERATOR)).await;
-    // A delivery for a job no key of ours can read: after INBOX_GRACE it is set aside.
     let job = "job_not_ours";
-    let d = Delivery::completed(job);
-    let hook = console.daemon.url("/webhooks/sume");
-    assert_eq!(d.send(&console.http, &hook).await.status(), 204);
-    sweep.advance(sweep.config.inbox_grace * 2);
-    assert_eq!(sweep.check_once().await.events_set_aside, 1);
-    let event: String = db
-        .client()
-        .await
-        .query_one(
-            "select event_id from sume.events where set_aside_at is not null",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let event = set_aside_after_the_grace(&db, &sweep, &console, job).await;
     console.sign_in().await;
     let (_, _, page) = console.get("/console/set-aside").await;
     assert!(
@@ -219,21 +204,7 @@ async fn a_set_aside_event_is_replayed_from_the_console_only_with_its_csrf_token
         "every key's answer: {page}"
     );
     let csrf = csrf_of(&page);
-    let replays = "select count(*) from sume.audit_log where action = 'replay_event'";
-    let (s, _) = console
-        .post("/console/set-aside/replay", &[("event_id", &event)])
-        .await;
-    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "no token field");
-    let (s, _) = console
-        .post(
-            "/console/set-aside/replay",
-            &[("csrf", "forged"), ("event_id", &event)],
-        )
-        .await;
-    assert_eq!(s, StatusCode::FORBIDDEN);
-    assert_eq!(db.scalar(replays).await, 0);
-    let aside = "select count(*) from sume.events where set_aside_at is not null";
-    assert_eq!(db.scalar(aside).await, 1);
+    a_replay_without_the_token_changes_nothing(&db, &console, &event).await;
     let (s, h) = console
         .post(
             "/console/set-aside/replay",
@@ -244,8 +215,67 @@ async fn a_set_aside_event_is_replayed_from_the_console_only_with_its_csrf_token
         (s, h[LOCATION].to_str().unwrap()),
         (StatusCode::SEE_OTHER, "/console/jobs?q=job_not_ours")
     );
-    // Back in the inbox, its check forgotten: Sume is asked about the job again.
-    assert_eq!(db.scalar(aside).await, 0);
+    back_in_the_inbox_and_audited(&db, &event, job).await;
+    // An id that names nothing is answered so, and records nothing.
+    let (s, _) = console
+        .post(
+            "/console/set-aside/replay",
+            &[("csrf", &csrf), ("event_id", HOSTILE)],
+        )
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert_eq!(db.scalar(REPLAYS).await, 1);
+    console.daemon.stop().await;
+}
+
+const REPLAYS: &str = "select count(*) from sume.audit_log where action = 'replay_event'";
+const SET_ASIDE: &str = "select count(*) from sume.events where set_aside_at is not null";
+
+/// A delivery for a job no key of ours can read: after INBOX_GRACE it is set aside. Answers
+/// its event id.
+async fn set_aside_after_the_grace(
+    db: &TestDb,
+    sweep: &Sweep,
+    console: &Console,
+    job: &str,
+) -> String {
+    let d = Delivery::completed(job);
+    let hook = console.daemon.url("/webhooks/sume");
+    assert_eq!(d.send(&console.http, &hook).await.status(), 204);
+    sweep.advance(sweep.config.inbox_grace * 2);
+    assert_eq!(sweep.check_once().await.events_set_aside, 1);
+    db.client()
+        .await
+        .query_one(
+            "select event_id from sume.events where set_aside_at is not null",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Without a token field, or with a forged one, the replay is refused and nothing changes.
+async fn a_replay_without_the_token_changes_nothing(db: &TestDb, console: &Console, event: &str) {
+    let (s, _) = console
+        .post("/console/set-aside/replay", &[("event_id", event)])
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "no token field");
+    let (s, _) = console
+        .post(
+            "/console/set-aside/replay",
+            &[("csrf", "forged"), ("event_id", event)],
+        )
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    assert_eq!(db.scalar(REPLAYS).await, 0);
+    assert_eq!(db.scalar(SET_ASIDE).await, 1);
+}
+
+/// Back in the inbox, its check forgotten: Sume is asked about the job again. The audit log
+/// says who replayed it from which session, and what came of it.
+async fn back_in_the_inbox_and_audited(db: &TestDb, event: &str, job: &str) {
+    assert_eq!(db.scalar(SET_ASIDE).await, 0);
     assert_eq!(db.scalar("select count(*) from sume.inbox_checks").await, 0);
     let row = db
         .client()
@@ -260,21 +290,11 @@ async fn a_set_aside_event_is_replayed_from_the_console_only_with_its_csrf_token
         .get::<_, String>(0)
         .starts_with("console:operator (session "));
     let detail: Value = row.get(1);
-    assert_eq!(detail["event_id"], event.as_str());
+    assert_eq!(detail["event_id"], event);
     assert_eq!(
         detail["result"]["result"],
         format!("back in the inbox, waiting for job {job}'s row")
     );
-    // An id that names nothing is answered so, and records nothing.
-    let (s, _) = console
-        .post(
-            "/console/set-aside/replay",
-            &[("csrf", &csrf), ("event_id", HOSTILE)],
-        )
-        .await;
-    assert_eq!(s, StatusCode::NOT_FOUND);
-    assert_eq!(db.scalar(replays).await, 1);
-    console.daemon.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -291,26 +291,7 @@ async fn dropped_webhooks_are_closed_by_poll() {
     let sim = RunningSim::start(sim_config()).await.unwrap();
     migrate(&db).await;
     let http = reqwest::Client::new();
-    // Nothing listens there, and the simulator is told to drop every webhook anyway.
-    let hook = "http://127.0.0.1:9/webhooks/sume";
-    let mut jobs = Vec::new();
-    for (i, outcome) in ["completed", "failed", "canceled", "expired"]
-        .iter()
-        .cycle()
-        .take(20)
-        .enumerate()
-    {
-        let id = create(
-            &http,
-            &sim,
-            MAIN_KEY,
-            Some(hook),
-            json!({"drop": true, "outcome": outcome, "duration_ms": 50 + i * 10}),
-        )
-        .await;
-        register(&db, &id).await;
-        jobs.push(id);
-    }
+    let jobs = jobs_whose_webhooks_are_dropped(&http, &sim, &db).await;
     // Read one by one (a walk of the list settles them too: tests/it/walks.rs).
     let one_by_one = SweepConfig {
         list_walks: false,
@@ -334,37 +315,7 @@ async fn dropped_webhooks_are_closed_by_poll() {
             ..PollStats::default()
         }
     );
-    assert_eq!(
-        count(
-            &db,
-            "select count(*) from sume.jobs where closed_by = 'poll'"
-        )
-        .await,
-        20
-    );
-    assert_eq!(
-        count(
-            &db,
-            "select count(*) from sume.job_closes where closed_by = 'poll'"
-        )
-        .await,
-        20,
-        "each poll close is an entry of the feed"
-    );
-    assert_eq!(
-        count(&db, "select count(*) from sume.events").await,
-        0,
-        "no webhook ever came"
-    );
-    assert_eq!(
-        count(
-            &db,
-            "select count(*) from sume.jobs where lease_owner is not null"
-        )
-        .await,
-        0,
-        "every lease released"
-    );
+    assert_closed_by_poll_alone(&db, 20).await;
     assert_matches_truth(&http, &sim, &db, &jobs).await;
     let deliveries: sume_sim::DeliveriesAnswer = sim_get(&http, &sim, "deliveries").await;
     assert_eq!(deliveries.count, 0);
@@ -376,28 +327,76 @@ async fn dropped_webhooks_are_closed_by_poll() {
     );
 }
 
+/// Twenty registered jobs of every outcome whose webhooks the simulator drops.
+async fn jobs_whose_webhooks_are_dropped(
+    http: &reqwest::Client,
+    sim: &RunningSim,
+    db: &TestDb,
+) -> Vec<String> {
+    // Nothing listens there, and the simulator is told to drop every webhook anyway.
+    let hook = "http://127.0.0.1:9/webhooks/sume";
+    let mut jobs = Vec::new();
+    for (i, outcome) in ["completed", "failed", "canceled", "expired"]
+        .iter()
+        .cycle()
+        .take(20)
+        .enumerate()
+    {
+        let id = create(
+            http,
+            sim,
+            MAIN_KEY,
+            Some(hook),
+            json!({"drop": true, "outcome": outcome, "duration_ms": 50 + i * 10}),
+        )
+        .await;
+        register(db, &id).await;
+        jobs.push(id);
+    }
+    jobs
+}
+
+/// `closed` jobs were closed by poll, each once in the feed, with no event and no lease left.
+async fn assert_closed_by_poll_alone(db: &TestDb, closed: i64) {
+    assert_eq!(
+        count(
+            db,
+            "select count(*) from sume.jobs where closed_by = 'poll'"
+        )
+        .await,
+        closed
+    );
+    assert_eq!(
+        count(
+            db,
+            "select count(*) from sume.job_closes where closed_by = 'poll'"
+        )
+        .await,
+        closed,
+        "each poll close is an entry of the feed"
+    );
+    assert_eq!(
+        count(db, "select count(*) from sume.events").await,
+        0,
+        "no webhook ever came"
+    );
+    assert_eq!(
+        count(
+            db,
+            "select count(*) from sume.jobs where lease_owner is not null"
+        )
+        .await,
+        0,
+        "every lease released"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn foreign_events_are_set_aside_after_the_grace_period() {
     let db = TestDb::new().await;
     let sim = RunningSim::start(sim_config()).await.unwrap();
     let daemon = Daemon::start(daemon_without_keys(&db, &sim)).await;
-    let http = reqwest::Client::new();
-    let hook = daemon.url("/webhooks/sume");
-    // Another workspace's jobs whose webhooks come here (a shared endpoint, a copied URL).
-    let mut foreign = Vec::new();
-    for _ in 0..5 {
-        foreign.push(create(&http, &sim, FOREIGN_KEY, Some(&hook), json!({})).await);
-    }
-    let ours = create(&http, &sim, MAIN_KEY, Some(&hook), json!({})).await;
-    register(&db, &ours).await;
-    wait_for("every webhook stored", Duration::from_secs(30), || async {
-        count(&db, "select count(distinct job_id) from sume.events").await == 6
-    })
-    .await;
-    wait_for("our job completed", Duration::from_secs(10), || async {
-        job_state(&db, &ours).await.as_deref() == Some("completed")
-    })
-    .await;
+    let foreign = foreign_webhooks_beside_one_of_ours(&db, &sim, &daemon).await;
     let sweep = Sweep::new(&db, &sim, clocked_config()).await;
     assert_eq!(
         sweep.check_once().await,
@@ -415,8 +414,49 @@ async fn foreign_events_are_set_aside_after_the_grace_period() {
             ..InboxCheckStats::default()
         }
     );
+    assert_set_aside_as_foreign(&db, &sweep, &foreign).await;
+    sweep.advance(sweep.config.poll_max_interval * 2);
+    assert_eq!(
+        sweep.check_once().await,
+        InboxCheckStats::default(),
+        "a verdict is never checked again"
+    );
+    a_late_event_of_a_foreign_job_is_set_aside_without_asking(&db, &sweep, &foreign[0]).await;
+    daemon.stop().await;
+}
+
+/// Five jobs of another workspace whose webhooks come here (a shared endpoint, a copied URL),
+/// and one of ours, registered: answers the foreign jobs once every webhook is stored and ours
+/// is completed.
+async fn foreign_webhooks_beside_one_of_ours(
+    db: &TestDb,
+    sim: &RunningSim,
+    daemon: &Daemon,
+) -> Vec<String> {
+    let http = reqwest::Client::new();
+    let hook = daemon.url("/webhooks/sume");
+    let mut foreign = Vec::new();
+    for _ in 0..5 {
+        foreign.push(create(&http, sim, FOREIGN_KEY, Some(&hook), json!({})).await);
+    }
+    let ours = create(&http, sim, MAIN_KEY, Some(&hook), json!({})).await;
+    register(db, &ours).await;
+    wait_for("every webhook stored", Duration::from_secs(30), || async {
+        count(db, "select count(distinct job_id) from sume.events").await == 6
+    })
+    .await;
+    wait_for("our job completed", Duration::from_secs(10), || async {
+        job_state(db, &ours).await.as_deref() == Some("completed")
+    })
+    .await;
+    foreign
+}
+
+/// Each foreign job's event is set aside, kept and never applied, with the verdict, the
+/// answers seen and the sweep's clock; our job was never checked.
+async fn assert_set_aside_as_foreign(db: &TestDb, sweep: &Sweep, foreign: &[String]) {
     let c = db.client().await;
-    for id in &foreign {
+    for id in foreign {
         let row = c
             .query_one(
                 "select e.set_aside_reason, e.applied_at is null, c.verdict, c.answers,
@@ -444,30 +484,31 @@ async fn foreign_events_are_set_aside_after_the_grace_period() {
     }
     assert_eq!(
         count(
-            &db,
+            db,
             "select count(*) from sume.events where set_aside_at is not null"
         )
         .await,
         5
     );
     assert_eq!(
-        count(&db, "select count(*) from sume.inbox_checks").await,
+        count(db, "select count(*) from sume.inbox_checks").await,
         5,
         "ours was never checked"
     );
-    sweep.advance(sweep.config.poll_max_interval * 2);
-    assert_eq!(
-        sweep.check_once().await,
-        InboxCheckStats::default(),
-        "a verdict is never checked again"
-    );
+}
 
-    // A late event of a job already judged foreign is settled like the first, after the
-    // grace and without asking Sume again.
+/// A late event of a job already judged foreign is settled like the first, after the grace and
+/// without asking Sume again.
+async fn a_late_event_of_a_foreign_job_is_set_aside_without_asking(
+    db: &TestDb,
+    sweep: &Sweep,
+    job_id: &str,
+) {
+    let c = db.client().await;
     c.execute(
         "insert into sume.events (event_id, job_id, status, body, signed_at, signature, received_at)
          values ('evt_late_foreign', $1, 'running', '\\x7b7d', 0, 'v1=00', $2)",
-        &[&foreign[0], &sweep.now()],
+        &[&job_id, &sweep.now()],
     )
     .await
     .unwrap();
@@ -493,7 +534,6 @@ async fn foreign_events_are_set_aside_after_the_grace_period() {
         .unwrap()
         .get(0);
     assert!(reason.starts_with("foreign: judged before"), "{reason}");
-    daemon.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -825,45 +865,58 @@ async fn webhook_and_poll_racing_close_each_job_once() {
         register(&db, &id).await;
         jobs.push(id);
     }
+    wait_every_job_closed_and_event_applied(&db, 60).await;
+    let (by_webhook, by_poll) = assert_each_job_closed_once(&db, 60).await;
+    assert_matches_truth(&http, &sim, &db, &jobs).await;
+    eprintln!("closed by webhook: {by_webhook}, by poll: {by_poll}");
+    daemon.stop().await;
+}
+
+async fn wait_every_job_closed_and_event_applied(db: &TestDb, jobs: i64) {
     wait_for(
         "every job closed, every event applied",
         Duration::from_secs(30),
         || async {
             count(
-                &db,
+                db,
                 "select count(*) from sume.jobs where state = 'completed'",
             )
             .await
-                == 60
+                == jobs
                 && count(
-                    &db,
+                    db,
                     "select count(*) from sume.events where applied_at is null",
                 )
                 .await
                     == 0
-                && count(&db, "select count(*) from sume.events").await == 60
+                && count(db, "select count(*) from sume.events").await == jobs
         },
     )
     .await;
+}
+
+/// Every job was closed by its webhook or by a poll, once, and the other path then changed
+/// nothing; answers how many each path closed.
+async fn assert_each_job_closed_once(db: &TestDb, jobs: i64) -> (i64, i64) {
     let by_webhook = count(
-        &db,
+        db,
         "select count(*) from sume.jobs where closed_by = 'webhook'",
     )
     .await;
     let by_poll = count(
-        &db,
+        db,
         "select count(*) from sume.jobs where closed_by = 'poll'",
     )
     .await;
-    assert_eq!(by_webhook + by_poll, 60);
+    assert_eq!(by_webhook + by_poll, jobs);
     assert_eq!(
-        count(&db, "select count(*) from sume.job_closes").await,
-        60,
+        count(db, "select count(*) from sume.job_closes").await,
+        jobs,
         "one feed entry per job, whichever path closed it"
     );
     assert_eq!(
         count(
-            &db,
+            db,
             "select count(*) from sume.events where outcome = 'closed'"
         )
         .await,
@@ -872,7 +925,7 @@ async fn webhook_and_poll_racing_close_each_job_once() {
     );
     assert_eq!(
         count(
-            &db,
+            db,
             "select count(*) from sume.jobs j where closed_by = 'poll'
              and exists (select 1 from sume.events e where e.job_id = j.job_id and e.outcome <> 'ignored')"
         )
@@ -881,12 +934,10 @@ async fn webhook_and_poll_racing_close_each_job_once() {
         "after a poll closed a job, its webhook was a no-op"
     );
     assert_eq!(
-        count(&db, "select count(*) from sume.disagreements").await,
+        count(db, "select count(*) from sume.disagreements").await,
         0
     );
-    assert_matches_truth(&http, &sim, &db, &jobs).await;
-    eprintln!("closed by webhook: {by_webhook}, by poll: {by_poll}");
-    daemon.stop().await;
+    (by_webhook, by_poll)
 }
 
 /// Seconds from the sweep's clock to the job's next poll, and its attempts so far.

@@ -180,10 +180,6 @@ async fn the_previous_release_and_this_one_share_the_newest_schema() {
     let old_schema = db
         .scalar("select max(version)::bigint from sume.schema_migrations")
         .await;
-    let ids = |phase: &'static str| (0..12).map(move |i| format!("job_{phase}_{i}"));
-
-    // The old release alone: early events, then registrations (admin API, the app's own
-    // transaction), then the late ones.
     let mut fleet = Fleet {
         old: Some((
             format!("http://{}/webhooks/sume", old.webhook),
@@ -193,17 +189,7 @@ async fn the_previous_release_and_this_one_share_the_newest_schema() {
         http: reqwest::Client::new(),
         app,
     };
-    let alone: Vec<String> = ids("old").collect();
-    for (i, job) in alone.iter().enumerate() {
-        if i % 2 == 0 {
-            fleet.deliver(job, status_of(job), Via::Old).await;
-        }
-        fleet.register(job, (i % 3 == 0).then_some(Via::Old)).await;
-        if i % 2 == 1 {
-            fleet.deliver(job, status_of(job), Via::Old).await;
-        }
-    }
-    wait_closed(&db, &alone).await;
+    let alone = the_old_release_alone_closes_jobs(&fleet, &db).await;
 
     // This release starts beside it and migrates to its own schema while the old one serves.
     let new = Daemon::start(config(&db.url)).await;
@@ -216,10 +202,49 @@ async fn the_previous_release_and_this_one_share_the_newest_schema() {
     fleet.new = Some((new.url("/webhooks/sume"), new.admin_url("/v1/jobs")));
     old.wait_ready().await; // still ready on a newer schema
 
-    // Both: each job's events go to one instance and its registration to the other, early or
-    // late; some registered by the application; duplicates at both. Jobs left open for the
-    // last phase are registered through the old one and delivered after it has stopped.
-    let both: Vec<String> = ids("both").collect();
+    let (both, left_open) = both_releases_close_jobs_together(&fleet, &db).await;
+
+    // The old one stops cleanly; the new one closes what it left open.
+    fleet.old = None;
+    old.stop();
+    for job in &left_open {
+        fleet.deliver(job, status_of(job), Via::New).await;
+    }
+    wait_closed(&db, &left_open).await;
+    assert_nothing_open_and_each_event_stored_once(&db, alone.len() + both.len()).await;
+    new.stop().await;
+}
+
+fn ids(phase: &str) -> Vec<String> {
+    (0..12).map(|i| format!("job_{phase}_{i}")).collect()
+}
+
+/// The old release alone: early events, then registrations (admin API, the app's own
+/// transaction), then the late ones; answers the jobs, once closed.
+async fn the_old_release_alone_closes_jobs(fleet: &Fleet, db: &TestDb) -> Vec<String> {
+    let alone = ids("old");
+    for (i, job) in alone.iter().enumerate() {
+        if i % 2 == 0 {
+            fleet.deliver(job, status_of(job), Via::Old).await;
+        }
+        fleet.register(job, (i % 3 == 0).then_some(Via::Old)).await;
+        if i % 2 == 1 {
+            fleet.deliver(job, status_of(job), Via::Old).await;
+        }
+    }
+    wait_closed(db, &alone).await;
+    alone
+}
+
+/// Both: each job's events go to one instance and its registration to the other, early or
+/// late; some registered by the application; duplicates at both. Jobs left open for the last
+/// phase are registered through the old one and delivered after it has stopped. Answers every
+/// job of the phase and those left open, once the others are closed.
+async fn both_releases_close_jobs_together(
+    fleet: &Fleet,
+    db: &TestDb,
+) -> (Vec<String>, Vec<String>) {
+    let both = ids("both");
     let mut left_open = Vec::new();
     for (i, job) in both.iter().enumerate() {
         let (events, registry) = if i % 2 == 0 {
@@ -244,15 +269,11 @@ async fn the_previous_release_and_this_one_share_the_newest_schema() {
         .filter(|j| !left_open.contains(j))
         .cloned()
         .collect();
-    wait_closed(&db, &closed_by_both).await;
+    wait_closed(db, &closed_by_both).await;
+    (both, left_open)
+}
 
-    // The old one stops cleanly; the new one closes what it left open.
-    fleet.old = None;
-    old.stop();
-    for job in &left_open {
-        fleet.deliver(job, status_of(job), Via::New).await;
-    }
-    wait_closed(&db, &left_open).await;
+async fn assert_nothing_open_and_each_event_stored_once(db: &TestDb, jobs: usize) {
     assert_eq!(
         db.scalar("select count(*) from sume.jobs where state = 'open'")
             .await,
@@ -265,8 +286,7 @@ async fn the_previous_release_and_this_one_share_the_newest_schema() {
     );
     assert_eq!(
         db.scalar("select count(*) from sume.events").await,
-        (alone.len() + both.len()) as i64,
+        jobs as i64,
         "each event stored once, whichever release received it"
     );
-    new.stop().await;
 }

@@ -385,6 +385,31 @@ impl Snapshot {
     /// - nothing was stored for a wrongly signed delivery; no dead letter, no disagreement.
     pub fn check(&self, submitted: &[Submitted]) -> Result<(), String> {
         let mut problems: Vec<String> = Vec::new();
+        self.check_jobs_made(submitted, &mut problems);
+        self.check_acknowledged_deliveries_stored(&mut problems);
+        let closes = self.check_events_applied(&mut problems);
+        for s in submitted {
+            self.check_job(&s.job_id, &closes, &mut problems);
+        }
+        if self.dead_letters != 0 {
+            problems.push(format!("{} dead letters", self.dead_letters));
+        }
+        if self.disagreements != 0 {
+            problems.push(format!("{} disagreements", self.disagreements));
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let total = problems.len();
+        problems.truncate(15);
+        if total > problems.len() {
+            problems.push(format!("... {} more", total - problems.len()));
+        }
+        Err(problems.join("\n"))
+    }
+
+    /// The simulator made exactly the submitted jobs, each once.
+    fn check_jobs_made(&self, submitted: &[Submitted], problems: &mut Vec<String>) {
         let ids: HashSet<&str> = submitted.iter().map(|s| s.job_id.as_str()).collect();
         if ids.len() != submitted.len() {
             problems.push(format!(
@@ -398,6 +423,10 @@ impl Snapshot {
                 problems.push(format!("the simulator has a job nobody submitted: {id}"));
             }
         }
+    }
+
+    /// Every delivery answered 2xx has its event stored, under its job.
+    fn check_acknowledged_deliveries_stored(&self, problems: &mut Vec<String>) {
         let stored: HashMap<&str, &EventRow> = self
             .events
             .iter()
@@ -416,6 +445,11 @@ impl Snapshot {
                 Some(_) => {}
             }
         }
+    }
+
+    /// No event waits unapplied for a job whose row exists; answers how many events closed
+    /// each job.
+    fn check_events_applied(&self, problems: &mut Vec<String>) -> HashMap<&str, usize> {
         let mut closes: HashMap<&str, usize> = HashMap::new();
         for e in &self.events {
             if !e.applied && self.jobs.contains_key(&e.job_id) {
@@ -428,101 +462,113 @@ impl Snapshot {
                 *closes.entry(e.job_id.as_str()).or_default() += 1;
             }
         }
-        for s in submitted {
-            let id = s.job_id.as_str();
-            let Some(t) = self.truth.get(id) else {
-                problems.push(format!("{id}: the simulator does not know it"));
-                continue;
-            };
-            if !t.webhook.settled {
-                problems.push(format!("{id}: deliveries not settled yet"));
-                continue;
-            }
-            if t.faults.drop {
-                problems.push(format!(
-                    "{id}: drew the drop fault, which this suite excludes"
-                ));
-            }
-            let Some(row) = self.jobs.get(id) else {
-                problems.push(format!("{id}: no job row"));
-                continue;
-            };
-            if t.faults.wrong_secret {
-                if t.webhook.state != WebhookState::GaveUp {
+        closes
+    }
+
+    /// One submitted job: settled, not dropped, its row in the simulator's final state, closed
+    /// once by its terminal event (or by a poll, by no event); a wrongly signed one left to
+    /// the poll.
+    fn check_job(&self, id: &str, closes: &HashMap<&str, usize>, problems: &mut Vec<String>) {
+        let Some(t) = self.truth.get(id) else {
+            problems.push(format!("{id}: the simulator does not know it"));
+            return;
+        };
+        if !t.webhook.settled {
+            problems.push(format!("{id}: deliveries not settled yet"));
+            return;
+        }
+        if t.faults.drop {
+            problems.push(format!(
+                "{id}: drew the drop fault, which this suite excludes"
+            ));
+        }
+        let Some(row) = self.jobs.get(id) else {
+            problems.push(format!("{id}: no job row"));
+            return;
+        };
+        if t.faults.wrong_secret {
+            self.check_wrongly_signed(id, t, row, problems);
+            return;
+        }
+        if t.webhook.state != WebhookState::Delivered {
+            problems.push(format!(
+                "{id}: webhook {:?} after {} attempts",
+                t.webhook.state, t.webhook.attempts
+            ));
+            return;
+        }
+        let want = state_of(&t.final_status);
+        if Some(row.state.as_str()) != want {
+            problems.push(format!(
+                "{id}: state {} (sume_status {:?}), the simulator says {}",
+                row.state, row.sume_status, t.final_status
+            ));
+            return;
+        }
+        if row.sume_status.as_deref() != Some(t.final_status.as_str()) {
+            problems.push(format!(
+                "{id}: sume_status {:?}, the simulator says {}",
+                row.sume_status, t.final_status
+            ));
+        }
+        let closed = closes.get(id).copied().unwrap_or(0);
+        self.check_closed_once(id, t, row, closed, problems);
+    }
+
+    /// A wrongly signed job's webhook was given up, stored nothing and closed nothing.
+    fn check_wrongly_signed(
+        &self,
+        id: &str,
+        t: &JobTruth,
+        row: &JobRow,
+        problems: &mut Vec<String>,
+    ) {
+        if t.webhook.state != WebhookState::GaveUp {
+            problems.push(format!(
+                "{id}: wrongly signed, yet its webhook is {:?}",
+                t.webhook.state
+            ));
+        }
+        if !self.events_of(id).is_empty() {
+            problems.push(format!("{id}: wrongly signed, yet an event is stored"));
+        }
+        if row.closed_by.as_deref() == Some("webhook") {
+            problems.push(format!("{id}: wrongly signed, yet closed by a webhook"));
+        }
+    }
+
+    /// Closed by its terminal event, which alone closed it, or by a poll and no event.
+    fn check_closed_once(
+        &self,
+        id: &str,
+        t: &JobTruth,
+        row: &JobRow,
+        closed: usize,
+        problems: &mut Vec<String>,
+    ) {
+        match row.closed_by.as_deref() {
+            Some("webhook") => {
+                // The job names its closing event by key; the simulator by the id it sent.
+                let sent = row.closed_event_id.as_deref().and_then(|key| {
+                    self.events
+                        .iter()
+                        .find(|e| e.key == key)
+                        .map(|e| e.event_id.as_str())
+                });
+                if sent != Some(t.event_id.as_str()) {
                     problems.push(format!(
-                        "{id}: wrongly signed, yet its webhook is {:?}",
-                        t.webhook.state
+                        "{id}: closed by event {:?}, its terminal event is {}",
+                        row.closed_event_id, t.event_id
                     ));
                 }
-                if !self.events_of(id).is_empty() {
-                    problems.push(format!("{id}: wrongly signed, yet an event is stored"));
+                if closed != 1 {
+                    problems.push(format!("{id}: {closed} events closed it"));
                 }
-                if row.closed_by.as_deref() == Some("webhook") {
-                    problems.push(format!("{id}: wrongly signed, yet closed by a webhook"));
-                }
-                continue;
             }
-            if t.webhook.state != WebhookState::Delivered {
-                problems.push(format!(
-                    "{id}: webhook {:?} after {} attempts",
-                    t.webhook.state, t.webhook.attempts
-                ));
-                continue;
-            }
-            let want = state_of(&t.final_status);
-            if Some(row.state.as_str()) != want {
-                problems.push(format!(
-                    "{id}: state {} (sume_status {:?}), the simulator says {}",
-                    row.state, row.sume_status, t.final_status
-                ));
-                continue;
-            }
-            if row.sume_status.as_deref() != Some(t.final_status.as_str()) {
-                problems.push(format!(
-                    "{id}: sume_status {:?}, the simulator says {}",
-                    row.sume_status, t.final_status
-                ));
-            }
-            let closed = closes.get(id).copied().unwrap_or(0);
-            match row.closed_by.as_deref() {
-                Some("webhook") => {
-                    // The job names its closing event by key; the simulator by the id it sent.
-                    let sent = row.closed_event_id.as_deref().and_then(|key| {
-                        self.events
-                            .iter()
-                            .find(|e| e.key == key)
-                            .map(|e| e.event_id.as_str())
-                    });
-                    if sent != Some(t.event_id.as_str()) {
-                        problems.push(format!(
-                            "{id}: closed by event {:?}, its terminal event is {}",
-                            row.closed_event_id, t.event_id
-                        ));
-                    }
-                    if closed != 1 {
-                        problems.push(format!("{id}: {closed} events closed it"));
-                    }
-                }
-                // Polling may only close a job its webhook had not closed yet.
-                Some("poll") if closed == 0 => {}
-                other => problems.push(format!("{id}: closed_by {other:?}, {closed} closes")),
-            }
+            // Polling may only close a job its webhook had not closed yet.
+            Some("poll") if closed == 0 => {}
+            other => problems.push(format!("{id}: closed_by {other:?}, {closed} closes")),
         }
-        if self.dead_letters != 0 {
-            problems.push(format!("{} dead letters", self.dead_letters));
-        }
-        if self.disagreements != 0 {
-            problems.push(format!("{} disagreements", self.disagreements));
-        }
-        if problems.is_empty() {
-            return Ok(());
-        }
-        let total = problems.len();
-        problems.truncate(15);
-        if total > problems.len() {
-            problems.push(format!("... {} more", total - problems.len()));
-        }
-        Err(problems.join("\n"))
     }
 
     /// Jobs per final status, as the database holds them and as the simulator says.
