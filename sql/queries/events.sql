@@ -4,9 +4,14 @@
 -- One ingest batch, sorted by event_id (so concurrent batches never deadlock on shared ids).
 -- event_id is the key from the signed body; header_event_id is X-Sume-Event-Id as received, a
 -- hint only. A row stored before 0004_signed_keys was keyed by the header's id: a delivery
--- whose header id names such a row is a redelivery of it, and is not stored again. Results come
--- as JSON text, exactly as received, and become jsonb here. Answers the ids that were new (the
--- others were duplicates), each with whether its job's row existed in this statement's snapshot:
+-- whose header id names such a row of the same job is a redelivery of it, and is not stored
+-- again. The job must match: the header's id is not signed, and another job's row stored under
+-- it (an id claimed before the upgrade) must not hide a genuine delivery. The probe is one
+-- index lookup, in the primary key (events_pkey, on event_id: at most one row) or in
+-- events_job_id (a job has a few events), as the planner prefers; both exist since
+-- 0001_init and nothing else is needed (tests/it/plans.rs checks it). Results come as JSON
+-- text, exactly as received, and become jsonb here. Answers the ids that were new (the others
+-- were duplicates), each with whether its job's row existed in this statement's snapshot:
 -- ingest hints attach only those, and the jobs registered since (see attach.rs, "hints").
 with inserted as (
     insert into sume.events (event_id, job_id, event_type, status, result, body, signed_at,
@@ -22,6 +27,7 @@ with inserted as (
        or not exists (
             select 1 from sume.events legacy
             where legacy.event_id = u.header_event_id
+              and legacy.job_id = u.job_id
               and legacy.received_at < (select applied_at from sume.schema_migrations
                                         where version = 4))
     on conflict (event_id) do nothing
