@@ -74,8 +74,10 @@ from ((select e.job_id
 limit $1;
 
 -- name: events_pending_for_jobs
--- Run after jobs_lock, so it sees every event committed before the lock was taken.
-select event_id, job_id, status, result,
+-- Run after jobs_lock, so it sees every event committed before the lock was taken. In the
+-- order they were stored; events of one ingest transaction share its received_at and have no
+-- order among them (event_id only makes the listing stable): the fold takes them together.
+select event_id, job_id, status, result, received_at,
        extract(epoch from clock_timestamp() - received_at)::float8 as waited
 from sume.events
 where job_id = any($1)

@@ -7,6 +7,7 @@ mod cli;
 mod cli_remote;
 mod console;
 mod console_browser;
+mod contested;
 mod dedupe;
 mod deploy_docs;
 mod feed;
