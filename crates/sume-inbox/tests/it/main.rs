@@ -20,6 +20,7 @@ mod openapi_check;
 mod openapi_clients;
 mod openapi_contract;
 mod ops;
+mod orphans;
 mod outage;
 mod plans;
 mod pooler;

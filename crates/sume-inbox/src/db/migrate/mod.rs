@@ -78,6 +78,11 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../../../../sql/0012_autovacuum.sql"),
     ),
     (
+        13,
+        "orphan_mark",
+        include_str!("../../../../../sql/0013_orphan_mark.sql"),
+    ),
+    (
         14,
         "give_up_rechecks",
         include_str!("../../../../../sql/0014_give_up_rechecks.sql"),
@@ -86,6 +91,11 @@ pub const MIGRATIONS: &[Migration] = &[
         15,
         "key_sweeps",
         include_str!("../../../../../sql/0015_key_sweeps.sql"),
+    ),
+    (
+        16,
+        "events_awaiting",
+        include_str!("../../../../../sql/0016_events_awaiting.sql"),
     ),
 ];
 
