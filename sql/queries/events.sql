@@ -4,9 +4,14 @@
 -- One ingest batch, sorted by event_id (so concurrent batches never deadlock on shared ids).
 -- event_id is the key from the signed body; header_event_id is X-Sume-Event-Id as received, a
 -- hint only. A row stored before 0004_signed_keys was keyed by the header's id: a delivery
--- whose header id names such a row is a redelivery of it, and is not stored again. Results come
--- as JSON text, exactly as received, and become jsonb here. Answers the ids that were new (the
--- others were duplicates), each with whether its job's row existed in this statement's snapshot:
+-- whose header id names such a row of the same job is a redelivery of it, and is not stored
+-- again. The job must match: the header's id is not signed, and another job's row stored under
+-- it (an id claimed before the upgrade) must not hide a genuine delivery. The probe is one
+-- index lookup, in the primary key (events_pkey, on event_id: at most one row) or in
+-- events_job_id (a job has a few events), as the planner prefers; both exist since
+-- 0001_init and nothing else is needed (tests/it/plans.rs checks it). Results come as JSON
+-- text, exactly as received, and become jsonb here. Answers the ids that were new (the others
+-- were duplicates), each with whether its job's row existed in this statement's snapshot:
 -- ingest hints attach only those, and the jobs registered since (see attach.rs, "hints").
 with inserted as (
     insert into sume.events (event_id, job_id, event_type, status, result, body, signed_at,
@@ -22,6 +27,7 @@ with inserted as (
        or not exists (
             select 1 from sume.events legacy
             where legacy.event_id = u.header_event_id
+              and legacy.job_id = u.job_id
               and legacy.received_at < (select applied_at from sume.schema_migrations
                                         where version = 4))
     on conflict (event_id) do nothing
@@ -41,18 +47,24 @@ where j.job_id = any($1)
 
 -- name: events_attachable_scan
 -- The catch-up scan: waiting events whose job row exists (a lost notification, a crash, hints
--- dropped while attach was behind), oldest first from the index events_pending, stopping at $1
--- rows: a scan costs the rows it returns plus the jobless events older than them, not the whole
--- inbox, so a backlog drains in batches of constant cost. One row per event (a job with two
--- waiting events comes twice; the caller keeps one). A set-aside event attaches too once its
--- job is registered (the verdict was that no key of ours knew the job; a row says it is ours
--- after all): those are looked for only when the first part comes back short, from the open
--- jobs, since most set-aside events are another workspace's and never get a row.
+-- dropped while attach was behind), oldest first from the index events_awaiting, stopping at
+-- $1 rows: a scan costs the rows it returns plus the jobless events older than them. Past
+-- INBOX_GRACE the sweep sets a foreign job's events aside and marks an orphan's (orphaned_at:
+-- a key reads the job but it has no row, or no key can ask), and the index holds neither, so
+-- the jobless events walked are at most those younger than the grace (or still being asked
+-- about), however many orphans are kept: a backlog drains in batches of constant cost. A
+-- marked event needs no look of its own: the job's registration clears its mark (the trigger
+-- jobs_unmark_orphans, migration 13), which brings it back here. One row per event (a job
+-- with two waiting events comes twice; the caller keeps one). A set-aside event attaches too
+-- once its job is registered (the verdict was that no key of ours knew the job; a row says it
+-- is ours after all): those are looked for only when the first part comes back short, from
+-- the open jobs, since most set-aside events are another workspace's and never get a row.
 select job_id
 from ((select e.job_id
        from sume.events e
        where e.applied_at is null
          and e.set_aside_at is null
+         and e.orphaned_at is null
          and exists (select 1 from sume.jobs j where j.job_id = e.job_id)
        order by e.received_at
        limit $1)
@@ -68,8 +80,10 @@ from ((select e.job_id
 limit $1;
 
 -- name: events_pending_for_jobs
--- Run after jobs_lock, so it sees every event committed before the lock was taken.
-select event_id, job_id, status, result,
+-- Run after jobs_lock, so it sees every event committed before the lock was taken. In the
+-- order they were stored; events of one ingest transaction share its received_at and have no
+-- order among them (event_id only makes the listing stable): the fold takes them together.
+select event_id, job_id, status, result, received_at,
        extract(epoch from clock_timestamp() - received_at)::float8 as waited
 from sume.events
 where job_id = any($1)
@@ -98,6 +112,7 @@ where c.job_id = e.job_id
   and c.verdict = 'foreign'
   and e.applied_at is null
   and e.set_aside_at is null
+  and e.orphaned_at is null
   and e.received_at < coalesce($2, now()) - make_interval(secs => $1)
   and not exists (select 1 from sume.jobs j where j.job_id = e.job_id);
 
@@ -111,6 +126,107 @@ where e.job_id = $1
   and e.applied_at is null
   and e.set_aside_at is null
   and not exists (select 1 from sume.jobs j where j.job_id = e.job_id);
+
+-- name: events_orphan
+-- Marks the waiting events of job id $1, which some key reads but which has no row (an orphan
+-- verdict), at the clock ($2, or the database's when null): they leave events_awaiting, so
+-- neither the catch-up scan nor the inbox checks walk them again. The job's registration
+-- clears the mark (the trigger jobs_unmark_orphans) and attach applies them; otherwise after
+-- ORPHAN_RETENTION they move to the dead letters (events_expire_orphans).
+update sume.events e
+set orphaned_at = coalesce($2, now())
+where e.job_id = $1
+  and e.applied_at is null
+  and e.set_aside_at is null
+  and e.orphaned_at is null
+  and not exists (select 1 from sume.jobs j where j.job_id = e.job_id);
+
+-- name: events_orphan_late
+-- Marks as events_orphan does, at most $3 at a time, the events that waited more than $1
+-- seconds by the clock ($4, or the database's when null) with no job row and that nobody will
+-- ask about: their job id is an orphan already (they came after the verdict), or no key is
+-- configured ($2), so every such event. Oldest first through events_awaiting: a pass costs the
+-- events it marks plus those past the grace still being asked about. Answers how many.
+update sume.events e
+set orphaned_at = coalesce($4, now())
+where e.event_id = any (array(
+    select w.event_id from sume.events w
+    where w.applied_at is null
+      and w.set_aside_at is null
+      and w.orphaned_at is null
+      and w.received_at < coalesce($4, now()) - make_interval(secs => $1)
+      and not exists (select 1 from sume.jobs j where j.job_id = w.job_id)
+      and ($2 or exists (select 1 from sume.inbox_checks c
+                         where c.job_id = w.job_id and c.verdict = 'orphan'))
+    order by w.received_at
+    limit $3))
+  and e.applied_at is null
+  and e.orphaned_at is null;
+
+-- name: events_expire_orphans
+-- ORPHAN_RETENTION (see sweep/retention.rs): at most $2 events that waited more than $1 seconds
+-- by the clock ($3, or the database's when null) for a job row that never came leave the
+-- inbox for sume.dead_letters, in one statement: the event row is deleted and a dead letter
+-- keyed by its event id keeps the body and signature as received, so `replay --dead-letters`
+-- stores and attaches it once the job is registered. The dead letter counts its
+-- DEAD_LETTER_RETENTION from now; the reason says when the event came and what the sweep knew.
+-- Found oldest first through events_pending (marked or not); an event whose row exists is
+-- left to attach. An event applied meanwhile (its job registered while this ran) is kept: the
+-- delete checks applied_at again on the row it locks. Answers each moved event's job id.
+with expired as (
+    delete from sume.events e
+    where e.event_id = any (array(
+        select w.event_id from sume.events w
+        where w.applied_at is null
+          and w.set_aside_at is null
+          and w.received_at < coalesce($3, now()) - make_interval(secs => $1)
+          and not exists (select 1 from sume.jobs j where j.job_id = w.job_id)
+        order by w.received_at
+        limit $2))
+      and e.applied_at is null
+      and e.set_aside_at is null
+    returning e.event_id, e.job_id, e.body, e.header_event_id, e.signed_at, e.signature,
+              e.received_at
+), kept as (
+    insert into sume.dead_letters (dead_letter_id, reason, body, header_event_id, signed_at,
+                                   signature, received_at)
+    select x.event_id,
+           'no job row within ORPHAN_RETENTION: an event of job ' || x.job_id
+             || ' received ' || to_char(x.received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+             || coalesce((select case c.verdict
+                                     when 'orphan' then ', an orphan (a key reads the job: '
+                                                        || c.answers::text || ')'
+                                     else ', never judged (Sume''s answers: '
+                                          || c.answers::text || ')' end
+                          from sume.inbox_checks c where c.job_id = x.job_id),
+                         ', never asked about (no SUME_API_KEYS, or Sume''s answers held)'),
+           x.body, x.header_event_id, x.signed_at, x.signature, coalesce($3, now())
+    from expired x
+    on conflict (dead_letter_id) do update
+        set reason      = excluded.reason,
+            received_at = excluded.received_at,
+            replayed_at = null
+)
+select job_id from expired;
+
+-- name: events_orphan_unmark_registered
+-- ORPHAN_RETENTION's safety net (see sweep/retention.rs): a marked event whose job row exists
+-- after all (a registration that committed while the marking statement ran, after its trigger
+-- found nothing to clear) loses its mark, so the catch-up scan attaches it; at most $2 of
+-- those older than $1 seconds by the clock ($3, or the database's when null), found oldest
+-- first through events_pending next to the events that events_expire_orphans moves.
+update sume.events e
+set orphaned_at = null
+where e.event_id = any (array(
+    select w.event_id from sume.events w
+    where w.applied_at is null
+      and w.set_aside_at is null
+      and w.orphaned_at is not null
+      and w.received_at < coalesce($3, now()) - make_interval(secs => $1)
+      and exists (select 1 from sume.jobs j where j.job_id = w.job_id)
+    order by w.received_at
+    limit $2))
+  and e.orphaned_at is not null;
 
 -- name: events_waiting_list
 -- The inbox as an operator sees it: events not applied and not set aside, at least $1 seconds

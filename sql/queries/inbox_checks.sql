@@ -2,13 +2,15 @@
 
 -- name: inbox_checks_enqueue
 -- Opens a check for every job id whose events have waited more than $1 seconds with no job row
--- and no check yet; at most $2 at a time. Served by events_pending (pending events by age).
--- The clock is $3, or the database's own when $3 is null (always, outside tests).
+-- and no check yet; at most $2 at a time. Served by events_awaiting (waiting events by age,
+-- without the orphans' events, which are marked once judged). The clock is $3, or the
+-- database's own when $3 is null (always, outside tests).
 insert into sume.inbox_checks (job_id)
 select distinct e.job_id
 from sume.events e
 where e.applied_at is null
   and e.set_aside_at is null
+  and e.orphaned_at is null
   and e.received_at < coalesce($3, now()) - make_interval(secs => $1)
   and not exists (select 1 from sume.jobs j where j.job_id = e.job_id)
   and not exists (select 1 from sume.inbox_checks c where c.job_id = e.job_id)
@@ -83,10 +85,23 @@ where job_id = $1
 
 -- name: inbox_checks_resolve_orphans
 -- An orphan whose row has come back (restored, re-registered) is an orphan no more: attach owns
--- its events again. Served by inbox_checks_orphans; orphans are few.
-delete from sume.inbox_checks c
-where c.verdict = 'orphan'
-  and exists (select 1 from sume.jobs j where j.job_id = c.job_id);
+-- its events again, and they lose their mark, so the catch-up scan finds any its notification
+-- missed. Served by inbox_checks_orphans; orphans are few (they end at ORPHAN_RETENTION).
+-- Answers how many job ids were resolved.
+with resolved as (
+    delete from sume.inbox_checks c
+    where c.verdict = 'orphan'
+      and exists (select 1 from sume.jobs j where j.job_id = c.job_id)
+    returning c.job_id
+), unmarked as (
+    update sume.events e
+    set orphaned_at = null
+    from resolved r
+    where e.job_id = r.job_id
+      and e.applied_at is null
+      and e.orphaned_at is not null
+)
+select count(*) from resolved;
 
 -- name: inbox_checks_delete_settled
 -- Retention (see db/retention.rs): at most $2 rows older than $1 seconds by the clock ($3, or
@@ -102,6 +117,23 @@ where job_id = any (array(
       and not exists (select 1 from sume.events e where e.job_id = c.job_id)
     order by c.checked_at
     limit $2));
+
+-- name: inbox_checks_delete_expired_orphans
+-- ORPHAN_RETENTION (see db/retention.rs): an orphan verdict older than $1 seconds by the clock
+-- ($3, or the database's when null) whose events have all left the inbox
+-- (events_expire_orphans moved them to the dead letters) goes too, at most $2 at a time,
+-- oldest first through inbox_checks_orphans: the orphan is then told by the dead letters and
+-- sume_inbox_orphan_events_expired_total, and an event arriving later starts a new check.
+delete from sume.inbox_checks
+where job_id = any (array(
+    select c.job_id from sume.inbox_checks c
+    where c.verdict = 'orphan'
+      and c.created_at < coalesce($3, now()) - make_interval(secs => $1)
+      and not exists (select 1 from sume.events e
+                      where e.job_id = c.job_id and e.applied_at is null)
+    order by c.created_at
+    limit $2))
+  and verdict = 'orphan';
 
 -- name: inbox_checks_orphans_page
 -- Orphans: job ids Sume knows (a key can read them) with events but no row; in job id order

@@ -78,6 +78,15 @@ where j.job_id = u.job_id
        or j.state = u.state
        or (u.supersedes and j.closed_by = 'give_up'));
 
+-- name: jobs_poll_now
+-- Jobs whose webhooks contradicted each other with no order to tell them apart (two different
+-- terminal events stored together: see job_fold.rs): due for a poll at once, so Sume's own
+-- answer settles them. Run in the attach transaction that recorded the disagreement.
+update sume.jobs
+set next_poll_at = now()
+where job_id = any($1)
+  and state = 'open';
+
 -- name: jobs_claim_due
 -- Claims up to $2 open jobs that are due a poll for instance $1 until the clock + $3 seconds.
 -- Due: never polled and created at least $4 seconds ago, or rescheduled to the clock or

@@ -45,6 +45,9 @@ pub struct Metrics {
     pub events_set_aside: Counter,
     /// Orphan verdicts made.
     pub orphans_found: Counter,
+    /// Events whose job never got a row, moved from the inbox to the dead letters after
+    /// ORPHAN_RETENTION.
+    pub orphan_events_expired: Counter,
     /// Terminal observations that contradicted a job's final state.
     pub disagreements_seen: Counter,
     /// Ingest's hints for jobs with no row, answered without the database (no registration
@@ -125,6 +128,7 @@ impl Metrics {
             jobs_closed: Family::default(),
             events_set_aside: Counter::default(),
             orphans_found: Counter::default(),
+            orphan_events_expired: Counter::default(),
             disagreements_seen: Counter::default(),
             attach_hints_skipped: Counter::default(),
             give_up_rechecks: Family::default(),

@@ -140,6 +140,8 @@ pub struct SweepConfig {
     /// How long dead letters are kept (`None`: never removed). Long: each is a verified
     /// delivery answered 2xx that nobody replayed yet.
     pub dead_letter_retention: Option<Duration>,
+    /// How long an event whose job has no row waits before it moves to the dead letters.
+    pub orphan_retention: Duration,
     /// Rows one retention statement removes.
     pub retention_batch: usize,
     /// How long closed jobs are kept (`None`, the default: for ever; the rows are the

@@ -161,6 +161,7 @@ impl SweepConfig {
             request_timeout: v.duration(&SUME_TIMEOUT)?,
             retention: v.duration(&RETENTION)?,
             dead_letter_retention: v.duration_or_none(&DEAD_LETTER_RETENTION)?,
+            orphan_retention: v.duration(&ORPHAN_RETENTION)?,
             retention_batch: v.count(&RETENTION_BATCH)?,
             job_retention: v.duration_or_none(&JOB_RETENTION)?,
         })

@@ -52,6 +52,7 @@ impl Config {
             Config::polls,
             Config::lease,
             Config::retention,
+            Config::orphans,
             Config::waits,
         ] {
             if let Some(broken) = rule(self, v) {
@@ -211,6 +212,20 @@ impl Config {
                 "{} is shorter than {}: {why}; keep jobs at least as long (or `off`)",
                 quote(&JOB_RETENTION, keep),
                 quote(other, d),
+            ),
+        })
+    }
+
+    /// An event is asked about after INBOX_GRACE; it may leave the inbox only after that.
+    fn orphans(&self, v: &Values) -> Option<Broken> {
+        let s = &self.sweep;
+        (s.orphan_retention <= s.inbox_grace).then(|| Broken {
+            a: &ORPHAN_RETENTION,
+            b: &INBOX_GRACE,
+            why: format!(
+                "{} is not longer than {}: an event must wait for its job row until Sume has been asked whose job it is",
+                v.quote(&ORPHAN_RETENTION, &human(s.orphan_retention)),
+                v.quote(&INBOX_GRACE, &human(s.inbox_grace)),
             ),
         })
     }

@@ -7,11 +7,13 @@
 
 use std::collections::{HashMap, HashSet};
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
+use tokio_postgres::Row;
 
 use super::{jobs, sql, DbError, Store};
 use crate::db::clock::Clock;
-use crate::decisions::job_fold::{Observation, Outcome, Source};
+use crate::decisions::job_fold::{JobFold, Observation, Outcome, Source};
 
 /// What one attach transaction did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -61,37 +63,10 @@ impl Store {
         let mut folds = jobs::lock(&tx, &candidates).await?;
         let locked: Vec<&str> = folds.iter().map(|f| f.job_id.as_str()).collect();
         let pending = sql::EVENTS_PENDING_FOR_JOBS.query(&tx, &[&locked]).await?;
-        let index: HashMap<String, usize> = folds
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.job_id.clone(), i))
-            .collect();
-        let mut applied_ids: Vec<String> = Vec::with_capacity(pending.len());
-        let mut outcomes: Vec<&'static str> = Vec::with_capacity(pending.len());
-        let mut touched = HashSet::new();
-        let mut waited: HashMap<String, f64> = HashMap::new();
-        for row in &pending {
-            let job_id: String = row.get("job_id");
-            let Some(&i) = index.get(&job_id) else {
-                continue;
-            };
-            let event_id: String = row.get("event_id");
-            let outcome = folds[i].apply(&Observation {
-                source: Source::Webhook,
-                event_id: Some(event_id.clone()),
-                status: row.get("status"),
-                result: row.get("result"),
-            });
-            touched.insert(i);
-            if outcome == Outcome::Closed {
-                waited.insert(event_id.clone(), row.get("waited"));
-            }
-            applied_ids.push(event_id);
-            outcomes.push(outcome.as_str());
-        }
+        let folded = fold_pending(&mut folds, &pending);
         let report = AttachReport {
-            jobs: touched.len(),
-            events_applied: applied_ids.len(),
+            jobs: folded.touched.len(),
+            events_applied: folded.event_ids.len(),
             closed: folds
                 .iter()
                 .filter(|f| f.closed_by.is_some())
@@ -99,27 +74,24 @@ impl Store {
                 .collect(),
             closed_latency: folds
                 .iter()
-                .filter_map(|f| waited.get(f.closed_event_id.as_deref()?).copied())
+                .filter_map(|f| folded.waited.get(f.closed_event_id.as_deref()?).copied())
                 .collect(),
             disagreements: folds.iter().map(|f| f.disagreements.len()).sum(),
         };
         jobs::write(&tx, &folds).await?;
+        let contested: Vec<&str> = folds
+            .iter()
+            .filter(|f| f.contested)
+            .map(|f| f.job_id.as_str())
+            .collect();
+        if !contested.is_empty() {
+            sql::JOBS_POLL_NOW.execute(&tx, &[&contested]).await?;
+        }
         sql::EVENTS_MARK_APPLIED
-            .execute(&tx, &[&applied_ids, &outcomes])
+            .execute(&tx, &[&folded.event_ids, &folded.outcomes])
             .await?;
         super::commit(tx, WHAT).await?;
-        for fold in &folds {
-            if fold.supersedes_give_up {
-                tracing::info!(job_id = %fold.job_id, state = %fold.state.as_str(), "Sume's terminal status superseded a give-up");
-            }
-            for d in &fold.disagreements {
-                tracing::warn!(
-                    job_id = %fold.job_id, kept = %d.kept, seen = %d.seen,
-                    event_id = d.event_id.as_deref().unwrap_or("-"),
-                    "disagreement: a terminal event contradicts the job's final state; kept the first"
-                );
-            }
-        }
+        log_folds(&folds);
         Ok(report)
     }
 
@@ -195,6 +167,90 @@ impl Store {
             }
         }
         Ok(outcomes)
+    }
+}
+
+/// What folding a transaction's pending events did.
+struct Folded {
+    /// Every event folded, in order, and what each did.
+    event_ids: Vec<String>,
+    outcomes: Vec<&'static str>,
+    /// The folds (by index) that took an event.
+    touched: HashSet<usize>,
+    /// For each event that closed its job: seconds from its storing to now.
+    waited: HashMap<String, f64>,
+}
+
+/// Folds the pending events (`events_pending_for_jobs`, in the order they were stored) onto
+/// their jobs. Events of one job stored by one ingest transaction (one `received_at`) are
+/// folded together: nothing orders them (see job_fold.rs).
+fn fold_pending(folds: &mut [JobFold], pending: &[Row]) -> Folded {
+    let index: HashMap<String, usize> = folds
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.job_id.clone(), i))
+        .collect();
+    let mut folded = Folded {
+        event_ids: Vec::with_capacity(pending.len()),
+        outcomes: Vec::with_capacity(pending.len()),
+        touched: HashSet::new(),
+        waited: HashMap::new(),
+    };
+    let together = |r: &Row| {
+        (
+            r.get::<_, String>("job_id"),
+            r.get::<_, DateTime<Utc>>("received_at"),
+        )
+    };
+    for group in pending.chunk_by(|a, b| together(a) == together(b)) {
+        let job_id: String = group[0].get("job_id");
+        let Some(&i) = index.get(&job_id) else {
+            continue;
+        };
+        let observations: Vec<Observation> = group
+            .iter()
+            .map(|row| Observation {
+                source: Source::Webhook,
+                event_id: Some(row.get("event_id")),
+                status: row.get("status"),
+                result: row.get("result"),
+            })
+            .collect();
+        let done = folds[i].apply_together(&observations);
+        folded.touched.insert(i);
+        for ((row, observation), outcome) in group.iter().zip(observations).zip(done) {
+            let event_id = observation.event_id.unwrap_or_default();
+            if outcome == Outcome::Closed {
+                folded.waited.insert(event_id.clone(), row.get("waited"));
+            }
+            folded.event_ids.push(event_id);
+            folded.outcomes.push(outcome.as_str());
+        }
+    }
+    folded
+}
+
+/// Logs what an attach transaction's folds did that an operator should hear of.
+fn log_folds(folds: &[JobFold]) {
+    for fold in folds {
+        if fold.supersedes_give_up {
+            tracing::info!(job_id = %fold.job_id, state = %fold.state.as_str(), "Sume's terminal status superseded a give-up");
+        }
+        if fold.contested {
+            tracing::warn!(
+                job_id = %fold.job_id,
+                kept = %fold.state.as_str(),
+                "disagreement: different terminal events of this job were stored together, with nothing to order them; none applied, the job is polled now and Sume's answer decides"
+            );
+            continue;
+        }
+        for d in &fold.disagreements {
+            tracing::warn!(
+                job_id = %fold.job_id, kept = %d.kept, seen = %d.seen,
+                event_id = d.event_id.as_deref().unwrap_or("-"),
+                "disagreement: a terminal event contradicts the job's final state; kept the first"
+            );
+        }
     }
 }
 

@@ -220,6 +220,23 @@ impl Store {
             .await
     }
 
+    /// Marks up to `limit` events that waited longer than `grace_secs` (by `clock`) with no job
+    /// row and that nobody will ask about: their job id is an orphan, or `no_keys`. Answers how
+    /// many.
+    pub async fn events_orphan_late(
+        &self,
+        grace_secs: f64,
+        no_keys: bool,
+        limit: i64,
+        clock: &Clock,
+    ) -> Result<u64, DbError> {
+        let client = self.client().await?;
+        let now = clock.now();
+        sql::EVENTS_ORPHAN_LATE
+            .execute(&client, &[&grace_secs, &no_keys, &limit, &now])
+            .await
+    }
+
     /// The catch-up scan: jobs that have a row and waiting events, from up to `limit` events,
     /// oldest first.
     pub async fn events_attachable_scan(&self, limit: i64) -> Result<Attachable, DbError> {

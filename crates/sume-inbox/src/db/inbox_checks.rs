@@ -41,8 +41,9 @@ impl Verdict {
 pub enum Concluded {
     /// Foreign: this many events were set aside.
     SetAside(u64),
-    /// Recorded as an orphan; its events keep waiting.
-    Orphan,
+    /// Recorded as an orphan; its events keep waiting, this many of them marked as an
+    /// orphan's (out of the catch-up scan's way).
+    Orphan(u64),
     /// The job row appeared meanwhile; attach owns the events now.
     RowAppeared,
     /// Another instance took the check over (our lease expired).
@@ -80,12 +81,14 @@ impl Store {
             .await
     }
 
-    /// Drops orphan verdicts whose job row exists again; answers how many.
+    /// Drops orphan verdicts whose job row exists again, and their events' marks; answers how
+    /// many.
     pub async fn inbox_checks_resolve_orphans(&self) -> Result<u64, DbError> {
         let client = self.client().await?;
-        sql::INBOX_CHECKS_RESOLVE_ORPHANS
-            .execute(&client, &[])
-            .await
+        let row = sql::INBOX_CHECKS_RESOLVE_ORPHANS
+            .query_one(&client, &[])
+            .await?;
+        Ok(row.get::<_, i64>(0) as u64)
     }
 
     /// Claims up to `limit` due checks for `owner` for `lease_secs`.
@@ -127,8 +130,8 @@ impl Store {
         Ok(())
     }
 
-    /// Records a verdict, and for a foreign job sets its waiting events aside, in one
-    /// transaction; unless the job row has appeared, in which case the check is dropped.
+    /// Records a verdict, and for a foreign job sets its waiting events aside (for an orphan:
+    /// marks them), in one transaction; unless the job row has appeared, in which case the check is dropped.
     pub async fn conclude_inbox_check(
         &self,
         job_id: &str,
@@ -155,7 +158,8 @@ impl Store {
             if updated == 0 {
                 Concluded::LeaseLost
             } else if verdict == Verdict::Orphan {
-                Concluded::Orphan
+                let n = sql::EVENTS_ORPHAN.execute(&tx, &[&job_id, &now]).await?;
+                Concluded::Orphan(n)
             } else {
                 let reason = format!("foreign: every configured key answered 404 ({answers})");
                 let n = sql::EVENTS_SET_ASIDE

@@ -60,7 +60,7 @@ pub use key_sweeps::{KeyLoad, KeySweep};
 pub use notifications::Listener;
 pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent};
 pub use rate_buckets::Take;
-pub use retention_deletes::Removed;
+pub use retention_deletes::{Ages, Removed};
 pub use statement::{sql, Params, Statement};
 pub use stats::{Gauges, Stats};
 

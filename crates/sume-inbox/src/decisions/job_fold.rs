@@ -5,6 +5,18 @@
 //! seen again changes nothing; a different terminal state is a disagreement, recorded and never
 //! applied; an in-flight status only updates `sume_status` while the job is open. The fold is
 //! pure, so the database code runs it under the job's row lock and writes what it says.
+//!
+//! "First" needs an order. Events stored by different ingest transactions are folded in the
+//! order they were stored. Events stored by one transaction share its `received_at`, and
+//! nothing else orders them either: `X-Sume-Timestamp` is not Sume's order (a retry is signed
+//! afresh), and their keys' spelling is no order at all. So when such events carry two
+//! different terminal states for a job that can still close ([`JobFold::apply_together`]),
+//! none of them is applied: each is recorded as a disagreement (kept state `open`), the job
+//! stays open and is marked [`JobFold::contested`], and the writer makes it due for a poll at
+//! once. Sume's own answer then closes it through this same fold (`closed_by = poll`), as a
+//! poll always does. Closing by one of them and letting the poll correct it was the other
+//! way; it was not taken, because the application would act on a close that may be undone.
+//! Without API keys nothing polls: the job stays open with both recorded, for an operator.
 
 use serde_json::Value;
 use sume_wire::{JobState, Status};
@@ -104,6 +116,9 @@ pub struct JobFold {
     pub provisional: bool,
     /// This fold's close replaced a give-up.
     pub supersedes_give_up: bool,
+    /// Observations that arrived together contradicted each other and none was applied: only
+    /// Sume's answer (a poll) can settle the job.
+    pub contested: bool,
     changed: bool,
 }
 
@@ -120,6 +135,7 @@ impl JobFold {
             disagreements: Vec::new(),
             provisional: false,
             supersedes_give_up: false,
+            contested: false,
             changed: false,
         }
     }
@@ -187,6 +203,42 @@ impl JobFold {
         }
     }
 
+    /// Applies observations that arrived together and so have no order among them (one
+    /// ingest transaction's events of this job); answers what each did, in their order. While
+    /// the job can still take a terminal state (open, or given up) and they carry two
+    /// different ones, no terminal one is applied: each is a disagreement and the fold is
+    /// [`JobFold::contested`]. Otherwise they are applied one by one.
+    pub fn apply_together(&mut self, together: &[Observation]) -> Vec<Outcome> {
+        let terminal = |o: &Observation| match Status::parse(o.status.as_deref()?) {
+            Status::Terminal(state) => Some(state),
+            Status::InFlight => None,
+        };
+        let mut states = together.iter().filter_map(terminal);
+        let first = states.next();
+        let split = first.is_some_and(|f| states.any(|s| s != f));
+        let open = self.state == JobState::Open || self.provisional;
+        if !(split && open) {
+            return together.iter().map(|o| self.apply(o)).collect();
+        }
+        self.contested = true;
+        together
+            .iter()
+            .map(|o| match (terminal(o), o.status.as_deref()) {
+                (Some(seen), Some(raw)) => {
+                    self.disagreements.push(Disagreement {
+                        kept: self.state,
+                        seen,
+                        seen_status: raw.to_owned(),
+                        source: o.source,
+                        event_id: o.event_id.clone(),
+                    });
+                    Outcome::Disagreement
+                }
+                _ => self.apply(o),
+            })
+            .collect()
+    }
+
     /// Whether the job row needs writing.
     pub fn changed(&self) -> bool {
         self.changed
@@ -194,115 +246,5 @@ impl JobFold {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn webhook(id: &str, status: &str) -> Observation {
-        Observation {
-            source: Source::Webhook,
-            event_id: Some(id.to_owned()),
-            status: Some(status.to_owned()),
-            result: Some(serde_json::json!({"url": id})),
-        }
-    }
-
-    fn poll(status: &str) -> Observation {
-        Observation {
-            source: Source::Poll,
-            event_id: None,
-            status: Some(status.to_owned()),
-            result: None,
-        }
-    }
-
-    fn open() -> JobFold {
-        JobFold::new("job_1".into(), JobState::Open, None)
-    }
-
-    #[test]
-    fn first_terminal_wins_and_later_ones_disagree() {
-        let mut job = open();
-        assert_eq!(job.apply(&webhook("e1", "running")), Outcome::Status);
-        assert_eq!(job.apply(&webhook("e2", "succeeded")), Outcome::Closed);
-        assert_eq!(job.state, JobState::Completed);
-        assert_eq!(job.closed_by, Some(Source::Webhook));
-        assert_eq!(job.closed_event_id.as_deref(), Some("e2"));
-        assert_eq!(job.result, Some(serde_json::json!({"url": "e2"})));
-        assert_eq!(job.apply(&webhook("e3", "completed")), Outcome::Ignored);
-        assert_eq!(job.apply(&webhook("e4", "running")), Outcome::Ignored);
-        assert_eq!(job.sume_status.as_deref(), Some("succeeded"));
-        assert_eq!(job.apply(&poll("failed")), Outcome::Disagreement);
-        assert_eq!(job.state, JobState::Completed, "never applied");
-        assert_eq!(job.disagreements.len(), 1);
-        assert_eq!(job.disagreements[0].seen, JobState::Failed);
-        assert_eq!(job.disagreements[0].source, Source::Poll);
-    }
-
-    #[test]
-    fn poll_closes_the_same_way() {
-        let mut job = open();
-        assert_eq!(job.apply(&poll("cancelled")), Outcome::Closed);
-        assert_eq!(job.state, JobState::Canceled);
-        assert_eq!(job.closed_by, Some(Source::Poll));
-        assert_eq!(job.apply(&webhook("e1", "canceled")), Outcome::Ignored);
-        assert!(job.disagreements.is_empty());
-    }
-
-    #[test]
-    fn a_closed_job_loaded_from_the_database_stays_closed() {
-        let mut job = JobFold::new("j".into(), JobState::Expired, Some("expired".into()));
-        assert_eq!(job.apply(&webhook("e", "completed")), Outcome::Disagreement);
-        assert_eq!(job.apply(&webhook("e2", "expired")), Outcome::Ignored);
-        assert!(!job.changed());
-        assert_eq!(job.state, JobState::Expired);
-    }
-
-    #[test]
-    fn no_status_is_ignored_and_a_repeated_status_is_no_write() {
-        let mut job = open();
-        let mut obs = webhook("e", "x");
-        obs.status = None;
-        assert_eq!(job.apply(&obs), Outcome::Ignored);
-        assert!(!job.changed());
-        let mut job = JobFold::new("j".into(), JobState::Open, Some("running".into()));
-        assert_eq!(job.apply(&poll("running")), Outcome::Status);
-        assert!(!job.changed());
-    }
-
-    #[test]
-    fn sumes_terminal_status_supersedes_a_give_up_once() {
-        let mut f = JobFold::new("j".into(), JobState::Expired, None).given_up(true);
-        assert_eq!(f.apply(&webhook("e1", "completed")), Outcome::Closed);
-        assert_eq!(f.state, JobState::Completed);
-        assert!(f.supersedes_give_up && f.changed());
-        assert_eq!(f.closed_by, Some(Source::Webhook));
-        assert_eq!(f.closed_event_id.as_deref(), Some("e1"));
-        // Among Sume's statuses the first terminal one still wins.
-        assert_eq!(f.apply(&webhook("e2", "failed")), Outcome::Disagreement);
-        assert_eq!(f.state, JobState::Completed);
-        // Sume saying `expired` replaces the guess too: it is Sume's word now.
-        let mut f = JobFold::new("j".into(), JobState::Expired, None).given_up(true);
-        assert_eq!(f.apply(&poll("expired")), Outcome::Closed);
-        assert!(f.supersedes_give_up);
-        // An in-flight status does not reopen a given-up job.
-        let mut f = JobFold::new("j".into(), JobState::Expired, None).given_up(true);
-        assert_eq!(f.apply(&poll("running")), Outcome::Ignored);
-        assert!(!f.changed());
-        // Only a closed job can be given up.
-        assert!(
-            !JobFold::new("j".into(), JobState::Open, None)
-                .given_up(true)
-                .provisional
-        );
-    }
-
-    #[test]
-    fn an_in_flight_status_never_moves_a_job_back_to_queued() {
-        let mut f = open();
-        assert_eq!(f.apply(&poll("running")), Outcome::Status);
-        assert_eq!(f.apply(&poll("queued")), Outcome::Ignored);
-        assert_eq!(f.sume_status.as_deref(), Some("running"));
-        assert_eq!(f.apply(&poll("processing")), Outcome::Status);
-        assert_eq!(f.sume_status.as_deref(), Some("processing"));
-    }
-}
+#[path = "job_fold_tests.rs"]
+mod tests;

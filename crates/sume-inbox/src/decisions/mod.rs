@@ -4,7 +4,8 @@
 //! - [`delivery`]: a signed request to what it becomes (an event keyed for dedupe, or a dead
 //!   letter), or why it is refused;
 //! - [`job_fold`]: the one close: what an observed status does to a job (the first terminal
-//!   status wins; a later different one is a disagreement);
+//!   status wins; a later different one is a disagreement; two different ones stored together
+//!   close nothing, and Sume's answer to a poll decides);
 //! - [`poll_decision`]: what a poll's answers do (close, poll again later, give up, release);
 //! - [`inbox_verdict`]: what an inbox check's answers say (foreign, orphan, ask again);
 //! - [`backoff`]: how far apart the asks about one job are.

@@ -60,6 +60,11 @@ impl Metrics {
             self.orphans_found.clone(),
         );
         r.register(
+            "orphan_events_expired",
+            "Events whose job never got a row, moved to the dead letters after ORPHAN_RETENTION",
+            self.orphan_events_expired.clone(),
+        );
+        r.register(
             "disagreements_seen",
             "Terminal observations contradicting a job's final state",
             self.disagreements_seen.clone(),

@@ -1,7 +1,7 @@
 //! The dedupe key comes from what the signature covers (the body), never from the unsigned
 //! `X-Sume-Event-Id`: a signed delivery replayed under fresh ids is stored and applied once, a
 //! claimed future id hides nothing, and events stored before the key changed still catch their
-//! redeliveries.
+//! redeliveries, and only their own job's.
 
 use std::time::Duration;
 
@@ -125,6 +125,55 @@ async fn events_stored_under_the_old_key_still_catch_their_redeliveries() {
     other.event_id = Some("job_new/job.completed".into());
     assert_eq!(other.send(&http, &url).await.status(), 204);
     assert_eq!(rows_for(&db, "job_other").await, 1);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_row_of_another_job_hides_no_genuine_delivery() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    // Before the upgrade, someone holding job A's signed delivery sent it under the id job B's
+    // event would later carry: the previous version stored it under that header id.
+    db.client()
+        .await
+        .batch_execute(
+            "insert into sume.events (event_id, job_id, event_type, status, body, signed_at,
+                                      signature, received_at)
+             values ('evt_job_b_completed', 'job_a', 'job.completed', 'completed', '\\x7b7d',
+                     0, 'v1=00', now() - interval '1 day');",
+        )
+        .await
+        .unwrap();
+    // B's genuine delivery carries that id in its header: it is stored all the same.
+    let b = Delivery::completed("job_b");
+    assert_eq!(b.event_id.as_deref(), Some("evt_job_b_completed"));
+    assert_eq!(b.send(&http, &url).await.status(), 204);
+    assert_eq!(
+        rows_for(&db, "job_b").await,
+        1,
+        "the genuine event is stored"
+    );
+    assert_eq!(
+        api_register(&http, &daemon, "job_b", "order_b")
+            .await
+            .status(),
+        201
+    );
+    wait_for("job_b closed", Duration::from_secs(10), || async {
+        job_state(&db, "job_b").await.as_deref() == Some("completed")
+    })
+    .await;
+    // A's own redelivery under that id is still recognised as the legacy row's.
+    let mut a = Delivery::completed("job_a");
+    a.event_id = Some("evt_job_b_completed".into());
+    assert_eq!(a.send(&http, &url).await.status(), 204);
+    assert_eq!(
+        rows_for(&db, "job_a").await,
+        1,
+        "a redelivery, not stored again"
+    );
     daemon.stop().await;
 }
 

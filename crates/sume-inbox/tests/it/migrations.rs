@@ -1,7 +1,10 @@
 //! Migrations against a live schema: instances that start at once while an index builds
-//! concurrently, and an index build cut short, found invalid and built again.
+//! concurrently, an index build cut short, found invalid and built again, and a migration held
+//! behind an open transaction while ingest goes on.
 
-use sume_inbox::db::migrate::{latest, migrate};
+use std::time::Duration;
+
+use sume_inbox::db::migrate::{latest, migrate, migrate_with, LockWaits, Migration, MIGRATIONS};
 
 use crate::support::*;
 
@@ -133,4 +136,77 @@ async fn the_churning_tables_are_vacuumed_sooner_than_the_defaults() {
             assert!(options.iter().any(|o| o == wanted), "{table}: {options:?}");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_migration_held_behind_an_open_reader_never_holds_up_ingest() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    // A report left open: it holds a share lock on the inbox until it ends.
+    let reader = db.client().await;
+    reader
+        .batch_execute("begin; select count(*) from sume.events;")
+        .await
+        .unwrap();
+    // An upgrade whose migration changes the inbox: it needs the table to itself.
+    let mut migrations: Vec<Migration> = MIGRATIONS.to_vec();
+    migrations.push((
+        9001,
+        "held_behind_a_reader",
+        "alter table sume.events add column held_behind_a_reader text",
+    ));
+    let waits = LockWaits {
+        timeout: Duration::from_millis(200),
+        first_pause: Duration::from_millis(50),
+        max_pause: Duration::from_millis(200),
+        ..LockWaits::default()
+    };
+    let runner = {
+        let (url, waits) = (db.url.clone(), waits.clone());
+        tokio::spawn(async move {
+            let mut c = connect(&url).await;
+            migrate_with(&mut c, &migrations, &waits).await
+        })
+    };
+    // Deliveries keep coming while the migration waits, refused at lock_timeout and tried
+    // again: each is answered 204 and stored (without the timeout, each would queue behind
+    // the waiting `alter` until INGEST_TIMEOUT, and be answered 503).
+    let mut sent = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while waits.refused() < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the migration was never refused"
+        );
+        let d = Delivery::completed(&format!("job_during_{sent}"));
+        assert_eq!(d.send(&http, &url).await.status(), 204, "delivery {sent}");
+        sent += 1;
+    }
+    assert!(!runner.is_finished(), "the migration waits for the reader");
+    eprintln!(
+        "{sent} deliveries answered 204 while the migration was refused {} times",
+        waits.refused()
+    );
+    assert_eq!(db.scalar("select count(*) from sume.events").await, sent);
+    // The reader ends: the next attempt takes its locks and the migration is applied.
+    reader.batch_execute("commit").await.unwrap();
+    let applied = tokio::time::timeout(Duration::from_secs(60), runner)
+        .await
+        .expect("the migration ends once the reader has")
+        .unwrap()
+        .unwrap();
+    assert_eq!(applied, vec![9001]);
+    assert_eq!(
+        db.scalar(
+            "select count(*) from information_schema.columns
+             where table_schema = 'sume' and column_name = 'held_behind_a_reader'"
+        )
+        .await,
+        1
+    );
+    let d = Delivery::completed("job_after");
+    assert_eq!(d.send(&http, &url).await.status(), 204);
+    daemon.stop().await;
 }

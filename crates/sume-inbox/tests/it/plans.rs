@@ -1,6 +1,8 @@
 //! The sweep's and attach's queries, and the search by order id, stay on their indexes beside
 //! a million closed jobs: the cost grows with the rows due or found, not with the size of the
-//! tables. The poll's history write finds its jobs by their key too.
+//! tables. The poll's history write finds its jobs by their key too, and ingest's insert finds
+//! a legacy row by an index. The catch-up scan's cost does not grow with the events of
+//! jobs that never get a row.
 
 use crate::support::*;
 
@@ -19,6 +21,7 @@ fn statements() -> Vec<(&'static str, String)> {
         sql::EVENTS_ATTACHABLE_SCAN,
         sql::JOBS_LIST_BY_ORDER,
         sql::JOB_POLLS_INSERT,
+        sql::EVENTS_INSERT,
     ]
     .iter()
     .map(|s| (s.name(), s.sql().to_owned()))
@@ -120,6 +123,27 @@ async fn sweep_queries_use_indexes_beside_a_million_closed_jobs() {
                     Box::new(DATABASE_CLOCK),
                 ]
             }
+            // An ingest batch whose header ids name rows stored before 0004_signed_keys (the
+            // seeded events, older than the migration) of other jobs: each is probed once.
+            "events_insert" => {
+                let n = 100;
+                let ids: Vec<String> = (1..=n).map(|g| format!("new_{g}/job.completed")).collect();
+                let jobs: Vec<String> = (1..=n).map(|g| format!("new_{g}")).collect();
+                let hints: Vec<Option<String>> =
+                    (1..=n).map(|g| Some(format!("evt_{g}"))).collect();
+                let none: Vec<Option<String>> = vec![None; n];
+                vec![
+                    Box::new(ids),
+                    Box::new(jobs),
+                    Box::new(none.clone()),
+                    Box::new(vec![Some("completed"); n]),
+                    Box::new(none),
+                    Box::new(vec![b"{}".to_vec(); n]),
+                    Box::new(vec![0i64; n]),
+                    Box::new(vec!["v1=00"; n]),
+                    Box::new(hints),
+                ]
+            }
             _ => unreachable!(),
         };
         let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
@@ -151,5 +175,107 @@ async fn sweep_queries_use_indexes_beside_a_million_closed_jobs() {
             })
             .sum();
         assert!(touched < 5_000, "{name} touched {touched} pages:\n{plan}");
+        if name == "events_insert" {
+            let probe = plan
+                .lines()
+                .find(|l| l.contains("on events legacy"))
+                .unwrap_or_default();
+            assert!(
+                probe.contains("Index Scan using events_pkey")
+                    || probe.contains("Index Scan using events_job_id"),
+                "the legacy probe reads one of the two indexes its statement names:\n{plan}"
+            );
+        }
     }
+}
+
+/// The pages one statement touches (its top node's `Buffers:`), from `explain (analyze,
+/// buffers)`, and the plan.
+async fn pages(
+    c: &tokio_postgres::Client,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> (u64, String) {
+    let plan: Vec<String> = c
+        .query(
+            &format!("explain (analyze, buffers, format text) {sql}"),
+            params,
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let touched = plan
+        .iter()
+        .find(|l| l.trim_start().starts_with("Buffers:"))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|w| w.split('=').nth(1)?.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0);
+    (touched, plan.join("\n"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_catch_up_scan_costs_the_same_beside_100_000_events_that_never_find_their_job() {
+    let db = TestDb::new().await;
+    let mut c = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
+    // 100,000 closed jobs, two days of events whose job never got a row (another workspace's,
+    // with no API key to tell), and one event whose job row exists, waiting for the scan.
+    c.batch_execute(
+        "set session_replication_role = replica; -- no trigger per inserted row
+         insert into sume.jobs (job_id, state, sume_status, closed_by, closed_at)
+         select 'job_' || g, 'completed', 'completed', 'webhook', now()
+         from generate_series(1, 100000) g;
+         insert into sume.events (event_id, job_id, status, body, signed_at, signature, received_at)
+         select 'evt_stray_' || g, 'stray_' || g, 'completed', '\\x7b7d', 0, 'v1=00',
+                now() - interval '2 days' + g * interval '1 second'
+         from generate_series(1, 100000) g;
+         set session_replication_role = origin;
+         insert into sume.jobs (job_id) values ('job_ours');
+         insert into sume.events (event_id, job_id, status, body, signed_at, signature)
+         values ('evt_ours', 'job_ours', 'completed', '\\x7b7d', 0, 'v1=00');",
+    )
+    .await
+    .unwrap();
+    for table in ["sume.jobs", "sume.events"] {
+        c.batch_execute(&format!("vacuum analyze {table}"))
+            .await
+            .unwrap();
+    }
+    let scan = sume_inbox::db::sql::EVENTS_ATTACHABLE_SCAN.sql();
+    let (before, plan) = pages(&c, scan, &[&100i64]).await;
+    eprintln!("--- before the sweep marks them: {before} pages\n{plan}");
+    // The sweep without API keys marks every event past INBOX_GRACE with no row; autovacuum
+    // then clears the index entries the marks left behind (here: at once).
+    let store = sume_inbox::db::Store::new(&db.url, 2).unwrap();
+    let mut marked = 0;
+    loop {
+        let n = store
+            .events_orphan_late(300.0, true, 20_000, &sume_inbox::db::Clock::Database)
+            .await
+            .unwrap();
+        marked += n;
+        if n == 0 {
+            break;
+        }
+    }
+    assert_eq!(marked, 100_000);
+    c.batch_execute("vacuum analyze sume.events").await.unwrap();
+    let (after, plan) = pages(&c, scan, &[&100i64]).await;
+    eprintln!("--- after: {after} pages\n{plan}");
+    assert!(
+        plan.contains("events_awaiting"),
+        "the scan reads events_awaiting:\n{plan}"
+    );
+    assert!(after < 100, "the scan touched {after} pages:\n{plan}");
+    assert!(
+        before > 20 * after,
+        "unmarked, the same events cost the scan {before} pages, marked {after}"
+    );
+    let job: String = c.query_one(scan, &[&100i64]).await.unwrap().get(0);
+    assert_eq!(job, "job_ours");
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sume_inbox::actors::sweep::{Clock, Retention};
 use sume_inbox::config::SweepConfig;
-use sume_inbox::db::{Removed, Store};
+use sume_inbox::db::{Ages, Removed, Store};
 
 use crate::support::*;
 
@@ -59,8 +59,11 @@ async fn retention_removes_only_what_is_old_and_settled() {
     // Bounded: 1,000 rows a statement, two statements a kind in this pass.
     let first = store
         .retention_pass(
-            fourteen_days,
-            Some(20.0 * 86_400.0),
+            &Ages {
+                settled: fourteen_days,
+                dead_letters: Some(20.0 * 86_400.0),
+                orphans: 60.0 * 86_400.0,
+            },
             1000,
             2,
             &Clock::Database,
@@ -117,6 +120,9 @@ async fn retention_removes_only_what_is_old_and_settled() {
             inbox_checks: 1,
             jobs: 0,
             feed: 1,
+            orphan_events: 0,
+            orphan_checks: 0,
+            orphans_unmarked: 0,
         }
     );
     assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);

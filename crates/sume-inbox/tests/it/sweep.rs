@@ -563,6 +563,7 @@ async fn an_orphan_is_kept_reported_and_attached_when_its_row_returns() {
         InboxCheckStats {
             checks_claimed: 1,
             orphans: 1,
+            events_orphaned: 1,
             requests: 1,
             ..InboxCheckStats::default()
         }
@@ -570,7 +571,8 @@ async fn an_orphan_is_kept_reported_and_attached_when_its_row_returns() {
     let c = db.client().await;
     let row = c
         .query_one(
-            "select applied_at is null, set_aside_at is null from sume.events where job_id = $1",
+            "select applied_at is null, set_aside_at is null, orphaned_at is not null
+             from sume.events where job_id = $1",
             &[&orphan],
         )
         .await
@@ -578,6 +580,10 @@ async fn an_orphan_is_kept_reported_and_attached_when_its_row_returns() {
     assert!(
         row.get::<_, bool>(0) && row.get::<_, bool>(1),
         "kept waiting, not set aside"
+    );
+    assert!(
+        row.get::<_, bool>(2),
+        "marked: out of the catch-up scan's way"
     );
     let answers: Value = c
         .query_one(

@@ -8,6 +8,12 @@
 //! comes back the verdict is dropped and attach applies them. Any other answer (429, 5xx, a
 //! timeout) is inconclusive, and the check is tried again later with the poll's backoff.
 //!
+//! An orphan's events are marked (`orphaned_at`) at the verdict, and so are those that come
+//! after it once their grace has passed; without API keys nobody can be asked, so every event
+//! past the grace with no row is marked. Marked events leave the index the catch-up scan and
+//! the checks walk, so neither costs more with the orphans kept; they still attach when their
+//! job is registered, and after ORPHAN_RETENTION retention moves them to the dead letters.
+//!
 //! [`CheckFold`] decides the verdict from the answers alone; [`InboxCheck`] claims due checks
 //! under a lease, asks Sume, and writes the [`CheckDecision`]. It owns `sume.inbox_checks`
 //! (retention removes settled ones) and the set-aside marks on `sume.events`.
@@ -41,6 +47,9 @@ pub struct InboxCheckStats {
     pub events_set_aside: u64,
     /// Job ids a key can read that have no row.
     pub orphans: usize,
+    /// Events marked as an orphan's (or, without keys, as nobody's to ask about): out of the
+    /// catch-up scan's way until their job is registered or ORPHAN_RETENTION ends.
+    pub events_orphaned: u64,
     /// Checks to try again (a 429, 5xx or timeout among the answers).
     pub checks_inconclusive: usize,
     /// Claims given back because the budget could not serve them before their lease ended.
@@ -56,6 +65,7 @@ impl AddAssign for InboxCheckStats {
         self.foreign += o.foreign;
         self.events_set_aside += o.events_set_aside;
         self.orphans += o.orphans;
+        self.events_orphaned += o.events_orphaned;
         self.checks_inconclusive += o.checks_inconclusive;
         self.deferred += o.deferred;
         self.requests += o.requests;
@@ -98,7 +108,7 @@ impl Actor for InboxCheck {
     /// Runs a pass every `SWEEP_INTERVAL` (jittered) until `shutdown`.
     async fn run(self, shutdown: CancellationToken) {
         if self.reader.keys().is_empty() {
-            tracing::warn!("no SUME_API_KEYS: stale inbox rows are not checked");
+            tracing::warn!("no SUME_API_KEYS: stale inbox rows are not checked; past INBOX_GRACE they are marked, and after ORPHAN_RETENTION they move to the dead letters");
         }
         every("inbox-check", self.config.interval, &shutdown, || {
             self.run_once(&shutdown)
@@ -108,11 +118,14 @@ impl Actor for InboxCheck {
 }
 
 impl InboxCheck {
-    /// One pass: drops orphan verdicts whose row is back, opens checks for events past the
-    /// grace, and serves due checks a batch at a time until none is left (or the budget ran
-    /// out for this pass). Does nothing without API keys.
+    /// One pass: marks the events nobody will ask about, drops orphan verdicts whose row is
+    /// back, opens checks for events past the grace, and serves due checks a batch at a time
+    /// until none is left (or the budget ran out for this pass). Without API keys it only marks.
     pub async fn run_once(&self, shutdown: &CancellationToken) -> Result<InboxCheckStats, DbError> {
-        let mut total = InboxCheckStats::default();
+        let mut total = InboxCheckStats {
+            events_orphaned: self.mark_orphans().await?,
+            ..InboxCheckStats::default()
+        };
         // No keys, or 404s are not verdicts right now: nothing to check.
         let prepared = self
             .reader
@@ -131,6 +144,34 @@ impl InboxCheck {
             }
         }
         Ok(total)
+    }
+
+    /// Marks the events past the grace that nobody will ask about: an orphan's that came after
+    /// its verdict, and without keys every one with no row. At most ten statements of a batch
+    /// each; the rest waits for the next pass.
+    async fn mark_orphans(&self) -> Result<u64, DbError> {
+        let no_keys = self.reader.keys().is_empty();
+        let grace = self.config.inbox_grace.as_secs_f64();
+        let batch = self.config.batch.max(1) as i64;
+        let mut marked = 0;
+        for _ in 0..10 {
+            let n = self
+                .store
+                .events_orphan_late(grace, no_keys, batch, &self.clock)
+                .await?;
+            marked += n;
+            if n < batch as u64 {
+                break;
+            }
+        }
+        if marked > 0 {
+            tracing::info!(
+                events = marked,
+                no_keys,
+                "events with no job row past INBOX_GRACE marked as nobody's to ask about; they attach if their job is registered, and move to the dead letters after ORPHAN_RETENTION"
+            );
+        }
+        Ok(marked)
     }
 
     async fn batch(&self, shutdown: &CancellationToken) -> Result<InboxCheckStats, DbError> {
@@ -242,10 +283,11 @@ impl InboxCheck {
                 stats.events_set_aside += n;
                 tracing::info!(job_id, events = n, %answers, "not our job: events set aside");
             }
-            Concluded::Orphan => {
+            Concluded::Orphan(n) => {
                 self.metrics.orphans_found.inc();
                 stats.orphans += 1;
-                tracing::warn!(job_id, %answers, "orphan: Sume knows this job but it has no row; its events are kept");
+                stats.events_orphaned += n;
+                tracing::warn!(job_id, events = n, %answers, "orphan: Sume knows this job but it has no row; its events are kept until ORPHAN_RETENTION");
             }
             Concluded::RowAppeared | Concluded::LeaseLost => {}
         }

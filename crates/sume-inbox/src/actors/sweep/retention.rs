@@ -1,8 +1,11 @@
 //! The retention service: removes applied events, set-aside events, dead letters and settled
 //! foreign checks older than `RETENTION`, in bounded batches (see `db/retention.rs` for why
-//! batched deletes and not partitions). Open jobs and waiting events are never removed; closed
-//! jobs only with `JOB_RETENTION` (off by default: the rows are the application's), once an
-//! hour, since no index finds them. It asks nothing of Sume and runs with or without API keys.
+//! batched deletes and not partitions). Open jobs are never removed; closed jobs only with
+//! `JOB_RETENTION` (off by default: the rows are the application's), once an hour, since no
+//! index finds them. An event still waiting is never removed: one that waited longer than
+//! `ORPHAN_RETENTION` for a job row that never came moves to the dead letters, counted in
+//! `sume_inbox_orphan_events_expired_total`. It asks nothing of Sume and runs with or without
+//! API keys.
 
 use std::sync::Arc;
 
@@ -12,7 +15,7 @@ use super::schedule::every;
 use crate::actors::supervision::Actor;
 use crate::config::SweepConfig;
 use crate::db::clock::Clock;
-use crate::db::{DbError, Removed, Store};
+use crate::db::{Ages, DbError, Removed, Store};
 use crate::metrics::Metrics;
 
 /// Retention statements per kind and pass: a backlog drains over several passes rather than
@@ -41,7 +44,8 @@ pub struct Retention {
 }
 
 impl Retention {
-    /// Reads `retention`, `retention_batch` and `interval` of `config`; `clock` is
+    /// Reads `retention`, `dead_letter_retention`, `orphan_retention`, `retention_batch`,
+    /// `job_retention` and `interval` of `config`; `clock` is
     /// [`Clock::Database`] outside tests.
     pub fn new(
         store: Store,
@@ -77,11 +81,15 @@ impl Retention {
     /// One pass: at most ten batches of `RETENTION_BATCH` rows per kind; a larger backlog
     /// waits for the next pass (closed jobs: the next hour's).
     pub async fn run_once(&self) -> Result<Removed, DbError> {
+        let ages = Ages {
+            settled: self.config.retention.as_secs_f64(),
+            dead_letters: self.config.dead_letter_retention.map(|d| d.as_secs_f64()),
+            orphans: self.config.orphan_retention.as_secs_f64(),
+        };
         let removed = self
             .store
             .retention_pass(
-                self.config.retention.as_secs_f64(),
-                self.config.dead_letter_retention.map(|d| d.as_secs_f64()),
+                &ages,
                 self.config.retention_batch as i64,
                 BATCHES_PER_PASS,
                 &self.clock,
@@ -91,6 +99,16 @@ impl Retention {
             jobs: self.closed_jobs_pass().await?,
             ..removed
         };
+        if removed.orphan_events > 0 {
+            self.metrics
+                .orphan_events_expired
+                .inc_by(removed.orphan_events);
+            tracing::warn!(
+                events = removed.orphan_events,
+                after = %humantime::format_duration(self.config.orphan_retention),
+                "events whose job never got a row moved to the dead letters (ORPHAN_RETENTION); `sume-inbox replay --dead-letters` applies them once their jobs are registered"
+            );
+        }
         self.metrics.retention_removed.inc_by(removed.total());
         Ok(removed)
     }

@@ -100,6 +100,13 @@ declare! { RETENTION_GROUP, "Retention",
         form: Form::DurationOr { words: &["never"], min: Duration::from_millis(1) },
         about: "how long dead letters are kept: at least `RETENTION`, or `never` (only when set so explicitly); each is a verified delivery answered 2xx that nobody replayed yet, and `SumeInboxDeadLetters` fires while any waits",
     }
+    /// How long an event waits for a job row that never comes.
+    ORPHAN_RETENTION {
+        flag: Some("orphan-retention"),
+        default: Some("7d"),
+        form: at_least(Duration::from_secs(3600)),
+        about: "how long an event whose job has no row keeps waiting (an orphan's, or any event nobody can ask about without `SUME_API_KEYS`); then it moves to the dead letters, where `replay --dead-letters` applies it once its job is registered; at least 1h, and longer than `INBOX_GRACE`",
+    }
     /// Rows one retention statement removes.
     RETENTION_BATCH {
         flag: Some("retention-batch"),

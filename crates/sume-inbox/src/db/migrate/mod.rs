@@ -1,74 +1,101 @@
 //! Embedded, numbered migrations (`sql/NNNN_name.sql`), applied under an advisory lock so that
 //! any number of instances may start at once: the first applies, the others wait and find
-//! nothing left to do.
+//! nothing left to do. Each migration takes its table locks under a short `lock_timeout` and
+//! tries again while they cannot be had (`lock_waits.rs`), so an open transaction delays the
+//! migration, never the fleet's writes queued behind it.
 
 use tokio_postgres::Client;
 
 use super::DbError;
+
+mod lock_waits;
+
+pub use lock_waits::LockWaits;
+
+/// A migration: its version, its name (the file is `sql/{version:04}_{name}.sql`) and its SQL.
+pub type Migration = (i32, &'static str, &'static str);
 
 /// Every migration, in order. A test checks this list against the files in `sql/`. Numbers may
 /// leave gaps (a number is taken when its change is begun, and changes land in any order): each
 /// version is applied when it is missing, whatever the highest applied one, so a migration that
 /// lands after a higher-numbered one is still applied. Migrations are additive and independent
 /// of each other's order for that reason.
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[
-    (1, "init", include_str!("../../../../sql/0001_init.sql")),
-    (2, "sweep", include_str!("../../../../sql/0002_sweep.sql")),
+pub const MIGRATIONS: &[Migration] = &[
+    (1, "init", include_str!("../../../../../sql/0001_init.sql")),
+    (
+        2,
+        "sweep",
+        include_str!("../../../../../sql/0002_sweep.sql"),
+    ),
     (
         3,
         "retention",
-        include_str!("../../../../sql/0003_retention.sql"),
+        include_str!("../../../../../sql/0003_retention.sql"),
     ),
     (
         4,
         "signed_keys",
-        include_str!("../../../../sql/0004_signed_keys.sql"),
+        include_str!("../../../../../sql/0004_signed_keys.sql"),
     ),
     (
         5,
         "give_up_superseded",
-        include_str!("../../../../sql/0005_give_up_superseded.sql"),
+        include_str!("../../../../../sql/0005_give_up_superseded.sql"),
     ),
     (
         6,
         "daily_reads",
-        include_str!("../../../../sql/0006_daily_reads.sql"),
+        include_str!("../../../../../sql/0006_daily_reads.sql"),
     ),
     (
         7,
         "close_feed",
-        include_str!("../../../../sql/0007_close_feed.sql"),
+        include_str!("../../../../../sql/0007_close_feed.sql"),
     ),
-    (8, "audit", include_str!("../../../../sql/0008_audit.sql")),
+    (
+        8,
+        "audit",
+        include_str!("../../../../../sql/0008_audit.sql"),
+    ),
     (
         9,
         "instance_minutes",
-        include_str!("../../../../sql/0009_instance_minutes.sql"),
+        include_str!("../../../../../sql/0009_instance_minutes.sql"),
     ),
     (
         10,
         "job_polls",
-        include_str!("../../../../sql/0010_job_polls.sql"),
+        include_str!("../../../../../sql/0010_job_polls.sql"),
     ),
     (
         11,
         "jobs_order_id",
-        include_str!("../../../../sql/0011_jobs_order_id.sql"),
+        include_str!("../../../../../sql/0011_jobs_order_id.sql"),
     ),
     (
         12,
         "autovacuum",
-        include_str!("../../../../sql/0012_autovacuum.sql"),
+        include_str!("../../../../../sql/0012_autovacuum.sql"),
+    ),
+    (
+        13,
+        "orphan_mark",
+        include_str!("../../../../../sql/0013_orphan_mark.sql"),
     ),
     (
         14,
         "give_up_rechecks",
-        include_str!("../../../../sql/0014_give_up_rechecks.sql"),
+        include_str!("../../../../../sql/0014_give_up_rechecks.sql"),
     ),
     (
         15,
         "key_sweeps",
-        include_str!("../../../../sql/0015_key_sweeps.sql"),
+        include_str!("../../../../../sql/0015_key_sweeps.sql"),
+    ),
+    (
+        16,
+        "events_awaiting",
+        include_str!("../../../../../sql/0016_events_awaiting.sql"),
     ),
 ];
 
@@ -92,11 +119,21 @@ const CONCURRENT_INDEX: &str = "-- index concurrently: ";
 /// binary's version (or newer, during a rolling upgrade) is only read: a runtime role with no
 /// right to change the schema starts as well as the role that migrated it.
 pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, DbError> {
-    if all_applied(client).await {
+    migrate_with(client, MIGRATIONS, &LockWaits::default()).await
+}
+
+/// [`migrate`] for any list of migrations (this binary's is [`MIGRATIONS`]) and lock waits:
+/// what a test runs to apply a migration of its own beside the embedded ones.
+pub async fn migrate_with(
+    client: &mut Client,
+    migrations: &[Migration],
+    waits: &LockWaits,
+) -> Result<Vec<i32>, DbError> {
+    if all_applied(client, migrations).await {
         return Ok(Vec::new());
     }
     lock(client).await?;
-    let result = apply_missing(client).await;
+    let result = apply_missing(client, migrations, waits).await;
     // Unlock whatever happened; a dropped connection releases the lock anyway.
     let _ = client
         .execute("select pg_advisory_unlock($1)", &[&LOCK_KEY])
@@ -133,7 +170,7 @@ async fn lock(client: &Client) -> Result<(), DbError> {
 /// Whether every migration of this binary is applied (false before the first one, or when the
 /// table cannot be read). Versions, not the highest one: a lower number that landed later is
 /// still missing where a higher one is applied.
-async fn all_applied(client: &Client) -> bool {
+async fn all_applied(client: &Client, migrations: &[Migration]) -> bool {
     let Ok(rows) = client
         .query("select version from sume.schema_migrations", &[])
         .await
@@ -141,10 +178,14 @@ async fn all_applied(client: &Client) -> bool {
         return false;
     };
     let applied: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
-    MIGRATIONS.iter().all(|(v, _, _)| applied.contains(v))
+    migrations.iter().all(|(v, _, _)| applied.contains(v))
 }
 
-async fn apply_missing(client: &mut Client) -> Result<Vec<i32>, DbError> {
+async fn apply_missing(
+    client: &mut Client,
+    migrations: &[Migration],
+    waits: &LockWaits,
+) -> Result<Vec<i32>, DbError> {
     client
         .batch_execute(
             "create schema if not exists sume;
@@ -162,42 +203,18 @@ async fn apply_missing(client: &mut Client) -> Result<Vec<i32>, DbError> {
         .map_err(|e| DbError::query("migrate_applied", e))?;
     let applied: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     let mut done = Vec::new();
-    for (version, name, sql) in MIGRATIONS {
+    for (version, name, sql) in migrations {
         if applied.contains(version) {
             continue;
         }
         match concurrent_index(sql) {
             Some(index) => apply_concurrently(client, *version, name, index, sql).await?,
-            None => apply_in_transaction(client, *version, name, sql).await?,
+            None => lock_waits::apply_in_transaction(client, *version, name, sql, waits).await?,
         }
         tracing::info!(version, name, "applied migration");
         done.push(*version);
     }
     Ok(done)
-}
-
-async fn apply_in_transaction(
-    client: &mut Client,
-    version: i32,
-    name: &str,
-    sql: &str,
-) -> Result<(), DbError> {
-    let tx = client
-        .transaction()
-        .await
-        .map_err(|e| DbError::query("migrate_begin", e))?;
-    tx.batch_execute(sql)
-        .await
-        .map_err(|e| DbError::Migration(version, e))?;
-    tx.execute(
-        "insert into sume.schema_migrations (version, name) values ($1, $2)",
-        &[&version, &name],
-    )
-    .await
-    .map_err(|e| DbError::Migration(version, e))?;
-    tx.commit()
-        .await
-        .map_err(|e| DbError::Migration(version, e))
 }
 
 /// The index a migration builds concurrently, from its first line.

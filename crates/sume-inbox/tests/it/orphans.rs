@@ -1,0 +1,244 @@
+//! Events that never find their job have an end: past INBOX_GRACE the sweep marks them (an
+//! orphan's, or with no API key every event nobody can ask about), so the catch-up scan no
+//! longer walks them; a registration still attaches them; after ORPHAN_RETENTION retention
+//! moves them to the dead letters, counted, and a registration after that end gets its event
+//! by `replay --dead-letters`.
+//!
+//! Time is the sweep's clock, which the test moves; the daemons only take deliveries, attach
+//! and answer the admin API.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use sume_inbox::actors::sweep::{Clock, InboxCheck, InboxCheckStats, Retention};
+use sume_inbox::config::SweepConfig;
+use sume_inbox::db::Store;
+use sume_inbox::metrics::Metrics;
+use sume_inbox::sume_api::StatusReader;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::*;
+use crate::sweep::{
+    clocked_config, count, create, daemon_without_keys, db_now, main_key, sim_config, wait_ended,
+    MAIN_KEY,
+};
+
+/// The inbox check and retention, outside any daemon, on one clock stopped at the database's
+/// time; with the `main` key when `keys`, else with none.
+struct Services {
+    check: InboxCheck,
+    retention: Retention,
+    clock: Clock,
+    metrics: Arc<Metrics>,
+    config: SweepConfig,
+}
+
+impl Services {
+    async fn new(db: &TestDb, api_url: &str, keys: bool) -> Services {
+        let config = clocked_config();
+        let store = Store::new(&db.url, 4).unwrap();
+        let metrics = Arc::new(Metrics::new());
+        let client = sume_wire::StatusClient::new(api_url, config.request_timeout).unwrap();
+        let keys = if keys { vec![main_key()] } else { vec![] };
+        let reader = StatusReader::new(
+            store.clone(),
+            metrics.clone(),
+            client,
+            keys,
+            config.read_rate,
+        );
+        let clock = Clock::fixed(db_now(db).await);
+        Services {
+            check: InboxCheck::new(
+                store.clone(),
+                metrics.clone(),
+                reader,
+                config.clone(),
+                clock.clone(),
+            ),
+            retention: Retention::new(store, metrics.clone(), config.clone(), clock.clone()),
+            clock,
+            metrics,
+            config,
+        }
+    }
+
+    async fn check_once(&self) -> InboxCheckStats {
+        self.check
+            .run_once(&CancellationToken::new())
+            .await
+            .unwrap()
+    }
+}
+
+async fn marked(db: &TestDb, job_id: &str) -> bool {
+    db.client()
+        .await
+        .query_one(
+            "select bool_and(orphaned_at is not null) from sume.events where job_id = $1",
+            &[&job_id],
+        )
+        .await
+        .unwrap()
+        .get::<_, Option<bool>>(0)
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_keys_an_event_nobody_registers_ends_as_a_dead_letter_and_replays_later() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    for job in ["job_late", "job_never"] {
+        assert_eq!(
+            Delivery::completed(job).send(&http, &url).await.status(),
+            204
+        );
+    }
+    let s = Services::new(&db, "http://127.0.0.1:9/v1", false).await;
+    assert_eq!(
+        s.check_once().await,
+        InboxCheckStats::default(),
+        "within the grace"
+    );
+    // Past the grace nobody can be asked (no key): both are marked, out of the scan's way.
+    s.clock
+        .advance(s.config.inbox_grace + Duration::from_secs(1));
+    assert_eq!(s.check_once().await.events_orphaned, 2);
+    assert!(marked(&db, "job_late").await && marked(&db, "job_never").await);
+    assert_eq!(s.check_once().await.events_orphaned, 0, "marked once");
+    // Before the end, retention leaves them waiting.
+    s.clock
+        .advance(s.config.orphan_retention - s.config.inbox_grace - Duration::from_secs(60));
+    assert_eq!(s.retention.run_once().await.unwrap().orphan_events, 0);
+    assert_eq!(count(&db, "select count(*) from sume.events").await, 2);
+    // ORPHAN_RETENTION after their arrival they leave the inbox for the dead letters, counted.
+    s.clock.advance(Duration::from_secs(120));
+    let removed = s.retention.run_once().await.unwrap();
+    assert_eq!(removed.orphan_events, 2);
+    assert_eq!(s.metrics.orphan_events_expired.get(), 2);
+    assert_eq!(count(&db, "select count(*) from sume.events").await, 0);
+    let reason: String = db
+        .client()
+        .await
+        .query_one(
+            "select reason from sume.dead_letters where dead_letter_id = 'job_late/job.completed'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        reason.contains("job_late") && reason.contains("never asked about"),
+        "{reason}"
+    );
+    assert_eq!(s.retention.run_once().await.unwrap().orphan_events, 0);
+    // A registration after the end: the job opens with nothing to attach...
+    assert_eq!(
+        api_register(&http, &daemon, "job_late", "order_late")
+            .await
+            .status(),
+        201
+    );
+    assert_eq!(job_state(&db, "job_late").await.as_deref(), Some("open"));
+    // ...and a replay of the dead letters brings its event back and applies it.
+    let replayed: serde_json::Value = http
+        .post(daemon.admin_url("/v1/dead-letters/replay"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let results = replayed["replayed"].to_string();
+    assert!(
+        results.contains("stored and applied (job job_late)"),
+        "{results}"
+    );
+    assert!(
+        results.contains("stored; waiting for its job row (job job_never)"),
+        "{results}"
+    );
+    assert_eq!(
+        job_state(&db, "job_late").await.as_deref(),
+        Some("completed")
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_orphans_events_leave_the_inbox_after_orphan_retention_and_so_does_its_verdict() {
+    let db = TestDb::new().await;
+    let sim = sume_sim::RunningSim::start(sim_config()).await.unwrap();
+    let daemon = Daemon::start(daemon_without_keys(&db, &sim)).await;
+    let http = reqwest::Client::new();
+    let orphan = create(
+        &http,
+        &sim,
+        MAIN_KEY,
+        Some(&daemon.url("/webhooks/sume")),
+        json!({}),
+    )
+    .await;
+    wait_ended(&http, &sim, std::slice::from_ref(&orphan)).await;
+    wait_for("its webhook stored", Duration::from_secs(30), || async {
+        count(&db, "select count(*) from sume.events").await == 1
+    })
+    .await;
+    let s = Services::new(&db, &sim.api_url(), true).await;
+    s.clock
+        .advance(s.config.inbox_grace + Duration::from_secs(1));
+    let stats = s.check_once().await;
+    assert_eq!((stats.orphans, stats.events_orphaned), (1, 1), "{stats:?}");
+    assert!(marked(&db, &orphan).await, "marked at the verdict");
+    // A later delivery of the same job (another event of it) is marked once its grace passed.
+    let mut late = Delivery::status(&orphan, "running");
+    late.secret = sume_sim::TEST_WEBHOOK_SECRET.into();
+    assert_eq!(
+        late.send(&http, &daemon.url("/webhooks/sume"))
+            .await
+            .status(),
+        204
+    );
+    let received: chrono::DateTime<chrono::Utc> = db
+        .client()
+        .await
+        .query_one("select max(received_at) from sume.events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    s.clock
+        .set(received + chrono::Duration::from_std(s.config.inbox_grace).unwrap());
+    s.clock.advance(Duration::from_secs(1));
+    assert_eq!(s.check_once().await.events_orphaned, 1);
+    assert!(marked(&db, &orphan).await);
+    // ORPHAN_RETENTION after the last of them, both are dead letters and the verdict is gone:
+    // the orphan no longer counts (nor alerts) as one, the dead letters do.
+    s.clock.advance(s.config.orphan_retention);
+    let removed = s.retention.run_once().await.unwrap();
+    assert_eq!((removed.orphan_events, removed.orphan_checks), (2, 1));
+    assert_eq!(
+        count(&db, "select count(*) from sume.inbox_checks").await,
+        0
+    );
+    let reasons: Vec<String> = db
+        .client()
+        .await
+        .query("select reason from sume.dead_letters", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(reasons.len(), 2);
+    assert!(
+        reasons
+            .iter()
+            .all(|r| r.contains("an orphan (a key reads the job")),
+        "{reasons:?}"
+    );
+    daemon.stop().await;
+}
