@@ -83,9 +83,11 @@ pub struct Metrics {
     pub port_timeouts: Family<TimeoutLabels, Counter>,
     /// Requests answered 503 at once because MAX_IN_FLIGHT were being handled.
     pub port_in_flight_refused: Counter,
-    /// Webhooks answered 503 at once because MAX_BODY_MEMORY was held by other bodies.
+    /// Webhooks answered 503 because their next bytes did not fit in MAX_BODY_MEMORY and no
+    /// other body still being read could make room.
     pub port_body_memory_refused: Counter,
-    /// Webhooks still reading their body, cancelled (503) at MAX_IN_FLIGHT for a newer request.
+    /// Webhooks still reading their body, cancelled (503) for a newer request: for its slot at
+    /// MAX_IN_FLIGHT, or for its bytes under MAX_BODY_MEMORY.
     pub port_bodies_shed: Counter,
     /// Requests waiting for a job to close on this instance (set at scrape time).
     pub waiters: Gauge,

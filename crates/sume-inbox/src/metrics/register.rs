@@ -146,12 +146,12 @@ impl Metrics {
         );
         r.register(
             "port_body_memory_refused",
-            "Webhooks answered 503 at once because MAX_BODY_MEMORY was held by other bodies",
+            "Webhooks answered 503 because their next bytes did not fit in MAX_BODY_MEMORY and no other body still being read could make room",
             self.port_body_memory_refused.clone(),
         );
         r.register(
             "port_bodies_shed",
-            "Webhooks still reading their body, answered 503 at MAX_IN_FLIGHT to make room for a newer request",
+            "Webhooks still reading their body, answered 503 to make room for a newer request (its slot at MAX_IN_FLIGHT, or its bytes under MAX_BODY_MEMORY)",
             self.port_bodies_shed.clone(),
         );
         r.register(

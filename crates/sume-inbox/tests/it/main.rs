@@ -24,6 +24,7 @@ mod plans;
 mod pooler;
 mod port;
 mod port_bodies;
+mod port_memory;
 mod property;
 mod reconcile;
 mod refusals;

@@ -69,7 +69,7 @@ declare! { PUBLIC_PORT, "Public port (webhooks)",
         flag: Some("max-body-memory"),
         default: Some("64MiB"),
         form: Form::Size { min: 1, max: (4 << 30) - 1 },
-        about: "bytes of webhook bodies held at once on `LISTEN_ADDR`, from the first byte read to the answer (at least `MAX_BODY_BYTES`, under 4GiB); beyond, 503 with `Retry-After` at once",
+        about: "bytes of webhook bodies held at once on `LISTEN_ADDR`, claimed as they arrive (never what `Content-Length` declares) and held until the answer (at least `MAX_BODY_BYTES`, under 4GiB); when a body's next bytes do not fit, the oldest other bodies still being read are shed to make room, else 503 with `Retry-After`",
     }
 }
 
