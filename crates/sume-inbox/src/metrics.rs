@@ -16,9 +16,11 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
 mod labels;
+mod port;
 mod register;
 
 pub use labels::*;
+pub use port::PortMetrics;
 
 /// Every metric of this instance, and the registry `/metrics` encodes. The public fields are
 /// what the actors count; the gauges are set at scrape time by [`Metrics::render`].
@@ -89,6 +91,8 @@ pub struct Metrics {
     /// Webhooks still reading their body, cancelled (503) for a newer request: for its slot at
     /// MAX_IN_FLIGHT, or for its bytes under MAX_BODY_MEMORY.
     pub port_bodies_shed: Counter,
+    /// The admin port's connections, timeouts and refusals.
+    pub admin_port: PortMetrics,
     /// Requests waiting for a job to close on this instance (set at scrape time).
     pub waiters: Gauge,
     /// Waits refused with 503 because MAX_WAITERS were waiting.
@@ -147,6 +151,7 @@ impl Metrics {
             port_in_flight_refused: Counter::default(),
             port_body_memory_refused: Counter::default(),
             port_bodies_shed: Counter::default(),
+            admin_port: PortMetrics::default(),
             waiters: Gauge::default(),
             waiters_refused: Counter::default(),
             db_up: Gauge::default(),

@@ -117,7 +117,7 @@ impl Metrics {
         );
     }
 
-    /// The public port's connections, timeouts and refusals.
+    /// The ports' connections, timeouts and refusals.
     pub(super) fn register_port(&self, r: &mut Registry) {
         r.register(
             "port_connections_open",
@@ -154,6 +154,7 @@ impl Metrics {
             "Webhooks still reading their body, answered 503 to make room for a newer request (its slot at MAX_IN_FLIGHT, or its bytes under MAX_BODY_MEMORY)",
             self.port_bodies_shed.clone(),
         );
+        self.admin_port.register_admin(r);
         r.register(
             "admin_waiters_refused",
             "Waits refused with 503 because MAX_WAITERS requests were waiting",

@@ -2,6 +2,7 @@
 //! loopback, daemons running in this process through the same `run` as the binary.
 
 mod admin_api;
+mod admin_port;
 mod attach;
 mod cli;
 mod cli_remote;
