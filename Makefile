@@ -114,8 +114,9 @@ bench-console:
 ## PostgreSQL under target/chaos (or DATABASE_URL's server, the crash then skipped) and the
 ## release daemon as child processes, on loopback. Under signed load: `kill -9` twice, every
 ## connection cut, the inbox locked past INGEST_TIMEOUT, a PostgreSQL crash (3 rounds each, over
-## 50,000 acknowledged deliveries in all); then three instances racing 5,000 jobs, and 6,000
-## stalled connections beside genuine deliveries. Prints the figures; fails when a delivery
+## 50,000 acknowledged deliveries in all); then three instances racing 5,000 jobs, and 8,000
+## stalled connections (2,000 of them uploads declaring 1 MiB) beside genuine deliveries, with
+## the daemon's resident memory. Prints the figures; fails when a delivery
 ## answered 2xx is missing, a job is not closed exactly once, or a stalled socket stays open.
 ## A smaller run of the same code is part of `make test` (crates/sume-bench/tests/chaos.rs).
 ## Options: CHAOS_ARGS="--rounds 1 --size 20000 --scenarios kill,crash" (see --help).

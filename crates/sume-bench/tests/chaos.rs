@@ -141,5 +141,13 @@ async fn the_promise_holds_through_kills_cuts_locks_crashes_freezes_failovers_ra
     for kind in &stall.kinds {
         assert_eq!(kind.closed, kind.opened, "{kind:?}");
     }
+    assert!(
+        stall
+            .kinds
+            .iter()
+            .any(|k| k.kind == chaos::Stall::Upload && k.opened > 0),
+        "{stall:?}"
+    );
+    assert!(stall.rss_kib.iter().all(|&kib| kib > 0), "{stall:?}");
     let _ = std::fs::remove_dir_all(&work);
 }

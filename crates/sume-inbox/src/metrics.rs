@@ -16,9 +16,11 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
 mod labels;
+mod port;
 mod register;
 
 pub use labels::*;
+pub use port::PortMetrics;
 
 /// Every metric of this instance, and the registry `/metrics` encodes. The public fields are
 /// what the actors count; the gauges are set at scrape time by [`Metrics::render`].
@@ -86,10 +88,14 @@ pub struct Metrics {
     pub port_timeouts: Family<TimeoutLabels, Counter>,
     /// Requests answered 503 at once because MAX_IN_FLIGHT were being handled.
     pub port_in_flight_refused: Counter,
-    /// Webhooks answered 503 at once because MAX_BODY_MEMORY was held by other bodies.
+    /// Webhooks answered 503 because their next bytes did not fit in MAX_BODY_MEMORY and no
+    /// other body still being read could make room.
     pub port_body_memory_refused: Counter,
-    /// Webhooks still reading their body, cancelled (503) at MAX_IN_FLIGHT for a newer request.
+    /// Webhooks still reading their body, cancelled (503) for a newer request: for its slot at
+    /// MAX_IN_FLIGHT, or for its bytes under MAX_BODY_MEMORY.
     pub port_bodies_shed: Counter,
+    /// The admin port's connections, timeouts and refusals.
+    pub admin_port: PortMetrics,
     /// Requests waiting for a job to close on this instance (set at scrape time).
     pub waiters: Gauge,
     /// Waits refused with 503 because MAX_WAITERS were waiting.
@@ -149,6 +155,7 @@ impl Metrics {
             port_in_flight_refused: Counter::default(),
             port_body_memory_refused: Counter::default(),
             port_bodies_shed: Counter::default(),
+            admin_port: PortMetrics::default(),
             waiters: Gauge::default(),
             waiters_refused: Counter::default(),
             db_up: Gauge::default(),

@@ -105,13 +105,19 @@ pub struct ChaosArgs {
     #[arg(long, default_value_t = 64)]
     pub race_concurrency: usize,
     /// Stalled connections of the stall scenario: `--stalled-bodies` stalled in their body,
-    /// the rest half in their headers, half idle after a delivery.
-    #[arg(long, default_value_t = 6_000)]
+    /// `--stalled-uploads` stalled after one byte of a 1 MiB body, the rest half in their
+    /// headers, half idle after a delivery.
+    #[arg(long, default_value_t = 8_000)]
     pub stalls: usize,
     /// Of the stalls, how many stall in their body. Each holds a request slot until
     /// BODY_TIMEOUT or until, at the daemon's MAX_IN_FLIGHT, a newer request sheds it (503).
     #[arg(long, default_value_t = 2000)]
     pub stalled_bodies: usize,
+    /// Of the stalls, how many send headers that only look signed (no secret is needed),
+    /// declare a body of MAX_BODY_BYTES (1 MiB) and send one byte of it. Each holds a request
+    /// slot as a stalled body does; together they declare far more than MAX_BODY_MEMORY.
+    #[arg(long, default_value_t = 2000)]
+    pub stalled_uploads: usize,
     /// The stall scenario daemon's MAX_IN_FLIGHT: stalled bodies beyond it are shed.
     #[arg(long, default_value_t = 1024)]
     pub max_in_flight: usize,
@@ -188,10 +194,11 @@ impl ChaosArgs {
             connections: 8,
             race_jobs: 300,
             race_concurrency: 32,
-            stalls: 600,
+            stalls: 800,
             // More bodies than slots, and more of them in flight than idle deliveries come, so
             // every request finds a body to shed.
             stalled_bodies: 250,
+            stalled_uploads: 200,
             max_in_flight: 180,
             ingest_timeout: Duration::from_secs(1),
             pg_down: Duration::from_secs(1),

@@ -281,12 +281,16 @@ fn stall_table(s: &mut String, st: &StallResult) {
         s,
         "\nStalls: {} connections open at once (the daemon's count; {} opened again after the \
          kernel reset them in the burst); {} of 20 genuine signed deliveries beside them \
-         answered 2xx and stored, in {} median, {} max.\n",
+         answered 2xx and stored, in {} median, {} max. The daemon's resident memory: {} MiB \
+         ready, {} MiB with every stalled connection open, {} MiB at its peak.\n",
         thousands(st.open_seen),
         st.reopened,
         st.genuine_ok,
         ms(Some(st.genuine_median)),
         ms(Some(st.genuine_max)),
+        st.rss_kib[0] / 1024,
+        st.rss_kib[1] / 1024,
+        st.rss_kib[2] / 1024,
     );
     s.push_str(
         "| stalled in | timeout | connections | closed by the server | of them before half the timeout | time to close (median, max) | answered 408 | shed (503) |\n\

@@ -173,6 +173,11 @@ impl Daemon {
         Ok(())
     }
 
+    /// The current process's id, for reading its memory under `/proc`.
+    pub(super) fn pid(&self) -> Option<u32> {
+        self.proc.as_ref().map(Proc::pid)
+    }
+
     /// The log of the current process, for error messages.
     pub(super) fn log(&self) -> PathBuf {
         self.log_dir

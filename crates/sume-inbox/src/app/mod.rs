@@ -14,7 +14,6 @@ mod wiring;
 pub use startup::{migrate_with_retry, STARTUP_PATIENCE};
 pub use wiring::Wiring;
 
-use std::future::IntoFuture;
 use std::time::Duration;
 
 use thiserror::Error;
@@ -25,6 +24,7 @@ use crate::actors::heartbeat::LAST_FLUSH_TIMEOUT;
 use crate::config::Config;
 use crate::db::{migrate, DbError};
 use crate::http::server;
+use crate::process::fd_limit;
 
 /// The sockets `run` serves on, bound by the caller.
 pub struct Listeners {
@@ -59,9 +59,18 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
     let store = startup::open_store(&config, &shutdown).await?;
-    // The public port's connections, the admin port's, the pool, and some to spare.
-    let needed = config.port.max_connections + config.max_admin_connections + config.db_pool_size;
-    crate::process::fd_limit::raise((needed + 256) as u64);
+    // The public port's connections, the pool and some to spare come first; the admin port
+    // gets what the open-file limit leaves of MAX_ADMIN_CONNECTIONS beside them.
+    let reserved = (config.port.max_connections + config.db_pool_size) as u64 + fd_limit::SPARE;
+    let limit = fd_limit::raise(reserved + config.max_admin_connections as u64);
+    let admin_connections = fd_limit::admin_cap(limit, reserved, config.max_admin_connections);
+    if admin_connections < config.max_admin_connections {
+        tracing::warn!(
+            admin_connections,
+            max_admin_connections = config.max_admin_connections,
+            "the open-file limit leaves the admin port fewer connections than MAX_ADMIN_CONNECTIONS"
+        );
+    }
     let shutdown_timeout = config.shutdown_timeout;
     let w = Wiring::new(config, store, shutdown.clone());
     let attach = w.start_attach();
@@ -73,14 +82,10 @@ pub async fn run(
     let admin_app = w.admin_router(w.admin_state(attach, waiters, &instance), admin_addr);
     tracing::info!(listen = %listeners.webhook.local_addr()?, admin = %admin_addr, "serving");
     let serve_webhook = server::serve(listeners.webhook, w.public_port(ingest), shutdown.clone());
-    let serve_admin = {
-        let shutdown = shutdown.clone();
-        axum::serve(listeners.admin, admin_app)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-    };
+    let admin_port = w.admin_port(admin_app, admin_connections);
+    let serve_admin = server::serve(listeners.admin, admin_port, shutdown.clone());
     // Boxed, so it can be dropped (with every ingest handle it holds) after a forced stop.
-    let servers =
-        Box::pin(async move { tokio::try_join!(serve_webhook, serve_admin.into_future()) });
+    let servers = Box::pin(async move { tokio::try_join!(serve_webhook, serve_admin) });
     crate::process::systemd::ready();
     let served = until_served(servers, &shutdown, shutdown_timeout).await;
     // The servers (and with them every ingest handle) are gone: the writers drain and stop.

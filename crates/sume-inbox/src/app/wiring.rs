@@ -13,7 +13,7 @@ use crate::actors::heartbeat::Fleet;
 use crate::actors::ingest::{Ingest, IngestHandle};
 use crate::actors::supervision::{Health, Tasks};
 use crate::actors::sweep::{Clock, InboxCheck, Poll, Recheck, Retention};
-use crate::config::Config;
+use crate::config::{Config, PortConfig};
 use crate::db::Store;
 use crate::http::admin::{self, Access, AdminState};
 use crate::http::console;
@@ -204,10 +204,32 @@ impl Wiring {
         });
         Port {
             app,
+            name: "LISTEN_ADDR",
             body_readers,
             config: c.port.clone(),
+            bound_bodies: false,
             retry_after_secs: c.ingest.retry_after_secs,
-            metrics: self.metrics.clone(),
+            metrics: self.metrics.public_port(),
+        }
+    }
+
+    /// The admin port: `app` (the admin API and the console) with the public port's timeouts
+    /// and a cap of `max_connections` of its own, which also bounds its requests in flight (a
+    /// `?wait=` holds its connection and its request until the job closes).
+    pub fn admin_port(&self, app: axum::Router, max_connections: usize) -> Port {
+        let c = &self.config;
+        Port {
+            app,
+            name: "ADMIN_ADDR",
+            body_readers: BodyReaders::default(),
+            config: PortConfig {
+                max_connections,
+                max_in_flight: max_connections,
+                ..c.port.clone()
+            },
+            bound_bodies: true,
+            retry_after_secs: c.ingest.retry_after_secs,
+            metrics: self.metrics.admin_port.clone(),
         }
     }
 

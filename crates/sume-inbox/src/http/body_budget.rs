@@ -3,13 +3,20 @@
 //!
 //! MAX_IN_FLIGHT × MAX_BODY_BYTES (1 GiB with the defaults) is what a port full of uploads
 //! could otherwise hold, far more than genuine deliveries (a few KiB each) ever need. A body
-//! that declares its length reserves it all before a byte is read; a chunked body reserves
-//! each chunk as it arrives. When the budget cannot cover it, the delivery is answered 503 with
-//! `Retry-After` at once and what it held is released: memory is refused, never waited for.
+//! claims its bytes as they arrive, never what its `Content-Length` declares (which costs an
+//! attacker nothing to write). When the budget cannot cover a body's next bytes, its reader
+//! sheds older readers that hold enough ([`super::body_readers`]) and waits for their bytes at
+//! most [`SHED_WAIT`]; failing that, the delivery is answered 503 with `Retry-After` and what it
+//! held is released.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// How long a body whose bytes do not fit waits for those of the readers it shed (their
+/// handlers drop them as soon as they run).
+pub const SHED_WAIT: Duration = Duration::from_millis(500);
 
 /// The shared budget, in bytes.
 #[derive(Clone, Debug)]
@@ -43,6 +50,15 @@ impl BodyBudget {
             .map_err(|_| OverBudget)
     }
 
+    /// Reserves `n` bytes, waiting at most `wait` for them to be released by others.
+    pub async fn reserve_within(&self, n: usize, wait: Duration) -> Result<Held, OverBudget> {
+        let n = u32::try_from(n).map_err(|_| OverBudget)?;
+        match tokio::time::timeout(wait, self.bytes.clone().acquire_many_owned(n)).await {
+            Ok(Ok(permit)) => Ok(Held(permit)),
+            _ => Err(OverBudget),
+        }
+    }
+
     /// Bytes not held by any delivery now.
     pub fn available(&self) -> usize {
         self.bytes.available_permits()
@@ -54,8 +70,13 @@ impl Held {
     /// held until it is dropped).
     pub fn grow(&mut self, budget: &BodyBudget, n: usize) -> Result<(), OverBudget> {
         let more = budget.reserve(n)?;
-        self.0.merge(more.0);
+        self.add(more);
         Ok(())
+    }
+
+    /// Adds what `more` holds to this delivery's bytes.
+    pub fn add(&mut self, more: Held) {
+        self.0.merge(more.0);
     }
 
     /// Bytes held.
@@ -87,5 +108,28 @@ mod tests {
             OverBudget,
             "a size beyond u32 is refused, not truncated"
         );
+    }
+
+    #[tokio::test]
+    async fn a_reservation_waits_for_bytes_released_meanwhile_and_no_longer() {
+        let budget = BodyBudget::new(100);
+        let held = budget.reserve(80).unwrap();
+        let short = Duration::from_millis(20);
+        assert_eq!(
+            budget.reserve_within(30, short).await.unwrap_err(),
+            OverBudget
+        );
+        let waiting = tokio::spawn({
+            let budget = budget.clone();
+            async move { budget.reserve_within(30, Duration::from_secs(30)).await }
+        });
+        drop(held);
+        let mut got = waiting
+            .await
+            .unwrap()
+            .expect("the released bytes are taken");
+        got.add(budget.reserve(70).unwrap());
+        assert_eq!(got.bytes(), 100);
+        assert_eq!(budget.available(), 0);
     }
 }

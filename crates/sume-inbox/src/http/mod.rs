@@ -1,7 +1,9 @@
-//! The two HTTP surfaces: the public webhook endpoint ([`webhook`]) with the health checks ([`probes`]), and
-//! the admin API ([`admin`]). Handlers only translate HTTP to messages and store calls. The
-//! public port is served by a loop of its own, [`server`], whose connections keep their
-//! timeouts in [`timed_io`], and the bodies it holds are bounded by [`body_budget`]; the admin port, on loopback or behind a token, by `axum::serve`.
+//! The two HTTP surfaces: the public webhook endpoint ([`webhook`]) with the health checks
+//! ([`probes`]), and the admin API ([`admin`]) with the console ([`console`]). Handlers only
+//! translate HTTP to messages and store calls. Both ports are served by one loop, [`server`],
+//! each with its own connection cap, whose connections keep their timeouts in [`timed_io`]
+//! (and the admin port's request bodies theirs in [`timed_body`]); the webhook bodies the
+//! public port holds are bounded by [`body_budget`], and shed through [`body_readers`].
 
 pub mod admin;
 pub mod body_budget;
@@ -9,6 +11,7 @@ pub mod body_readers;
 pub mod console;
 pub mod probes;
 pub mod server;
+pub mod timed_body;
 pub mod timed_io;
 pub mod webhook;
 

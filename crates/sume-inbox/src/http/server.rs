@@ -1,16 +1,23 @@
-//! The public port's server loop: accepts on LISTEN_ADDR and serves the webhook router over
-//! hyper's HTTP/1, with the timeouts and limits a port open to anyone needs.
+//! The ports' server loop: accepts on LISTEN_ADDR (the webhook router) or on ADMIN_ADDR (the
+//! admin API and the console) and serves over hyper's HTTP/1, with the timeouts and limits a
+//! port reachable by strangers needs.
 //!
 //! - Timeouts (HEADER_TIMEOUT, IDLE_TIMEOUT, and BODY_TIMEOUT for a response nobody reads) are
-//!   kept by the socket of each connection, [`super::timed_io`]; BODY_TIMEOUT for a webhook's
-//!   body by the handler, [`super::webhook`]. Hyper's own `header_read_timeout` is set to
-//!   HEADER_TIMEOUT + IDLE_TIMEOUT, a backstop the socket's timers always beat.
-//! - MAX_CONNECTIONS: at the limit, the oldest connection still waiting for (or reading) a
-//!   request head is closed to make room; when every connection is busy with a request, the
-//!   new one is closed at once. No request being handled is ever dropped for a newcomer.
-//! - MAX_IN_FLIGHT: requests handled at once. At the limit, the webhook that has been reading
-//!   its body the longest is shed ([`super::body_readers`]) and the newcomer takes its slot;
-//!   when no request is reading a body, `503` with `Retry-After` at once.
+//!   kept by the socket of each connection, [`super::timed_io`]; BODY_TIMEOUT for a request's
+//!   body by the webhook handler on the public port ([`super::webhook`]), by the server on the
+//!   admin port ([`super::timed_body`], answered 408). A request being handled has no timer of
+//!   the server's: a `?wait=` holds its connection up to MAX_WAIT. Hyper's own
+//!   `header_read_timeout` is set to HEADER_TIMEOUT + IDLE_TIMEOUT, a backstop the socket's
+//!   timers always beat.
+//! - The connection cap (MAX_CONNECTIONS; MAX_ADMIN_CONNECTIONS): at the limit, the oldest
+//!   connection still waiting for (or reading) a request head is closed to make room; when
+//!   every connection is busy with a request, the new one is closed at once. No request being
+//!   handled is ever dropped for a newcomer.
+//! - MAX_IN_FLIGHT: requests handled at once (on the admin port, its connection cap). At the
+//!   limit, the webhook that has been reading its body the longest is shed
+//!   ([`super::body_readers`]) and the newcomer takes its slot; when no request is reading a
+//!   body, `503` with `Retry-After` at once.
+//! - Every request carries its peer's address ([`ConnectInfo`]).
 //! - Accept errors (out of descriptors, say) are logged at a bounded rate and the loop goes on
 //!   after a short pause.
 //!
@@ -20,12 +27,14 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderValue, Request, Response, StatusCode};
 use axum::response::IntoResponse;
 use axum::Router;
@@ -37,13 +46,15 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::body_readers::BodyReaders;
+use super::timed_body::{Expired, TimedBody};
 use super::timed_io::{ConnState, TimedIo};
 use crate::config::PortConfig;
-use crate::metrics::Metrics;
+use crate::metrics::{PortMetrics, TimeoutKind};
 use crate::process::log_budget::LogBudget;
 
 /// Accept errors repeat while their cause lasts: a line now and then, with how many were left out.
@@ -60,9 +71,11 @@ const MAX_BUF_SIZE: usize = 16 * 1024;
 /// What every connection of the port shares.
 struct Server {
     app: Router,
+    name: &'static str,
     config: PortConfig,
+    body_timeout: Option<Duration>,
     retry_after_secs: u64,
-    metrics: Arc<Metrics>,
+    metrics: PortMetrics,
     in_flight: Arc<Semaphore>,
     body_readers: BodyReaders,
     conns: Mutex<Conns>,
@@ -83,14 +96,19 @@ const SHED_WAIT: Duration = Duration::from_millis(500);
 pub struct Port {
     /// The routes.
     pub app: Router,
+    /// The setting that names the port, for its log lines (`LISTEN_ADDR`, `ADMIN_ADDR`).
+    pub name: &'static str,
     /// The registry the webhook handler enters while it reads a body (shed at MAX_IN_FLIGHT).
     pub body_readers: BodyReaders,
-    /// Its timeouts and limits.
+    /// Its timeouts and limits (`max_connections` is its connection cap).
     pub config: PortConfig,
+    /// Whether the server bounds request bodies by BODY_TIMEOUT (answered 408): where the
+    /// handlers read them through extractors, not where a handler bounds its own.
+    pub bound_bodies: bool,
     /// `Retry-After` of its 503s.
     pub retry_after_secs: u64,
     /// Where its refusals and timeouts are counted.
-    pub metrics: Arc<Metrics>,
+    pub metrics: PortMetrics,
 }
 
 /// Serves `port` on `listener` until `shutdown`, then waits for every connection to close.
@@ -101,8 +119,10 @@ pub async fn serve(
 ) -> io::Result<()> {
     let Port {
         app,
+        name,
         body_readers,
         config,
+        bound_bodies,
         retry_after_secs,
         metrics,
     } = port;
@@ -112,8 +132,10 @@ pub async fn serve(
         .max_buf_size(MAX_BUF_SIZE);
     let server = Arc::new(Server {
         app,
+        name,
         in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
         body_readers,
+        body_timeout: bound_bodies.then_some(config.body_timeout),
         config,
         retry_after_secs,
         metrics,
@@ -125,18 +147,19 @@ pub async fn serve(
         let stream = tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
-                    accept_failed(e).await;
+                    accept_failed(name, e).await;
                     continue;
                 }
             },
         };
         if let Some((id, conn)) = server.admit() {
+            let (stream, peer) = stream;
             tracker.spawn(
                 server
                     .clone()
-                    .connection(stream, id, conn, shutdown.clone()),
+                    .connection(stream, peer, id, conn, shutdown.clone()),
             );
         }
     }
@@ -147,9 +170,9 @@ pub async fn serve(
 }
 
 /// Logs (at a bounded rate) and pauses when the error says the process is short of resources.
-async fn accept_failed(e: io::Error) {
+async fn accept_failed(port: &str, e: io::Error) {
     if let Some(left_out) = ACCEPT_ERRORS_LOG.allow() {
-        tracing::warn!(error = %e, left_out, "accepting a connection on LISTEN_ADDR failed");
+        tracing::warn!(error = %e, left_out, port, "accepting a connection failed");
     }
     let starved = matches!(
         e.raw_os_error(),
@@ -176,34 +199,31 @@ impl Server {
                 .find(|(_, c)| c.awaiting_head())
                 .map(|(id, _)| *id);
             let Some(shed) = oldest.and_then(|id| conns.open.remove(&id)) else {
-                self.metrics.port_connections_refused.inc();
+                self.metrics.connections_refused.inc();
                 return None;
             };
             shed.shed.cancel();
-            self.metrics.port_connections_shed.inc();
+            self.metrics.connections_shed.inc();
         }
         let id = conns.next_id;
         conns.next_id += 1;
         let conn = Arc::new(ConnState::accepted());
         conns.open.insert(id, conn.clone());
-        self.metrics
-            .port_connections_open
-            .set(conns.open.len() as i64);
+        self.metrics.connections_open.set(conns.open.len() as i64);
         Some((id, conn))
     }
 
     fn forget(&self, id: u64) {
         let mut conns = self.conns();
         conns.open.remove(&id);
-        self.metrics
-            .port_connections_open
-            .set(conns.open.len() as i64);
+        self.metrics.connections_open.set(conns.open.len() as i64);
     }
 
     /// Serves one connection until it closes, times out, is shed, or drains at shutdown.
     async fn connection(
         self: Arc<Self>,
         stream: TcpStream,
+        peer: SocketAddr,
         id: u64,
         conn: Arc<ConnState>,
         shutdown: CancellationToken,
@@ -216,7 +236,7 @@ impl Server {
         ));
         let service = {
             let (server, conn) = (self.clone(), conn.clone());
-            service_fn(move |request| server.clone().handle(request, conn.clone()))
+            service_fn(move |request| server.clone().handle(request, conn.clone(), peer))
         };
         let mut http = pin!(self.http.serve_connection(io, service));
         let mut draining = false;
@@ -232,7 +252,7 @@ impl Server {
             }
         };
         if let Err(e) = served {
-            tracing::debug!(error = %e, "public port connection ended on an error");
+            tracing::debug!(error = %e, port = self.name, "connection ended on an error");
         }
         self.forget(id);
     }
@@ -242,6 +262,7 @@ impl Server {
         self: Arc<Self>,
         request: Request<Incoming>,
         conn: Arc<ConnState>,
+        peer: SocketAddr,
     ) -> Result<Response<Tracked>, Infallible> {
         conn.request_started();
         let done = ResponseDone(conn);
@@ -250,19 +271,46 @@ impl Server {
             Err(_) => self.shed_a_body_reader().await,
         };
         let response = match permit {
-            Some(_permit) => {
-                let routed = TowerToHyperService::new(self.app.clone()).call(request);
-                match routed.await {
-                    Ok(response) => response,
-                    Err(never) => match never {},
-                }
-            }
+            Some(_permit) => self.route(request, peer).await,
             None => {
-                self.metrics.port_in_flight_refused.inc();
+                self.metrics.in_flight_refused.inc();
                 overloaded(self.retry_after_secs)
             }
         };
         Ok(response.map(|body| Tracked { body, _done: done }))
+    }
+
+    /// Hands the request to the routes, with its peer's address and, where the server keeps
+    /// BODY_TIMEOUT, its body bounded (a body cut by it is answered 408, whatever the handler
+    /// made of the error, and the connection closed).
+    async fn route(&self, request: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+        let (mut parts, body) = request.into_parts();
+        parts.extensions.insert(ConnectInfo(peer));
+        let (body, expired) = match self.body_timeout {
+            Some(timeout) => {
+                let (body, expired) = TimedBody::new(body, Instant::now() + timeout);
+                (Body::new(body), expired)
+            }
+            None => (Body::new(body), Expired::default()),
+        };
+        let routed =
+            TowerToHyperService::new(self.app.clone()).call(Request::from_parts(parts, body));
+        let response = match routed.await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        if !expired.happened() {
+            return response;
+        }
+        self.metrics.timeout(TimeoutKind::body);
+        let mut late = (
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body did not arrive within BODY_TIMEOUT",
+        )
+            .into_response();
+        late.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        late
     }
 
     /// At MAX_IN_FLIGHT: sheds the oldest request still reading its body and takes its slot.

@@ -1,4 +1,4 @@
-//! One public-port connection's state and its socket with timers: what lets HEADER_TIMEOUT and
+//! One connection's state and its socket with timers: what lets HEADER_TIMEOUT and
 //! IDLE_TIMEOUT differ, which hyper's own `header_read_timeout` cannot (it restarts whenever
 //! hyper waits for the next request head, so it would close idle kept-alive connections after
 //! the header timeout).
@@ -10,11 +10,11 @@
 //! with `TimedOut` once the deadline of that state has passed:
 //! - reading a head: HEADER_TIMEOUT from the accept, or from the first byte of a later request;
 //! - idle: IDLE_TIMEOUT from the end of the last response;
-//! - busy: none here (the webhook handler bounds its body read by BODY_TIMEOUT, and the rest of
-//!   a request is the server's own time).
+//! - busy: none here (a body read is bounded by BODY_TIMEOUT elsewhere, and the rest of a
+//!   request is the server's own time: a `?wait=` on the admin port holds it up to MAX_WAIT).
 //!
 //! A write that makes no progress for BODY_TIMEOUT (a client that does not read its answers)
-//! fails the same way. Each timeout is counted in `sume_inbox_port_timeouts`.
+//! fails the same way. Each timeout is counted in the port's `..._timeouts` series.
 
 use std::future::Future;
 use std::io;
@@ -29,7 +29,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::PortConfig;
-use crate::metrics::{Metrics, TimeoutKind};
+use crate::metrics::{PortMetrics, TimeoutKind};
 
 /// Where a connection stands.
 #[derive(Debug, Clone, Copy)]
@@ -116,7 +116,7 @@ pub struct TimedIo {
     inner: TcpStream,
     conn: Arc<ConnState>,
     timeouts: Timeouts,
-    metrics: Arc<Metrics>,
+    metrics: PortMetrics,
     read_timer: Option<Pin<Box<Sleep>>>,
     write_timer: Option<Pin<Box<Sleep>>>,
 }
@@ -127,7 +127,7 @@ impl TimedIo {
         inner: TcpStream,
         conn: Arc<ConnState>,
         config: &PortConfig,
-        metrics: Arc<Metrics>,
+        metrics: PortMetrics,
     ) -> TimedIo {
         TimedIo {
             inner,
@@ -144,7 +144,7 @@ impl TimedIo {
     }
 
     fn timed_out(&self, kind: TimeoutKind) -> io::Error {
-        self.metrics.port_timeout(kind);
+        self.metrics.timeout(kind);
         io::Error::new(io::ErrorKind::TimedOut, format!("{kind:?} timeout"))
     }
 

@@ -10,8 +10,11 @@
 //! - 401: missing, malformed or wrong signature, or a stale timestamp; nothing stored;
 //! - 413: body over MAX_BODY_BYTES (declared or sent); 408: body not sent within BODY_TIMEOUT;
 //!   404/405: wrong path or method;
-//! - 503 with Retry-After: the database could not take the write, or MAX_BODY_MEMORY is held by
-//!   other bodies ([`super::body_budget`]). Never a 2xx without a commit.
+//! - 503 with Retry-After: the database could not take the write; or the body was shed for a
+//!   newer request ([`super::body_readers`]: it was the oldest still reading at MAX_IN_FLIGHT,
+//!   or its bytes were needed under MAX_BODY_MEMORY); or its next bytes did not fit in
+//!   MAX_BODY_MEMORY and no other reader could make room ([`super::body_budget`]). Never a 2xx
+//!   without a commit.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -27,8 +30,9 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use sume_wire::{headers, Secret, VerifyError};
 
 pub use super::body_budget::BodyBudget;
-use super::body_budget::Held;
+use super::body_budget::{Held, SHED_WAIT};
 pub use super::body_readers::BodyReaders;
+use super::body_readers::Reading;
 use super::probes::{self, Readiness};
 use crate::actors::ingest::{IngestHandle, Stored};
 use crate::decisions::delivery::{check_headers, verify_delivery, Delivery, Received};
@@ -117,7 +121,7 @@ async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Re
         return unread_body(too_large(&state));
     }
     // Held until the answer: the body lives on in the delivery until its commit.
-    let (body, _held) = match read_body(&state, body, declared).await {
+    let (body, _held) = match read_body(&state, body).await {
         Ok(read) => read,
         Err(answer) => return answer,
     };
@@ -166,15 +170,11 @@ enum Unread {
 
 /// Reads the whole body within BODY_TIMEOUT, MAX_BODY_BYTES and MAX_BODY_MEMORY; the error is
 /// the answer. What the body holds of MAX_BODY_MEMORY is returned with it.
-async fn read_body(
-    state: &WebhookState,
-    body: Body,
-    declared: Option<u64>,
-) -> Result<(Bytes, Held), Response> {
+async fn read_body(state: &WebhookState, body: Body) -> Result<(Bytes, Held), Response> {
     let reading = state.body_readers.enter();
     let read = async {
         tokio::select! {
-            read = collect(state, body, declared) => read,
+            read = collect(state, body, &reading) => read,
             _ = reading.shed() => Err(Unread::Shed),
         }
     };
@@ -210,17 +210,19 @@ async fn read_body(
     }
 }
 
-/// A declared length is reserved whole before a byte is read (hyper holds the body to it); a
-/// chunked body reserves each chunk as it arrives.
+/// Reads the body frame by frame. Each frame's bytes are claimed from MAX_BODY_MEMORY as they
+/// arrive, never what `Content-Length` declares, and kept as received: the buffer grows with
+/// what arrives, and the frames are joined at the end (no copy when the body came in one).
 async fn collect(
     state: &WebhookState,
     body: Body,
-    declared: Option<u64>,
+    reading: &Reading,
 ) -> Result<(Bytes, Held), Unread> {
-    let budget = &state.body_memory;
-    let reserve = declared.map_or(0, |n| n as usize);
-    let mut held = budget.reserve(reserve).map_err(|_| Unread::OverBudget)?;
-    let mut buf = BytesMut::with_capacity(reserve);
+    let mut held = state
+        .body_memory
+        .reserve(0)
+        .map_err(|_| Unread::OverBudget)?;
+    let mut frames = Vec::new();
     let mut limited = Limited::new(body, state.max_body_bytes);
     while let Some(frame) = limited.frame().await {
         let frame = frame.map_err(|e| match e.downcast::<LengthLimitError>() {
@@ -230,13 +232,51 @@ async fn collect(
         let Ok(data) = frame.into_data() else {
             continue; // trailers
         };
-        if declared.is_none() {
-            held.grow(budget, data.len())
-                .map_err(|_| Unread::OverBudget)?;
+        if data.is_empty() {
+            continue;
         }
-        buf.extend_from_slice(&data);
+        claim(state, reading, &mut held, data.len()).await?;
+        frames.push(data);
     }
-    Ok((buf.freeze(), held))
+    Ok((join(frames, held.bytes()), held))
+}
+
+/// Adds `n` bytes to what the body holds. When the budget cannot cover them, the oldest other
+/// readers holding enough between them are shed and their bytes waited for, at most
+/// [`SHED_WAIT`]; when no such readers exist, or their bytes do not come back in time, the
+/// body is over budget.
+async fn claim(
+    state: &WebhookState,
+    reading: &Reading,
+    held: &mut Held,
+    n: usize,
+) -> Result<(), Unread> {
+    let budget = &state.body_memory;
+    if held.grow(budget, n).is_err() {
+        let lacking = n.saturating_sub(budget.available());
+        if lacking > 0 && reading.shed_others_for(lacking) == 0 {
+            return Err(Unread::OverBudget);
+        }
+        let more = budget
+            .reserve_within(n, SHED_WAIT)
+            .await
+            .map_err(|_| Unread::OverBudget)?;
+        held.add(more);
+    }
+    reading.holds(held.bytes());
+    Ok(())
+}
+
+/// The body's frames as one buffer: the frame itself when there is one.
+fn join(mut frames: Vec<Bytes>, total: usize) -> Bytes {
+    if frames.len() <= 1 {
+        return frames.pop().unwrap_or_default();
+    }
+    let mut body = BytesMut::with_capacity(total);
+    for frame in frames {
+        body.extend_from_slice(&frame);
+    }
+    body.freeze()
 }
 
 fn refused(state: &WebhookState, e: VerifyError) -> Response {

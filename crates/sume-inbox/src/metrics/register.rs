@@ -122,7 +122,7 @@ impl Metrics {
         );
     }
 
-    /// The public port's connections, timeouts and refusals.
+    /// The ports' connections, timeouts and refusals.
     pub(super) fn register_port(&self, r: &mut Registry) {
         r.register(
             "port_connections_open",
@@ -151,14 +151,15 @@ impl Metrics {
         );
         r.register(
             "port_body_memory_refused",
-            "Webhooks answered 503 at once because MAX_BODY_MEMORY was held by other bodies",
+            "Webhooks answered 503 because their next bytes did not fit in MAX_BODY_MEMORY and no other body still being read could make room",
             self.port_body_memory_refused.clone(),
         );
         r.register(
             "port_bodies_shed",
-            "Webhooks still reading their body, answered 503 at MAX_IN_FLIGHT to make room for a newer request",
+            "Webhooks still reading their body, answered 503 to make room for a newer request (its slot at MAX_IN_FLIGHT, or its bytes under MAX_BODY_MEMORY)",
             self.port_bodies_shed.clone(),
         );
+        self.admin_port.register_admin(r);
         r.register(
             "admin_waiters_refused",
             "Waits refused with 503 because MAX_WAITERS requests were waiting",

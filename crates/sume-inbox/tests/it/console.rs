@@ -68,8 +68,16 @@ impl Console {
 
     /// Loads the form and posts `token` with its nonce cookie and CSRF field.
     pub async fn try_sign_in(&self, token: &str) -> (StatusCode, HeaderMap) {
-        let r = self
-            .http
+        self.try_sign_in_with(&self.http, token).await
+    }
+
+    /// [`Console::try_sign_in`] through `http` (another client address, say).
+    pub async fn try_sign_in_with(
+        &self,
+        http: &reqwest::Client,
+        token: &str,
+    ) -> (StatusCode, HeaderMap) {
+        let r = http
             .get(self.daemon.admin_url("/console/sign-in"))
             .send()
             .await
@@ -77,8 +85,7 @@ impl Console {
         let pre = set_cookie(r.headers(), "sume_console_pre").expect("nonce cookie");
         let pre = pre.split(';').next().unwrap().to_owned();
         let csrf = csrf_of(&r.text().await.unwrap());
-        let r = self
-            .http
+        let r = http
             .post(self.daemon.admin_url("/console/sign-in"))
             .header(COOKIE, pre)
             .form(&[("token", token), ("csrf", csrf.as_str())])
@@ -208,6 +215,46 @@ async fn sign_in_is_limited_even_for_the_right_token() {
     let (s, h) = console.try_sign_in(OPERATOR).await;
     assert_eq!(s, StatusCode::TOO_MANY_REQUESTS);
     assert!(set_cookie(&h, "sume_console").is_none());
+    console.daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn posts_without_the_forms_nonce_count_for_nothing_and_guesses_spend_their_address_only() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    let limit = sume_inbox::http::console::sessions::SIGN_IN_LIMIT;
+    // What any page the operator opens could post cross-site: no nonce cookie, and a CSRF
+    // field it cannot have read (empty, or made up), with wrong tokens or even the right one.
+    for i in 0..3 * limit {
+        let (token, csrf) = match i % 3 {
+            0 => ("guess", ""),
+            1 => ("guess", "0123456789abcdef"),
+            _ => (OPERATOR, "forged"),
+        };
+        let (s, h) = console
+            .post("/console/sign-in", &[("token", token), ("csrf", csrf)])
+            .await;
+        assert_eq!(s, StatusCode::FORBIDDEN);
+        assert!(set_cookie(&h, "sume_console").is_none());
+    }
+    // The operator signs in right after the flood.
+    console.sign_in().await;
+    // A stranger who loads the form from another address and guesses spends that address's
+    // attempts, not the operator's.
+    let stranger = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    for _ in 0..limit {
+        let (s, _) = console.try_sign_in_with(&stranger, "guess").await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED);
+    }
+    let (s, h) = console.try_sign_in_with(&stranger, OPERATOR).await;
+    assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "its minute is spent");
+    assert!(set_cookie(&h, "sume_console").is_none());
+    let (s, _) = console.try_sign_in(OPERATOR).await;
+    assert_eq!(s, StatusCode::SEE_OTHER, "the operator's address is not");
     console.daemon.stop().await;
 }
 

@@ -2,6 +2,7 @@
 //! loopback, daemons running in this process through the same `run` as the binary.
 
 mod admin_api;
+mod admin_port;
 mod attach;
 mod cli;
 mod cli_remote;
@@ -26,6 +27,7 @@ mod plans;
 mod pooler;
 mod port;
 mod port_bodies;
+mod port_memory;
 mod property;
 mod reconcile;
 mod refusals;

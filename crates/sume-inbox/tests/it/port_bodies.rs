@@ -1,6 +1,7 @@
-//! Webhooks that hold the port while their body is read: MAX_BODY_MEMORY bounds the bytes held
-//! (503 at once beyond), and at MAX_IN_FLIGHT the oldest request still reading its body is shed
-//! for a newcomer, so stalled uploads cannot keep a genuine delivery out.
+//! Webhooks that hold the port while their body is read: MAX_BODY_MEMORY bounds the bytes held,
+//! claimed as they arrive (never the declared length); a newcomer that finds it full, or finds
+//! MAX_IN_FLIGHT taken, sheds the oldest request still reading its body, so stalled uploads
+//! cannot keep a genuine delivery out; bodies already verified are never shed.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -26,58 +27,136 @@ async fn stalled_upload(addr: SocketAddr, length: Option<usize>, sent: usize) ->
     open_with(addr, &request).await
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn max_body_memory_answers_503_at_once_and_frees_what_a_closed_upload_held() {
-    let db = TestDb::new().await;
+/// A genuine delivery whose result carries `padding` bytes more, so its body is that large.
+fn padded(job: &str, padding: usize) -> Delivery {
+    let mut d = Delivery::completed(job);
+    let mut body: serde_json::Value = serde_json::from_str(&d.body).unwrap();
+    body["result"]["padding"] = "p".repeat(padding).into();
+    d.body = body.to_string();
+    d
+}
+
+/// A daemon whose bodies may hold 100,000 bytes at once, 64 KiB each.
+async fn small_budget(db: &TestDb) -> Daemon {
     let mut c = config(&db.url);
     c.max_body_bytes = 64 * 1024;
     c.port.max_body_memory = 100_000;
     c.port.body_timeout = Duration::from_secs(30);
-    let daemon = Daemon::start(c).await;
-    // Two declared uploads hold the whole budget before sending most of their bodies.
-    let first = stalled_upload(daemon.webhook, Some(50_000), 10).await;
-    let _second = stalled_upload(daemon.webhook, Some(50_000), 10).await;
-    let (http, url) = (reqwest::Client::new(), daemon.url("/webhooks/sume"));
-    wait_for("the budget is held", Duration::from_secs(10), || async {
-        let r = Delivery::completed("job_over_budget")
-            .send(&http, &url)
-            .await;
-        r.status() == 503
-    })
-    .await;
-    let refused = Delivery::completed("job_over_budget")
-        .send(&http, &url)
-        .await;
-    assert_eq!(refused.status(), 503);
-    assert_eq!(refused.headers()["retry-after"], "5");
-    assert!(metric(&daemon, "sume_inbox_port_body_memory_refused_total").await >= 2.0);
-    assert!(!db.event_job_ids().await.contains("job_over_budget"));
-    // A client that goes away gives its reservation back.
-    drop(first);
-    wait_for("the budget is freed", Duration::from_secs(10), || async {
-        Delivery::completed("job_after_close")
-            .send(&http, &url)
+    c.ingest.timeout = Duration::from_secs(30);
+    Daemon::start(c).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_holds_what_it_sent_and_a_newcomer_sheds_the_oldest_body_when_the_budget_is_held() {
+    let db = TestDb::new().await;
+    let daemon = small_budget(&db).await;
+    // Two uploads declare 60,000 bytes each (more than the budget together) and send 50,000:
+    // what they declare reserves nothing, so neither is refused for it.
+    let mut first = stalled_upload(daemon.webhook, Some(60_000), 50_000).await;
+    let mut second = stalled_upload(daemon.webhook, Some(60_000), 50_000).await;
+    assert!(
+        read_head(&mut second, Duration::from_millis(500))
             .await
-            .status()
-            == 204
-    })
-    .await;
-    assert!(db.event_job_ids().await.contains("job_after_close"));
+            .is_none(),
+        "an upload was refused for the length it declared"
+    );
+    // Once their bytes fill the budget, a genuine delivery sheds the oldest of them (503,
+    // closed) and is stored; until then it simply fits.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut n = 0;
+    let oldest = loop {
+        n += 1;
+        genuine_gets_through(&daemon, &db, &format!("job_beside_full_budget_{n}")).await;
+        if let Some(head) = read_head(&mut first, Duration::from_millis(100)).await {
+            break head;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the oldest upload was never shed for a genuine delivery"
+        );
+    };
+    assert!(oldest.starts_with("HTTP/1.1 503"), "{oldest}");
+    assert!(oldest.contains("retry-after: 5"), "{oldest}");
+    assert!(
+        read_head(&mut second, Duration::from_millis(300))
+            .await
+            .is_none(),
+        "the newer upload was shed too"
+    );
+    assert_eq!(
+        metric(&daemon, "sume_inbox_port_bodies_shed_total").await,
+        1.0
+    );
+    assert_eq!(
+        metric(&daemon, "sume_inbox_port_body_memory_refused_total").await,
+        0.0
+    );
+    drop((first, second));
     daemon.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_chunked_body_is_refused_503_when_its_chunks_outgrow_max_body_memory() {
+async fn bytes_of_verified_deliveries_awaiting_their_commit_are_never_shed() {
     let db = TestDb::new().await;
-    let mut c = config(&db.url);
-    c.max_body_bytes = 64 * 1024;
-    c.port.max_body_memory = 100_000;
-    c.port.body_timeout = Duration::from_secs(30);
-    let daemon = Daemon::start(c).await;
-    // Two chunked uploads that together outgrow the budget: whichever crosses it first (the
-    // server reads both as their chunks arrive, in no fixed order) is refused.
+    let daemon = small_budget(&db).await;
+    // Hold the ingest: verified deliveries wait for their commit, holding their bodies.
+    let mut locker = db.client().await;
+    let lock = locker.transaction().await.unwrap();
+    lock.batch_execute("lock table sume.events in access exclusive mode")
+        .await
+        .unwrap();
+    let (http, url) = (reqwest::Client::new(), daemon.url("/webhooks/sume"));
+    let waiting: Vec<_> = ["job_held_1", "job_held_2"]
+        .into_iter()
+        .map(|job| {
+            let (http, url) = (http.clone(), url.clone());
+            tokio::spawn(async move { padded(job, 45_000).send(&http, &url).await.status() })
+        })
+        .collect();
+    wait_for("both are verified", Duration::from_secs(10), || async {
+        metric(
+            &daemon,
+            "sume_inbox_webhooks_verified_by_secret_total{secret=\"0\"}",
+        )
+        .await
+            >= 2.0
+    })
+    .await;
+    // A third does not fit beside them, and no body still being read can make room.
+    let refused = padded("job_over_budget", 45_000).send(&http, &url).await;
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "5");
+    assert!(metric(&daemon, "sume_inbox_port_body_memory_refused_total").await >= 1.0);
+    assert_eq!(
+        metric(&daemon, "sume_inbox_port_bodies_shed_total").await,
+        0.0
+    );
+    lock.rollback().await.unwrap();
+    for w in waiting {
+        assert_eq!(w.await.unwrap(), 204, "a verified delivery was shed");
+    }
+    let stored = db.event_job_ids().await;
+    assert!(stored.contains("job_held_1") && stored.contains("job_held_2"));
+    assert!(!stored.contains("job_over_budget"));
+    // Their bytes are given back with their answers.
+    assert_eq!(
+        padded("job_after_commit", 45_000)
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chunked_body_claims_its_chunks_as_they_arrive_and_sheds_an_older_one_for_room() {
+    let db = TestDb::new().await;
+    let daemon = small_budget(&db).await;
+    // Two chunked uploads that together outgrow the budget: whichever finds it full sheds
+    // the other (the server reads both as their chunks arrive, in no fixed order).
     wait_for(
-        "one of two chunked bodies over the budget is refused",
+        "one of two chunked bodies over the budget is shed",
         Duration::from_secs(10),
         || async {
             let mut a = stalled_upload(daemon.webhook, None, 60_000).await;
@@ -91,7 +170,7 @@ async fn a_chunked_body_is_refused_503_when_its_chunks_outgrow_max_body_memory()
         },
     )
     .await;
-    assert!(metric(&daemon, "sume_inbox_port_body_memory_refused_total").await >= 1.0);
+    assert!(metric(&daemon, "sume_inbox_port_bodies_shed_total").await >= 1.0);
     daemon.stop().await;
 }
 

@@ -10,14 +10,6 @@ use tokio::task::JoinHandle;
 
 use crate::support::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
     let db = TestDb::new().await;

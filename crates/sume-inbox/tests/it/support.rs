@@ -84,6 +84,15 @@ impl Delivery {
     }
 }
 
+/// A loopback port free now, for a daemon binary to bind.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A pool standing for the application's own connections.
 pub async fn app_pool(db: &TestDb) -> deadpool_postgres::Pool {
     let store = sume_inbox::db::Store::new(&db.url, 16).unwrap();

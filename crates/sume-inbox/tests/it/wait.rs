@@ -9,7 +9,7 @@ use sume_inbox::config::Wakeup;
 use crate::support::*;
 
 /// This instance's waiters, from its `/metrics`.
-async fn waiters(daemon: &Daemon) -> i64 {
+pub(super) async fn waiters(daemon: &Daemon) -> i64 {
     let text = reqwest::get(daemon.admin_url("/metrics"))
         .await
         .unwrap()
@@ -24,7 +24,7 @@ async fn waiters(daemon: &Daemon) -> i64 {
         .unwrap()
 }
 
-async fn register(db: &TestDb, job_id: &str) {
+pub(super) async fn register(db: &TestDb, job_id: &str) {
     db.client()
         .await
         .execute(
@@ -36,7 +36,7 @@ async fn register(db: &TestDb, job_id: &str) {
 }
 
 /// Starts a wait on `daemon` and returns once the daemon counts it among its waiters.
-async fn start_wait(
+pub(super) async fn start_wait(
     daemon: &Daemon,
     job_id: &str,
     wait: &str,
@@ -51,7 +51,7 @@ async fn start_wait(
     request
 }
 
-async fn outcome(response: reqwest::Response) -> (u16, String, Value) {
+pub(super) async fn outcome(response: reqwest::Response) -> (u16, String, Value) {
     let status = response.status().as_u16();
     let how = response
         .headers()

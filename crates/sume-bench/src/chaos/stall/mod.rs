@@ -1,14 +1,17 @@
 //! Thousands of stalled connections beside genuine deliveries: `--stalled-bodies` of them send
-//! a whole signed head and part of the body and stall; of the rest, half send half a request
-//! head and stall, half send a whole delivery, take its answer and sit idle.
+//! a whole signed head and part of the body and stall; `--stalled-uploads` send headers anyone
+//! can write without the secret (a fresh timestamp, a signature of 64 zeros) declaring the
+//! largest body the daemon takes (1 MiB), and one byte of it; of the rest, half send half a
+//! request head and stall, half send a whole delivery, take its answer and sit idle.
 //!
-//! A stalled body holds one of the daemon's `MAX_IN_FLIGHT` (1024) request slots until
-//! `BODY_TIMEOUT`, and past that limit every request is answered 503 at once (by design: the
-//! limit bounds the memory bodies take, and Sume retries), so the stalled bodies are kept
-//! below it; the genuine deliveries then get through. While they are all open, genuine
-//! signed deliveries are sent one after another on fresh connections; each must be answered
-//! 2xx and stored. Then every stalled connection must be closed by the server, within its
-//! timeout (HEADER_TIMEOUT, BODY_TIMEOUT with a 408, IDLE_TIMEOUT) and the run's patience.
+//! A stalled body or upload holds one of the daemon's `MAX_IN_FLIGHT` (1024) request slots, and
+//! what it sent of its body, until `BODY_TIMEOUT` or until a newer request sheds it (503): the
+//! uploads together declare 32 times `MAX_BODY_MEMORY`, which must cost the daemon only what
+//! they sent. While they are all open, genuine signed deliveries are sent one after another on
+//! fresh connections; each must be answered 2xx and stored. Then every stalled connection must
+//! be closed by the server, within its timeout (HEADER_TIMEOUT, BODY_TIMEOUT with a 408,
+//! IDLE_TIMEOUT) and the run's patience. The daemon's resident memory is read when it is
+//! ready, when every stalled connection is open, and at its peak.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,6 +49,8 @@ pub enum Stall {
     /// A signed head and part of its body, then nothing: BODY_TIMEOUT's (answered 408), or
     /// shed at MAX_IN_FLIGHT for a newer request (answered 503).
     Body,
+    /// Headers that look signed, declaring a 1 MiB body, and one byte of it: as `Body`.
+    Upload,
     /// A whole delivery answered, then nothing: IDLE_TIMEOUT's.
     Idle,
 }
@@ -90,6 +95,9 @@ pub struct StallResult {
     pub genuine_max: Duration,
     /// Each kind of stall.
     pub kinds: Vec<StallKind>,
+    /// The daemon's resident memory (KiB): ready, every stalled connection open, and its peak
+    /// (VmHWM) at the end.
+    pub rss_kib: [u64; 3],
     /// What did not hold.
     pub problems: Vec<String>,
 }
@@ -107,10 +115,12 @@ pub(super) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<Stall
     ];
     let mut daemon = world.daemon(&url, "stall", &settings)?;
     daemon.wait_ready(args.patience).await?;
+    let memory = || daemon.pid().and_then(|pid| stack::memory(pid).ok());
+    let ready_rss = memory().map_or(0, |m| m.now_kib);
     eprint!("sume-bench chaos: stall, {} connections ... ", args.stalls);
     let run_id = format!("{:06x}", rand::thread_rng().gen::<u32>() & 0xff_ffff);
     let generator = Arc::new(Generator::new(Secret::new(world.secret.clone()), run_id));
-    let kinds = [Stall::Header, Stall::Body, Stall::Idle];
+    let kinds = [Stall::Header, Stall::Body, Stall::Upload, Stall::Idle];
     let reopened = Arc::new(AtomicU64::new(0));
     let mut closing = JoinSet::new();
     for first in (0..args.stalls).step_by(BATCH) {
@@ -132,12 +142,14 @@ pub(super) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<Stall
     }
     let wanted = args.stalls as f64;
     let open_seen = wait_open(&daemon, wanted, args.patience).await;
+    let stalled_rss = memory().map_or(0, |m| m.now_kib);
     let (genuine_ok, mut times) = genuine(daemon.listen, &generator, &url).await?;
     times.sort();
     let mut closes: Vec<(Stall, Option<Closed>)> = Vec::new();
     while let Some(done) = closing.join_next().await {
         closes.push(done?);
     }
+    let peak_rss = memory().map_or(0, |m| m.peak_kib);
     let mut result = StallResult {
         open_seen,
         reopened: reopened.load(Ordering::Relaxed),
@@ -148,6 +160,7 @@ pub(super) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<Stall
             .iter()
             .map(|&k| summarise(k, timeout_of(args, k), &closes))
             .collect(),
+        rss_kib: [ready_rss, stalled_rss, peak_rss],
         problems: Vec::new(),
     };
     judge(&mut result, args);
@@ -158,20 +171,23 @@ pub(super) async fn run(world: &World, args: &ChaosArgs) -> anyhow::Result<Stall
     }
     daemon.stop();
     eprintln!(
-        "{} open, genuine {}/{GENUINE} in {:.0} ms (max), every stalled one closed: {}",
+        "{} open, genuine {}/{GENUINE} in {:.0} ms (max), every stalled one closed: {}, RSS {} MiB stalled",
         result.open_seen,
         result.genuine_ok,
         result.genuine_max.as_secs_f64() * 1e3,
-        result.kinds.iter().all(|k| k.closed == k.opened)
+        result.kinds.iter().all(|k| k.closed == k.opened),
+        stalled_rss / 1024
     );
     Ok(result)
 }
 
-/// Connection `i` stalls in its body (the first `--stalled-bodies`), else in its headers or
-/// idle, alternately.
+/// Connection `i` stalls in its body (the first `--stalled-bodies`), as an upload (the next
+/// `--stalled-uploads`, so they are the newest readers when the genuine deliveries come), else
+/// in its headers or idle, alternately.
 fn kind_of(i: usize, args: &ChaosArgs) -> Stall {
     match i {
-        i if i < args.stalled_bodies.min(args.stalls) => Stall::Body,
+        i if i < args.stalled_bodies => Stall::Body,
+        i if i < args.stalled_bodies + args.stalled_uploads => Stall::Upload,
         i if i.is_multiple_of(2) => Stall::Header,
         _ => Stall::Idle,
     }
@@ -180,7 +196,7 @@ fn kind_of(i: usize, args: &ChaosArgs) -> Stall {
 fn timeout_of(args: &ChaosArgs, kind: Stall) -> Duration {
     match kind {
         Stall::Header => args.header_timeout,
-        Stall::Body => args.body_timeout,
+        Stall::Body | Stall::Upload => args.body_timeout,
         Stall::Idle => args.idle_timeout,
     }
 }
@@ -292,9 +308,11 @@ fn judge(r: &mut StallResult, args: &ChaosArgs) {
                 args.patience
             ));
         }
-        if k.kind == Stall::Body && k.answered_408 + k.shed != k.opened {
+        let reads_a_body = matches!(k.kind, Stall::Body | Stall::Upload);
+        if reads_a_body && k.answered_408 + k.shed != k.opened {
             r.problems.push(format!(
-                "{} of {} stalled bodies were answered 408 at BODY_TIMEOUT or shed with 503",
+                "{:?}: {} of {} stalled bodies were answered 408 at BODY_TIMEOUT or shed with 503",
+                k.kind,
                 k.answered_408 + k.shed,
                 k.opened
             ));

@@ -1,6 +1,7 @@
 //! The stalled sockets themselves: opening one of each kind (half a head; a signed head and
-//! half its body; a whole delivery answered, then silence), opening again when the kernel
-//! resets one in a burst, and waiting for the server to close it.
+//! half its body; headers that only look signed declaring the largest body, and one byte of
+//! it; a whole delivery answered, then silence), opening again when the kernel resets one in a
+//! burst, and waiting for the server to close it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +16,9 @@ use tokio::time::Instant;
 use crate::webhook::{Delivery, Generator};
 
 use super::Stall;
+
+/// What an upload declares: the daemon's MAX_BODY_BYTES, left at its default (1 MiB).
+pub(super) const UPLOAD_DECLARED: usize = 1024 * 1024;
 
 /// A stalled connection and when it sent (or read) its last byte.
 pub(super) struct Stalled {
@@ -66,6 +70,11 @@ async fn open(addr: SocketAddr, kind: Stall, generator: &Generator) -> anyhow::R
             stream.write_all(head.as_bytes()).await?;
             stream.write_all(&d.body[..d.body.len() / 2]).await?;
         }
+        Stall::Upload => {
+            stream
+                .write_all(upload_head(d.timestamp).as_bytes())
+                .await?
+        }
         Stall::Idle => {
             stream.write_all(head.as_bytes()).await?;
             stream.write_all(&d.body).await?;
@@ -95,6 +104,18 @@ fn request_head(d: &Delivery) -> String {
     )
 }
 
+/// Well-formed headers anyone can write without the secret (a fresh timestamp, a signature of
+/// 64 zeros), declaring [`UPLOAD_DECLARED`] bytes, and the first byte of the body.
+fn upload_head(timestamp: i64) -> String {
+    format!(
+        "POST /webhooks/sume HTTP/1.1\r\nhost: inbox\r\ncontent-type: application/json\r\n\
+         content-length: {UPLOAD_DECLARED}\r\n{}: {timestamp}\r\n{}: v1={}\r\n\r\n{{",
+        headers::TIMESTAMP,
+        headers::SIGNATURE,
+        "0".repeat(64)
+    )
+}
+
 /// Reads one response head (to the blank line); the body of a 2xx here is empty.
 async fn read_head(stream: &mut TcpStream) -> anyhow::Result<String> {
     let mut all = Vec::new();
@@ -118,7 +139,7 @@ async fn read_head(stream: &mut TcpStream) -> anyhow::Result<String> {
 pub(super) struct Closed {
     pub(super) after: Duration,
     pub(super) got_408: bool,
-    /// Answered 503: shed at MAX_IN_FLIGHT for a newer request.
+    /// Answered 503: shed for a newer request (at MAX_IN_FLIGHT, or for MAX_BODY_MEMORY).
     pub(super) got_503: bool,
 }
 

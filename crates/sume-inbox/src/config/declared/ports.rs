@@ -34,21 +34,21 @@ declare! { PUBLIC_PORT, "Public port (webhooks)",
         flag: Some("header-timeout"),
         default: Some("5s"),
         form: POSITIVE,
-        about: "time a client has to send a request's headers: from the accept, or from the first byte of a later request on a kept-alive connection; past it the connection is closed",
+        about: "time a client has to send a request's headers: from the accept, or from the first byte of a later request on a kept-alive connection; past it the connection is closed; on `ADMIN_ADDR` too",
     }
     /// Time to send the body.
     BODY_TIMEOUT {
         flag: Some("body-timeout"),
         default: Some("30s"),
         form: POSITIVE,
-        about: "time a client has to send a webhook's whole body once its headers are in (408 past it; 1 MiB at 35 KB/s fits), and to take a response it is sent",
+        about: "time a client has to send a request's whole body once its headers are in (408 past it; 1 MiB at 35 KB/s fits), and to take a response it is sent; on `ADMIN_ADDR` too (never cutting a `?wait=`, which sends no body)",
     }
     /// Time between requests on a kept-alive connection.
     IDLE_TIMEOUT {
         flag: Some("idle-timeout"),
         default: Some("60s"),
         form: POSITIVE,
-        about: "how long a kept-alive connection may sit between the end of a response and the first byte of the next request; at least `HEADER_TIMEOUT`",
+        about: "how long a kept-alive connection may sit between the end of a response and the first byte of the next request; at least `HEADER_TIMEOUT`; on `ADMIN_ADDR` too",
     }
     /// Open connections.
     MAX_CONNECTIONS {
@@ -69,7 +69,7 @@ declare! { PUBLIC_PORT, "Public port (webhooks)",
         flag: Some("max-body-memory"),
         default: Some("64MiB"),
         form: Form::Size { min: 1, max: (4 << 30) - 1 },
-        about: "bytes of webhook bodies held at once on `LISTEN_ADDR`, from the first byte read to the answer (at least `MAX_BODY_BYTES`, under 4GiB); beyond, 503 with `Retry-After` at once",
+        about: "bytes of webhook bodies held at once on `LISTEN_ADDR`, claimed as they arrive (never what `Content-Length` declares) and held until the answer (at least `MAX_BODY_BYTES`, under 4GiB); when a body's next bytes do not fit, the oldest other bodies still being read are shed to make room, else 503 with `Retry-After`",
     }
 }
 
@@ -107,7 +107,7 @@ declare! { ADMIN_PORT, "Admin port (admin API, console, metrics)",
         flag: Some("max-admin-connections"),
         default_note: Some("`MAX_WAITERS` + 100"),
         form: Form::Count { min: 1, max: usize::MAX },
-        about: "open connections on `ADMIN_ADDR`, more than `MAX_WAITERS` (each `?wait=` holds one); beyond, new ones are refused",
+        about: "open connections on `ADMIN_ADDR`, more than `MAX_WAITERS` (each `?wait=` holds one); beyond, the oldest one sending no request (headers pending, or idle) is closed to make room, or the new one if every connection is busy with a request; cut at start to what the open-file limit leaves beside `MAX_CONNECTIONS` and the pool",
     }
     /// Requests waiting for a close.
     MAX_WAITERS {

@@ -21,6 +21,7 @@ use axum::Router;
 use maud::html;
 
 mod actions;
+pub mod attempts;
 mod chart;
 mod fleet_view;
 mod job;

@@ -2,22 +2,26 @@
 //! held in this instance's memory. The cookie holds only a random session id (`HttpOnly`,
 //! `SameSite=Strict`, path `/console`), never the token; each session has its own CSRF token,
 //! which every state-changing form carries. The sign-in form itself is protected by a signed
-//! double submit (a random nonce in a short cookie, its keyed digest in the form). Sign-in
-//! attempts are limited per instance ([`SIGN_IN_LIMIT`] a minute), right or wrong.
+//! double submit (a random nonce in a short cookie, its keyed digest in the form). A post
+//! whose nonce does not check out is answered with a fresh form and counts for nothing; wrong
+//! tokens are limited per client address ([`SIGN_IN_LIMIT`] a minute, [`super::attempts`]).
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
+use axum::{Extension, Form};
 use maud::html;
 use rand::RngCore;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+pub use super::attempts::SIGN_IN_LIMIT;
+use super::attempts::{Client, WrongTokens};
 use super::{layout, ConsoleState};
 use crate::http::admin::access::same_secret;
 use crate::http::admin::current_request_id;
@@ -26,8 +30,6 @@ use crate::http::admin::current_request_id;
 pub const COOKIE: &str = "sume_console";
 /// The sign-in form's nonce cookie.
 const PRE_COOKIE: &str = "sume_console_pre";
-/// Sign-in attempts allowed per minute on one instance.
-pub const SIGN_IN_LIMIT: u32 = 10;
 /// How long a session lasts without use.
 const IDLE: Duration = Duration::from_secs(8 * 3600);
 /// The most sessions kept at once; the oldest go first beyond it.
@@ -50,7 +52,7 @@ struct Entry {
 /// The sessions of this instance and its sign-in limit.
 pub struct Sessions {
     map: Mutex<HashMap<String, Entry>>,
-    window: Mutex<(Instant, u32)>,
+    wrong: WrongTokens,
     key: [u8; 32],
 }
 
@@ -58,7 +60,7 @@ impl Default for Sessions {
     fn default() -> Self {
         Sessions {
             map: Mutex::new(HashMap::new()),
-            window: Mutex::new((Instant::now(), 0)),
+            wrong: WrongTokens::default(),
             key: random_bytes(),
         }
     }
@@ -108,16 +110,6 @@ impl Sessions {
 
     fn close(&self, id: &str) {
         self.map.lock().expect("sessions").remove(id);
-    }
-
-    /// Counts an attempt; false once [`SIGN_IN_LIMIT`] were made in the current minute.
-    fn allow_attempt(&self) -> bool {
-        let mut w = self.window.lock().expect("sign-in window");
-        if w.0.elapsed() >= Duration::from_secs(60) {
-            *w = (Instant::now(), 0);
-        }
-        w.1 += 1;
-        w.1 <= SIGN_IN_LIMIT
     }
 
     fn pre_token(&self, nonce: &str) -> String {
@@ -220,19 +212,14 @@ pub struct SignIn {
     csrf: String,
 }
 
-/// `POST /console/sign-in`: limited, checked against the form's nonce, then the token.
+/// `POST /console/sign-in`: checked against the form's nonce (a post from anywhere else counts
+/// for nothing), then the client's limit, then the token (a wrong one is counted).
 pub async fn sign_in(
     State(state): State<ConsoleState>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     Form(f): Form<SignIn>,
 ) -> Response {
-    if !state.sessions.allow_attempt() {
-        return form(
-            &state,
-            StatusCode::TOO_MANY_REQUESTS,
-            Some("Too many sign-in attempts: wait a minute."),
-        );
-    }
     let nonce_ok = cookie(&headers, PRE_COOKIE)
         .is_some_and(|n| same_secret(&f.csrf, &state.sessions.pre_token(n)));
     if !nonce_ok {
@@ -242,13 +229,22 @@ pub async fn sign_in(
             Some("The form expired: try again."),
         );
     }
+    let client = Client::of(peer.map(|Extension(ConnectInfo(addr))| addr));
+    if state.sessions.wrong.spent(client) {
+        return form(
+            &state,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some("Too many wrong tokens from this address: wait a minute."),
+        );
+    }
     let right = state
         .access
         .operator
         .as_ref()
         .is_some_and(|t| same_secret(f.token.trim(), t.expose()));
     if !right {
-        tracing::warn!("console sign-in refused: wrong token");
+        state.sessions.wrong.count(client);
+        tracing::warn!(%client, "console sign-in refused: wrong token");
         return form(&state, StatusCode::UNAUTHORIZED, Some("Wrong token."));
     }
     let (id, operator) = state.sessions.open();

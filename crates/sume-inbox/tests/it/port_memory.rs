@@ -1,0 +1,147 @@
+//! Thousands of stalled uploads at the largest declared size against the daemon binary with its
+//! default limits: each sends well-formed signed-looking headers (a fresh `X-Sume-Timestamp`,
+//! `X-Sume-Signature: v1=` and 64 zeros, `Content-Length` of MAX_BODY_BYTES) and one byte of
+//! body, then nothing. Genuine deliveries beside them are answered 204 and stored, and the
+//! daemon's resident memory (its own process, read from `/proc`) stays bounded meanwhile.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+use crate::port::{open_with, read_until_closed};
+use crate::support::*;
+
+/// More than MAX_IN_FLIGHT (1024), so the newest shed the oldest; each declares 1 MiB, 2 GiB
+/// in all, 32 times MAX_BODY_MEMORY.
+const UPLOADS: usize = 2_000;
+
+/// Generous: the debug binary holds about 70 MiB with them on the development machine (the
+/// release one 143 MiB with 6,000 more stalled connections beside them, docs/reliability.md).
+const RSS_BOUND_KIB: u64 = 256 * 1024;
+
+/// The daemon process, killed when dropped.
+struct Binary(Child);
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The daemon's resident set, from `/proc/PID/status`.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// A metric's value from the binary's admin port (0 when absent).
+async fn metric(admin: SocketAddr, name: &str) -> f64 {
+    let text = reqwest::get(format!("http://{admin}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// An upload whose headers pass every check made before the body, at the largest size the
+/// daemon takes, that sends one byte of it.
+async fn stalled_upload(addr: SocketAddr) -> TcpStream {
+    let head = format!(
+        "POST /webhooks/sume HTTP/1.1\r\nhost: inbox\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nx-sume-timestamp: {}\r\nx-sume-signature: v1={}\r\n\r\n{{",
+        1024 * 1024,
+        unix_now(),
+        "0".repeat(64)
+    );
+    open_with(addr, &head).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn thousands_of_stalled_uploads_at_the_largest_size_keep_no_delivery_out_nor_memory() {
+    sume_inbox::process::fd_limit::raise(UPLOADS as u64 + 1024);
+    let db = TestDb::new().await;
+    let (port, admin) = (free_port(), free_port());
+    let (listen, admin): (SocketAddr, SocketAddr) = (
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        format!("127.0.0.1:{admin}").parse().unwrap(),
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("SUME_WEBHOOK_SECRET", SECRET)
+        .env("SUME_API_URL", "http://127.0.0.1:9/v1")
+        .env("LISTEN_ADDR", listen.to_string())
+        .env("ADMIN_ADDR", admin.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let daemon = Binary(child);
+    let pid = daemon.0.id();
+    wait_for("binary ready", Duration::from_secs(30), || async {
+        matches!(reqwest::get(format!("http://{listen}/readyz")).await, Ok(r) if r.status() == 200)
+    })
+    .await;
+    let idle_rss = rss_kib(pid);
+    let mut uploads = Vec::with_capacity(UPLOADS);
+    for batch in 0..UPLOADS.div_ceil(250) {
+        let opening = (batch * 250..UPLOADS.min((batch + 1) * 250)).map(|_| stalled_upload(listen));
+        uploads.extend(futures_util::future::join_all(opening).await);
+    }
+    // Every upload was taken: open, or shed (503, closed) by a newer one at MAX_IN_FLIGHT (or
+    // refused for its memory, which must not happen, see below).
+    wait_for("every upload taken", Duration::from_secs(30), || async {
+        metric(admin, "sume_inbox_port_connections_open").await
+            + metric(admin, "sume_inbox_port_bodies_shed_total").await
+            + metric(admin, "sume_inbox_port_body_memory_refused_total").await
+            >= UPLOADS as f64
+    })
+    .await;
+    let stalled_rss = rss_kib(pid);
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    for i in 0..5 {
+        let job = format!("job_beside_stalled_uploads_{i}");
+        let r = Delivery::completed(&job)
+            .send_raw(&http, &format!("http://{listen}/webhooks/sume"))
+            .await
+            .expect("a genuine delivery is answered");
+        assert_eq!(r.status(), 204, "{job}");
+        assert!(db.event_job_ids().await.contains(&job), "{job} not stored");
+    }
+    let after_rss = rss_kib(pid);
+    assert!(
+        stalled_rss.max(after_rss) < RSS_BOUND_KIB,
+        "the daemon holds {stalled_rss} KiB with {UPLOADS} uploads stalled, {after_rss} KiB after the deliveries"
+    );
+    assert_eq!(
+        metric(admin, "sume_inbox_port_body_memory_refused_total").await,
+        0.0
+    );
+    // The oldest upload was shed long ago; the newest still waits for its body.
+    let oldest = read_until_closed(&mut uploads[0], Duration::from_secs(5)).await;
+    assert!(
+        oldest
+            .as_deref()
+            .is_some_and(|a| a.starts_with("HTTP/1.1 503")),
+        "{oldest:?}"
+    );
+    eprintln!(
+        "daemon RSS: {idle_rss} KiB ready, {stalled_rss} KiB with {UPLOADS} stalled 1 MiB uploads, {after_rss} KiB after 5 deliveries"
+    );
+    drop(uploads);
+    drop(daemon);
+}
