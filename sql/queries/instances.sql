@@ -5,7 +5,7 @@
 -- One flush of instance $1 (host $2, pid $3, version $4, started $5, tasks $6, at $7 or the
 -- database's now()): the heartbeat, and the counts of flushes numbered $8 (parallel arrays:
 -- $9 minutes, $10 stored, $11 duplicates, $12 unauthorized, $13 unavailable, $14 closed by
--- webhook, $15 by poll, $16 given up). Counts are added to what a minute holds, so a minute
+-- webhook, $15 by poll, $16 given up; $17 the names of its API keys). Counts are added to what a minute holds, so a minute
 -- written in several flushes adds up; a flush numbered at or below the instance's
 -- `flushed_seq` was applied already (its answer was lost) and adds nothing. Every CTE reads
 -- the statement's one snapshot, so `prev` is the number before this flush.
@@ -25,12 +25,13 @@ with prev as (
     group by m.minute
 ), beat as (
     insert into sume.instances as i
-        (instance, hostname, pid, version, started_at, last_seen, tasks, flushed_seq)
+        (instance, hostname, pid, version, started_at, last_seen, tasks, flushed_seq, api_keys)
     values ($1, $2, $3::int4, $4, $5, coalesce($7::timestamptz, now()), $6::jsonb,
-            coalesce((select max(s) from unnest($8::int8[]) s), 0))
+            coalesce((select max(s) from unnest($8::int8[]) s), 0), $17::text[])
     on conflict (instance) do update
     set last_seen = excluded.last_seen,
         tasks = excluded.tasks,
+        api_keys = excluded.api_keys,
         flushed_seq = greatest(i.flushed_seq, excluded.flushed_seq)
     returning 1
 ), counted as (

@@ -107,6 +107,8 @@ pub struct Metrics {
     orphan_jobs: Gauge,
     disagreements: Gauge,
     open_jobs: Gauge,
+    /// Open jobs naming an `api_key` this instance does not have (set by the heartbeat).
+    pub open_jobs_unknown_key: Gauge,
     notification_queue_usage: Gauge<f64, AtomicU64>,
     pool_in_use: Gauge,
     pool_idle: Gauge,
@@ -165,6 +167,7 @@ impl Metrics {
             orphan_jobs: Gauge::default(),
             disagreements: Gauge::default(),
             open_jobs: Gauge::default(),
+            open_jobs_unknown_key: Gauge::default(),
             notification_queue_usage: Gauge::default(),
             pool_in_use: Gauge::default(),
             pool_idle: Gauge::default(),

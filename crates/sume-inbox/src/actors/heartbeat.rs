@@ -27,6 +27,7 @@ use crate::config::FleetConfig;
 use crate::db::clock::Clock;
 use crate::db::{DbError, Heartbeat, MinuteCounts, PendingMinute, Store};
 use crate::metrics::{ClosedLabels, Metrics, OutcomeLabels, WebhookOutcome};
+use crate::process::log_budget::LogBudget;
 
 /// The task's name among the instance's tasks.
 pub const TASK: &str = "fleet";
@@ -43,6 +44,8 @@ const MAX_PENDING: usize = (KEEP_MINUTES_HOURS as usize) * 60;
 /// How long after start the first write waits, so the instance's other tasks have started
 /// and are in it.
 const SETTLE: Duration = Duration::from_secs(1);
+/// At most one warning about jobs naming unknown keys per ten minutes.
+static UNKNOWN_KEYS_LOG: LogBudget = LogBudget::new(1, Duration::from_secs(600));
 /// How long the last write at shutdown may take.
 pub const LAST_FLUSH_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -119,6 +122,7 @@ impl Fleet {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             started_at: started,
             tasks: serde_json::Value::Null,
+            api_keys: Vec::new(),
         };
         // From zero: the metrics are this process's, so whatever they counted before the
         // task started belongs to its first minute.
@@ -142,6 +146,44 @@ impl Fleet {
     /// The same, writing as often as `config` says.
     pub fn with_config(self, config: FleetConfig) -> Fleet {
         Fleet { config, ..self }
+    }
+
+    /// The same, for an instance whose SUME_API_KEYS have these names: written with every
+    /// heartbeat, and open jobs naming any other key are reported each minute.
+    pub fn with_api_keys(self, names: Vec<String>) -> Fleet {
+        let identity = Heartbeat {
+            api_keys: names,
+            ..(*self.identity).clone()
+        };
+        Fleet {
+            identity: Arc::new(identity),
+            ..self
+        }
+    }
+
+    /// Counts the open jobs naming a key this instance does not have (the gauge
+    /// `sume_inbox_open_jobs_unknown_key`) and names them in a warning, at most every ten
+    /// minutes: without this they would only never be polled.
+    pub async fn report_unknown_keys(&self) -> Result<i64, DbError> {
+        let unknown = self
+            .store
+            .jobs_open_unknown_keys(&self.identity.api_keys)
+            .await?;
+        let jobs: i64 = unknown.iter().map(|(_, n)| n).sum();
+        self.metrics.open_jobs_unknown_key.set(jobs);
+        if jobs > 0 {
+            if let Some(left_out) = UNKNOWN_KEYS_LOG.allow() {
+                let keys: Vec<&str> = unknown.iter().map(|(k, _)| k.as_str()).collect();
+                tracing::warn!(
+                    jobs,
+                    keys = keys.join(","),
+                    configured = self.identity.api_keys.join(","),
+                    left_out,
+                    "open jobs name an api_key this instance does not have (SUME_API_KEYS): it never polls them"
+                );
+            }
+        }
+        Ok(jobs)
     }
 
     /// The instance's name.
@@ -261,6 +303,9 @@ impl Actor for Fleet {
         while !stop.is_cancelled() {
             if let Err(e) = self.flush().await {
                 tracing::warn!(error = %e, "fleet: heartbeat not written; counts kept for the next");
+            }
+            if let Err(e) = self.report_unknown_keys().await {
+                tracing::warn!(error = %e, "fleet: open jobs' keys not read");
             }
             if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
                 pruned_at = Some(tokio::time::Instant::now());

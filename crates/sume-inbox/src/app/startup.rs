@@ -51,7 +51,7 @@ where
         if tokio::time::Instant::now() >= deadline {
             return Err(gave_up(e));
         }
-        tracing::warn!(error = %e, retry_in = ?wait, "database not reachable yet");
+        tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "database not reachable yet");
         tokio::select! {
             _ = shutdown.cancelled() => return Err(e),
             _ = tokio::time::sleep(wait) => {}
@@ -111,7 +111,11 @@ pub async fn open_store(config: &Config, shutdown: &CancellationToken) -> Result
             None => DATABASE_URL.name,
         };
         let applied = migrate_with_retry(setting, migrate_url, shutdown).await?;
-        tracing::info!(applied = ?applied, schema = migrate::latest(), "schema is current");
+        tracing::info!(
+            applied = applied.len(),
+            schema = migrate::latest(),
+            "schema is current"
+        );
         return Ok(store);
     }
     let found = patiently(DATABASE_URL.name, url, shutdown, || {

@@ -127,7 +127,12 @@ impl Wiring {
             instance,
             Clock::Database,
         );
-        last.spawn(fleet.with_config(self.config.fleet.clone()));
+        let keys = self.config.api_keys.iter().map(|k| k.name.clone());
+        last.spawn(
+            fleet
+                .with_config(self.config.fleet.clone())
+                .with_api_keys(keys.collect()),
+        );
         last
     }
 
@@ -250,6 +255,7 @@ impl Wiring {
             access: Arc::new(access.clone()),
             inbox_grace: c.sweep.inbox_grace,
             sessions: Arc::default(),
+            no_api_keys: c.api_keys.is_empty(),
         });
         admin::router(state, access).merge(console_app)
     }

@@ -190,25 +190,44 @@ pub fn render_dead_letters(rows: &[DeadLetterRow], json: bool) -> String {
 /// `stats`.
 pub fn render_stats(st: &Stats, json: bool) -> String {
     render(st, json, |st| {
+        let oldest = match st.waiting {
+            0 => String::new(),
+            _ => format!(" (oldest {})", ago(st.oldest_waiting_secs)),
+        };
+        let mut notes = String::new();
+        if st.sweep_has_no_keys() {
+            let _ = writeln!(notes, "warning: {}", crate::db::NO_KEYS);
+        }
+        if st.open_jobs_unknown_key > 0 {
+            let _ = writeln!(
+                notes,
+                "warning: {} open jobs name an api_key no running instance has: they are never polled",
+                st.open_jobs_unknown_key
+            );
+        }
         format!(
             "open jobs ............ {}\n\
-             inbox waiting ........ {} (oldest {})\n\
+             inbox waiting ........ {}{}\n\
              set aside (foreign) .. {}\n\
              orphans .............. {}\n\
              checks pending ....... {}\n\
              dead letters ......... {}\n\
              disagreements ........ {}\n\
-             schema version ....... {} (this binary: {})\n",
+             schema version ....... {} (this binary: {})\n\
+             instances running .... {} ({} with API keys)\n{}",
             st.open_jobs,
             st.waiting,
-            ago(st.oldest_waiting_secs),
+            oldest,
             st.set_aside,
             st.orphans,
             st.checks_pending,
             st.dead_letters,
             st.disagreements,
             st.schema_version,
-            crate::db::migrate::latest()
+            crate::db::migrate::latest(),
+            st.instances_live,
+            st.instances_with_keys,
+            notes
         )
     })
 }

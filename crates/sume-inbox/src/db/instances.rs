@@ -24,6 +24,8 @@ pub struct Heartbeat {
     pub started_at: DateTime<Utc>,
     /// Each task and its state (`running`, `finished`, `dead`).
     pub tasks: serde_json::Value,
+    /// The names of its SUME_API_KEYS (never the keys).
+    pub api_keys: Vec<String>,
 }
 
 /// Counts waiting to be written: flush number `seq` counted `counts` in `minute`.
@@ -95,6 +97,7 @@ impl Store {
                     &cols[4],
                     &cols[5],
                     &cols[6],
+                    &beat.api_keys,
                 ],
             )
             .await?;

@@ -62,7 +62,7 @@ pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent};
 pub use rate_buckets::Take;
 pub use retention_deletes::{Ages, Removed};
 pub use statement::{sql, Params, Statement};
-pub use stats::{Gauges, Stats};
+pub use stats::{Gauges, Stats, NO_KEYS};
 
 /// A database failure, naming the statement that failed.
 #[derive(Debug, Error)]

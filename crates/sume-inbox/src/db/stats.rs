@@ -26,7 +26,29 @@ pub struct Stats {
     pub disagreements: i64,
     /// The applied schema version.
     pub schema_version: i32,
+    /// Instances heard from in the last five minutes, not stopped.
+    #[serde(default)]
+    pub instances_live: i64,
+    /// Of them, instances running without SUME_API_KEYS: their sweep asks Sume nothing.
+    #[serde(default)]
+    pub instances_without_keys: i64,
+    /// Of them, instances with SUME_API_KEYS.
+    #[serde(default)]
+    pub instances_with_keys: i64,
+    /// Open jobs naming an `api_key` that no live instance has: never polled.
+    #[serde(default)]
+    pub open_jobs_unknown_key: i64,
 }
+
+impl Stats {
+    /// Instances run and none has an API key: nothing is set aside, judged or polled.
+    pub fn sweep_has_no_keys(&self) -> bool {
+        self.instances_live > 0 && self.instances_with_keys == 0
+    }
+}
+
+/// What [`Stats::sweep_has_no_keys`] means, as the console and `stats` say it.
+pub const NO_KEYS: &str = "no API keys (SUME_API_KEYS): the sweep cannot judge the inbox or poll open jobs; events of unknown jobs wait, lost webhooks are never recovered";
 
 /// The fleet-wide gauges of `/metrics`.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +84,10 @@ impl Store {
             dead_letters: r.get("dead_letters"),
             disagreements: r.get("disagreements"),
             schema_version: r.get("schema_version"),
+            instances_live: r.get("instances_live"),
+            instances_without_keys: r.get("instances_without_keys"),
+            instances_with_keys: r.get("instances_with_keys"),
+            open_jobs_unknown_key: r.get("open_jobs_unknown_key"),
         })
     }
 
@@ -78,5 +104,17 @@ impl Store {
             open_jobs: row.get("open_jobs"),
             notification_queue: row.get("notification_queue"),
         })
+    }
+}
+
+impl Store {
+    /// Open jobs naming a key not among `keys`, by key name (at most ten).
+    pub async fn jobs_open_unknown_keys(
+        &self,
+        keys: &[String],
+    ) -> Result<Vec<(String, i64)>, DbError> {
+        let client = self.client().await?;
+        let rows = sql::STATS_UNKNOWN_KEYS.query(&client, &[&keys]).await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 }

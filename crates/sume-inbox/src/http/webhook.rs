@@ -305,7 +305,14 @@ async fn store(state: &WebhookState, delivery: Delivery) -> Response {
     }
     match tokio::time::timeout(state.timeout, state.ingest.store(delivery)).await {
         Ok(Ok(stored)) => {
-            tracing::debug!(?stored, "webhook stored");
+            tracing::debug!(
+                stored = match stored {
+                    Stored::New => "new",
+                    Stored::Duplicate => "duplicate",
+                    Stored::DeadLettered => "dead_letter",
+                },
+                "webhook stored"
+            );
             state.metrics.webhook(match stored {
                 Stored::New => WebhookOutcome::stored,
                 Stored::Duplicate => WebhookOutcome::duplicate,

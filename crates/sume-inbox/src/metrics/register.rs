@@ -206,6 +206,11 @@ impl Metrics {
         );
         r.register("open_jobs", "Jobs still open", self.open_jobs.clone());
         r.register(
+            "open_jobs_unknown_key",
+            "Open jobs whose api_key is not among this instance's SUME_API_KEYS: this instance never polls them (read each minute)",
+            self.open_jobs_unknown_key.clone(),
+        );
+        r.register(
             "db_notification_queue_usage",
             "pg_notification_queue_usage(): share of PostgreSQL's NOTIFY queue in use; when full, closes and registrations fail",
             self.notification_queue_usage.clone(),

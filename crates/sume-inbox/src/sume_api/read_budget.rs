@@ -173,7 +173,11 @@ impl Budget {
             self.store
                 .rate_buckets_pause(key_name, p.as_secs_f64())
                 .await?;
-            tracing::info!(key = key_name, pause = ?p, "Sume asked to slow down; pausing this key for every instance");
+            tracing::info!(
+                key = key_name,
+                pause_ms = p.as_millis() as u64,
+                "Sume asked to slow down; pausing this key for every instance"
+            );
         }
         Ok(pause)
     }

@@ -10,7 +10,7 @@ use sume_wire::{ClientError, StatusClient};
 use tokio::time::Instant;
 
 use super::answer::Answer;
-use super::key_checks::ApiCheck;
+use super::key_checks::{ApiCheck, Hold};
 use super::read_budget::{Budget, BudgetError};
 use crate::config::{ApiKey, Rate};
 use crate::db::{DbError, Store};
@@ -124,7 +124,11 @@ impl StatusReader {
             .set(hold.is_err().into());
         if let Err(hold) = &hold {
             if let Some(left_out) = HOLDS_LOG.allow() {
-                tracing::warn!(?hold, left_out, "verdicts on Sume's 404s are held");
+                let (reason, keys) = match hold {
+                    Hold::Keys(keys) => ("keys without a passing check", keys.join(",")),
+                    Hold::Breaker => ("nearly every recent poll answered 404", String::new()),
+                };
+                tracing::warn!(reason, keys, left_out, "verdicts on Sume's 404s are held");
             }
         }
         hold.is_ok()

@@ -302,6 +302,7 @@ async fn a_flush_during_an_outage_loses_nothing_and_a_retried_one_adds_nothing_t
         version: "v".into(),
         started_at: Utc::now(),
         tasks: serde_json::json!({}),
+        api_keys: vec![],
     };
     assert_eq!(
         store

@@ -12,6 +12,7 @@ mod contested;
 mod dedupe;
 mod deploy_docs;
 mod feed;
+mod first_hour;
 mod fleet;
 mod health;
 mod ingest;

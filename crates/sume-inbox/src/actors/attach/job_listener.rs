@@ -43,7 +43,7 @@ async fn listen(store: &Store, attach: &AttachHandle, shutdown: &CancellationTok
         match listen_once(store, attach, shutdown).await {
             Ok(()) => backoff = Duration::from_millis(250),
             Err(e) => {
-                tracing::warn!(error = %e, retry_in = ?backoff, "LISTEN connection lost");
+                tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "LISTEN connection lost");
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
                     _ = tokio::time::sleep(backoff) => {}

@@ -11,7 +11,10 @@ use futures_util::StreamExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::db::DbError;
+use super::give_up_recheck::RecheckStats;
+use super::inbox_check::InboxCheckStats;
+use super::poll::PollStats;
+use crate::db::{DbError, Removed};
 use crate::decisions::backoff::jitter;
 
 /// The last moment a request may start and still finish within a claim made at `claimed`
@@ -60,13 +63,13 @@ pub(super) async fn every<S, F, Fut>(
     shutdown: &CancellationToken,
     mut pass: F,
 ) where
-    S: std::fmt::Debug + Default + PartialEq,
+    S: PassReport + Default + PartialEq,
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<S, DbError>>,
 {
     while !shutdown.is_cancelled() {
         match pass().await {
-            Ok(stats) if stats != S::default() => tracing::info!(?stats, "{what} pass"),
+            Ok(stats) if stats != S::default() => stats.report(what),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "{what} pass failed; will retry"),
         }
@@ -74,5 +77,77 @@ pub(super) async fn every<S, F, Fut>(
             _ = shutdown.cancelled() => break,
             _ = tokio::time::sleep(jitter(interval)) => {}
         }
+    }
+}
+
+/// A pass's stats as one log line of flat, numeric fields (a log pipeline sums them).
+pub(super) trait PassReport {
+    /// Logs the pass of `what` at info.
+    fn report(&self, what: &str);
+}
+
+impl PassReport for PollStats {
+    fn report(&self, what: &str) {
+        tracing::info!(
+            jobs_claimed = self.jobs_claimed,
+            closed_by_poll = self.closed_by_poll,
+            still_open = self.still_open,
+            given_up = self.given_up,
+            disagreements = self.disagreements,
+            deferred = self.deferred,
+            requests = self.requests,
+            list_pages = self.list_pages,
+            seen_in_list = self.seen_in_list,
+            "{what} pass"
+        );
+    }
+}
+
+impl PassReport for InboxCheckStats {
+    fn report(&self, what: &str) {
+        tracing::info!(
+            orphans_resolved = self.orphans_resolved,
+            checks_claimed = self.checks_claimed,
+            foreign = self.foreign,
+            events_set_aside = self.events_set_aside,
+            orphans = self.orphans,
+            events_orphaned = self.events_orphaned,
+            checks_inconclusive = self.checks_inconclusive,
+            deferred = self.deferred,
+            requests = self.requests,
+            "{what} pass"
+        );
+    }
+}
+
+impl PassReport for RecheckStats {
+    fn report(&self, what: &str) {
+        tracing::info!(
+            claimed = self.claimed,
+            superseded = self.superseded,
+            stands = self.stands,
+            again = self.again,
+            deferred = self.deferred,
+            expired = self.expired,
+            requests = self.requests,
+            "{what} pass"
+        );
+    }
+}
+
+impl PassReport for Removed {
+    fn report(&self, what: &str) {
+        tracing::info!(
+            events_applied = self.events_applied,
+            events_set_aside = self.events_set_aside,
+            dead_letters = self.dead_letters,
+            inbox_checks = self.inbox_checks,
+            jobs = self.jobs,
+            feed = self.feed,
+            orphan_events = self.orphan_events,
+            orphan_checks = self.orphan_checks,
+            orphans_unmarked = self.orphans_unmarked,
+            "{what} pass"
+        );
     }
 }

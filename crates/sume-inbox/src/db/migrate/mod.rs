@@ -97,6 +97,11 @@ pub const MIGRATIONS: &[Migration] = &[
         "events_awaiting",
         include_str!("../../../../../sql/0016_events_awaiting.sql"),
     ),
+    (
+        18,
+        "instance_keys",
+        include_str!("../../../../../sql/0018_instance_keys.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.

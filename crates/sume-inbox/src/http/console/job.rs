@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
 
+use super::jobs_list::{self, ListForm};
 use super::layout::{self, answers, at, at_opt};
 use super::list_pages::urlencode;
 use super::sessions::require;
@@ -19,11 +20,13 @@ use crate::db::{JobDetail, JobFilter, JobRow, POLL_HISTORY};
 
 const HERE: &str = "/console/jobs";
 
-/// The search box.
+/// The search box, and the list's filters when it is empty.
 #[derive(Debug, Deserialize)]
 pub struct Search {
     #[serde(default)]
     q: String,
+    #[serde(flatten)]
+    list: ListForm,
 }
 
 fn search_box(q: &str) -> Markup {
@@ -55,10 +58,10 @@ pub async fn search(
         )
     };
     if q.is_empty() {
-        return page(
-            "Jobs",
-            html! { p.muted { "Find a job by Sume's job id or your order id." } },
-        );
+        let (status, body) = jobs_list::list(&state.admin.store, &s.list).await;
+        let mut r = page("Jobs", body);
+        *r.status_mut() = status;
+        return r;
     }
     let store = &state.admin.store;
     let detail = match store.job_detail(q).await {

@@ -54,17 +54,24 @@ pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> 
         store.instance_minutes_last_hour(&clock)
     );
     let grace = state.inbox_grace.as_secs_f64();
+    let no_keys = state.no_api_keys || stats.as_ref().is_ok_and(|s| s.sweep_has_no_keys());
     let body = html! {
+        @if no_keys { p.bad { (crate::db::NO_KEYS) } }
         h2 { "Right now" }
         div.cards {
             @match &stats {
                 Ok(s) => {
                     (card("up", "database", None))
                     (card(s.waiting, "events waiting in the inbox", (s.waiting > 0).then_some("warn")))
-                    (card(age(s.oldest_waiting_secs),
-                        &format!("oldest waiting (INBOX_GRACE {})", age(grace)),
-                        (s.oldest_waiting_secs > grace).then_some("bad")))
+                    @if s.waiting > 0 {
+                        (card(age(s.oldest_waiting_secs),
+                            &format!("oldest waiting (INBOX_GRACE {})", age(grace)),
+                            (s.oldest_waiting_secs > grace).then_some("bad")))
+                    }
                     (card(s.open_jobs, "open jobs", None))
+                    @if s.open_jobs_unknown_key > 0 {
+                        (card(s.open_jobs_unknown_key, "open jobs naming an api_key no instance has: never polled", Some("bad")))
+                    }
                     (card(s.orphans, "orphans", (s.orphans > 0).then_some("bad")))
                     (card(s.disagreements, "disagreements", (s.disagreements > 0).then_some("warn")))
                     (card(s.dead_letters, "dead letters", (s.dead_letters > 0).then_some("bad")))
@@ -101,8 +108,12 @@ pub async fn inbox(State(state): State<ConsoleState>, headers: HeaderMap) -> Res
     };
     let grace = state.inbox_grace;
     let body = html! {
-        p.muted { "Events wait for their job's row. Past INBOX_GRACE (" (age(grace.as_secs_f64()))
-            ") without a row, Sume is asked about the job with every key." }
+        @if state.no_api_keys {
+            p.bad { "Events wait for their job's row. This instance has " (crate::db::NO_KEYS) "." }
+        } @else {
+            p.muted { "Events wait for their job's row. Past INBOX_GRACE (" (age(grace.as_secs_f64()))
+                ") without a row, Sume is asked about the job with every key." }
+        }
         @if events.is_empty() { p { "Nothing waits." } } @else {
             table {
                 tr { th { "age" } th { "job" } th { "event" } th { "status" } th { "waits for" } }

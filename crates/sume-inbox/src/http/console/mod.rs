@@ -25,6 +25,7 @@ pub mod attempts;
 mod chart;
 mod fleet_view;
 mod job;
+mod jobs_list;
 mod layout;
 mod list_pages;
 pub mod sessions;
@@ -49,6 +50,8 @@ pub struct ConsoleState {
     pub inbox_grace: std::time::Duration,
     /// Signed-in operators and the sign-in limit.
     pub sessions: Arc<Sessions>,
+    /// This instance runs without SUME_API_KEYS: its sweep asks Sume nothing.
+    pub no_api_keys: bool,
 }
 
 /// The console's routes, each behind `guard`.
