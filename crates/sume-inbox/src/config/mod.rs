@@ -14,7 +14,7 @@
 //! [`Secret`]: sume_wire::Secret
 
 pub mod clap_args;
-mod database;
+mod database_routes;
 pub mod declared;
 pub mod docs;
 mod forms;
@@ -25,7 +25,7 @@ pub mod secret_files;
 pub mod setting;
 pub mod values;
 
-pub use database::{DatabaseRoutes, Pooler};
+pub use database_routes::{DatabaseRoutes, Pooler};
 pub use forms::*;
 pub use model::*;
 pub use read::*;

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::jobs_list::{self, ListForm};
+use super::job_list_page::{self, ListForm};
 use super::layout::{self, answers, at, at_opt};
 use super::list_pages::urlencode;
 use super::sessions::require;
@@ -58,7 +58,7 @@ pub async fn search(
         )
     };
     if q.is_empty() {
-        let (status, body) = jobs_list::list(&state.admin.store, &s.list).await;
+        let (status, body) = job_list_page::list(&state.admin.store, &s.list).await;
         let mut r = page("Jobs", body);
         *r.status_mut() = status;
         return r;

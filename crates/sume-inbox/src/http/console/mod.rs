@@ -25,7 +25,7 @@ pub mod attempts;
 mod chart;
 mod fleet_view;
 mod job;
-mod jobs_list;
+mod job_list_page;
 mod layout;
 mod list_pages;
 pub mod sessions;
