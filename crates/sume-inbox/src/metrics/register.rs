@@ -172,8 +172,6 @@ impl Metrics {
     pub(super) fn register_gauges(&self, r: &mut Registry) {
         let oldest =
             "Age of the oldest waiting event, orphans' excluded (they have an alert of their own)";
-        let dead =
-            "This instance's tasks that stopped unexpectedly (it fails /healthz and /readyz)";
         r.register(
             "db_up",
             "1 when the last scrape could read the database",
@@ -215,6 +213,13 @@ impl Metrics {
             "pg_notification_queue_usage(): share of PostgreSQL's NOTIFY queue in use; when full, closes and registrations fail",
             self.notification_queue_usage.clone(),
         );
+        self.register_instance_gauges(r);
+    }
+
+    /// This instance's own gauges: its pool, its tasks, its waits, its keys.
+    fn register_instance_gauges(&self, r: &mut Registry) {
+        let dead =
+            "This instance's tasks that stopped unexpectedly (it fails /healthz and /readyz)";
         r.register(
             "db_pool_in_use",
             "Pool connections in use",

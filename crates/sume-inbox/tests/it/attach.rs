@@ -305,26 +305,7 @@ async fn a_registration_inside_an_inserts_window_attaches_without_the_scan() {
     // missed before it).
     tokio::time::sleep(sume_inbox::actors::attach::HINT_WINDOW).await;
 
-    // Events for jobs nobody registered: left waiting, no query, once LISTEN has been up for
-    // the window (on a busy machine it comes up a little after the daemon).
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let mut nobody = 0;
-    loop {
-        nobody += 1;
-        let job = format!("job_nobody_{nobody}");
-        assert_eq!(
-            Delivery::completed(&job).send(&http, &url).await.status(),
-            204
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        if hints_skipped(&daemon).await >= 1.0 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no hint went without a query"
-        );
-    }
+    jobless_hints_go_without_a_query(&daemon, &http, &url).await;
     // A job registered long before its event: the insert sees the row.
     app_commit_job(&app, "job_known", "order-k", Duration::ZERO).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -336,8 +317,46 @@ async fn a_registration_inside_an_inserts_window_attaches_without_the_scan() {
     // Attach takes hints in order: every jobless one before job_known's has been counted.
     let skipped = hints_skipped(&daemon).await;
 
-    // The race: an uncommitted row holding the event's key makes the daemon's insert wait
-    // after taking its snapshot; the job row commits meanwhile; then the insert goes on.
+    a_registration_inside_the_inserts_window(&db, &app, &http, &url).await;
+    assert_eq!(
+        hints_skipped(&daemon).await,
+        skipped,
+        "only jobless hints went without a query"
+    );
+    daemon.stop().await;
+}
+
+/// Events for jobs nobody registered: left waiting, no query, once LISTEN has been up for the
+/// window (on a busy machine it comes up a little after the daemon).
+async fn jobless_hints_go_without_a_query(daemon: &Daemon, http: &reqwest::Client, url: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut nobody = 0;
+    loop {
+        nobody += 1;
+        let job = format!("job_nobody_{nobody}");
+        assert_eq!(
+            Delivery::completed(&job).send(http, url).await.status(),
+            204
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if hints_skipped(daemon).await >= 1.0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no hint went without a query"
+        );
+    }
+}
+
+/// The race: an uncommitted row holding the event's key makes the daemon's insert wait after
+/// taking its snapshot; the job row commits meanwhile; then the insert goes on.
+async fn a_registration_inside_the_inserts_window(
+    db: &TestDb,
+    app: &deadpool_postgres::Pool,
+    http: &reqwest::Client,
+    url: &str,
+) {
     let mut blocker = db.client().await;
     let tx = blocker.transaction().await.unwrap();
     tx.execute(
@@ -348,7 +367,7 @@ async fn a_registration_inside_an_inserts_window_attaches_without_the_scan() {
     .await
     .unwrap();
     let send = {
-        let (http, url) = (http.clone(), url.clone());
+        let (http, url) = (http.clone(), url.to_owned());
         tokio::spawn(async move {
             Delivery::completed("job_race")
                 .send(&http, &url)
@@ -369,22 +388,16 @@ async fn a_registration_inside_an_inserts_window_attaches_without_the_scan() {
         },
     )
     .await;
-    app_commit_job(&app, "job_race", "order-r", Duration::ZERO).await;
+    app_commit_job(app, "job_race", "order-r", Duration::ZERO).await;
     // Attach takes the registration's notification now, and finds no committed event.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(job_state(&db, "job_race").await.as_deref(), Some("open"));
+    assert_eq!(job_state(db, "job_race").await.as_deref(), Some("open"));
     tx.rollback().await.unwrap();
     assert_eq!(send.await.unwrap(), 204);
     wait_for("job_race completed", Duration::from_secs(10), || async {
-        job_state(&db, "job_race").await.as_deref() == Some("completed")
+        job_state(db, "job_race").await.as_deref() == Some("completed")
     })
     .await;
-    assert_eq!(
-        hints_skipped(&daemon).await,
-        skipped,
-        "only jobless hints went without a query"
-    );
-    daemon.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -503,6 +516,11 @@ async fn race(db: &TestDb, daemons: &[&Daemon], jobs: usize) {
     for t in tasks {
         t.await.unwrap();
     }
+    each_job_closed_once_by_its_event(db, jobs).await;
+}
+
+/// Every one of `jobs` jobs completed, by its own event, exactly once, and nothing waits.
+async fn each_job_closed_once_by_its_event(db: &TestDb, jobs: usize) {
     wait_for("every job completed", Duration::from_secs(60), || async {
         db.scalar("select count(*) from sume.jobs where state = 'completed'")
             .await

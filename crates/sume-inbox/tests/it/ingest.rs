@@ -10,28 +10,35 @@ async fn answers_and_stores_exactly_what_it_should() {
     let daemon = Daemon::start(config(&db.url)).await;
     let http = reqwest::Client::new();
     let url = daemon.url("/webhooks/sume");
+    unauthentic_deliveries_get_401(&http, &url).await;
+    oversized_bodies_and_wrong_routes_are_refused(&http, &daemon, &url).await;
+    authentic_deliveries_get_204(&http, &url).await;
+    what_is_stored_verifies_again(&db).await;
+    daemon.stop().await;
+}
 
+async fn unauthentic_deliveries_get_401(http: &reqwest::Client, url: &str) {
     // Wrong secret: 401, nothing stored.
     let mut forged = Delivery::completed("job_forged");
     forged.secret = "whsec_someone_else".into();
-    assert_eq!(forged.send(&http, &url).await.status(), 401);
+    assert_eq!(forged.send(http, url).await.status(), 401);
 
     // No signature at all: 401.
-    let r = http.post(&url).body("{}").send().await.unwrap();
+    let r = http.post(url).body("{}").send().await.unwrap();
     assert_eq!(r.status(), 401);
 
     // Authentic but stale (and one from too far in the future): 401.
     let mut stale = Delivery::completed("job_stale");
     stale.timestamp = unix_now() - 301;
-    assert_eq!(stale.send(&http, &url).await.status(), 401);
+    assert_eq!(stale.send(http, url).await.status(), 401);
     let mut future = Delivery::completed("job_future");
     future.timestamp = unix_now() + 301;
-    assert_eq!(future.send(&http, &url).await.status(), 401);
+    assert_eq!(future.send(http, url).await.status(), 401);
 
     // A body changed after signing: 401.
     let d = Delivery::completed("job_tampered");
     let r = http
-        .post(&url)
+        .post(url)
         .header("x-sume-timestamp", d.timestamp.to_string())
         .header(
             "x-sume-signature",
@@ -46,14 +53,20 @@ async fn answers_and_stores_exactly_what_it_should() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
+}
 
+async fn oversized_bodies_and_wrong_routes_are_refused(
+    http: &reqwest::Client,
+    daemon: &Daemon,
+    url: &str,
+) {
     // Over MAX_BODY_BYTES (64 KiB in tests): 413.
     let mut big = Delivery::completed("job_big");
     big.body = format!(
         r#"{{"job_id":"job_big","pad":"{}"}}"#,
         "x".repeat(70 * 1024)
     );
-    big.send_too_large(&http, &url).await;
+    big.send_too_large(http, url).await;
 
     // Wrong path, wrong method.
     assert_eq!(
@@ -64,23 +77,29 @@ async fn answers_and_stores_exactly_what_it_should() {
             .status(),
         404
     );
-    assert_eq!(http.get(&url).send().await.unwrap().status(), 405);
+    assert_eq!(http.get(url).send().await.unwrap().status(), 405);
+}
 
+/// Authentic garbage and authentic JSON naming no job are kept as dead letters; a good event
+/// for a job nobody registered, and its duplicate, are stored once.
+async fn authentic_deliveries_get_204(http: &reqwest::Client, url: &str) {
     // Authentic garbage, and authentic JSON naming no job: 204, kept as dead letters.
     let mut garbage = Delivery::completed("x");
     garbage.body = "this is not json".into();
     garbage.event_id = None;
-    assert_eq!(garbage.send(&http, &url).await.status(), 204);
+    assert_eq!(garbage.send(http, url).await.status(), 204);
     let mut no_job = Delivery::completed("x");
     no_job.body = r#"{"event":"job.completed"}"#.into();
     no_job.event_id = Some("evt_no_job".into());
-    assert_eq!(no_job.send(&http, &url).await.status(), 204);
+    assert_eq!(no_job.send(http, url).await.status(), 204);
 
     // A good event for a job nobody registered, then its duplicate: 204 both, one row.
     let good = Delivery::completed("job_unknown");
-    assert_eq!(good.send(&http, &url).await.status(), 204);
-    assert_eq!(good.send(&http, &url).await.status(), 204);
+    assert_eq!(good.send(http, url).await.status(), 204);
+    assert_eq!(good.send(http, url).await.status(), 204);
+}
 
+async fn what_is_stored_verifies_again(db: &TestDb) {
     assert_eq!(db.scalar("select count(*) from sume.events").await, 1);
     assert_eq!(
         db.scalar(
@@ -124,7 +143,6 @@ async fn answers_and_stores_exactly_what_it_should() {
         ),
         Ok(0)
     );
-    daemon.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

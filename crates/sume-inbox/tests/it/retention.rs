@@ -14,6 +14,18 @@ async fn retention_removes_only_what_is_old_and_settled() {
     let db = TestDb::new().await;
     let mut c = db.client().await;
     sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
+    seed_a_month(&c).await;
+    let store = Store::new(&db.url, 2).unwrap();
+    a_bounded_pass_takes_two_batches_of_each_kind(&store).await;
+    let now: chrono::DateTime<chrono::Utc> = c.query_one("select now()", &[]).await.unwrap().get(0);
+    let clock = Clock::fixed(now);
+    let retention = the_service_takes_the_rest(&db, &c, &store, &clock).await;
+    fifteen_days_on_every_settled_row_goes(&db, &retention, &clock).await;
+    dead_letters_keep_a_retention_of_their_own(&db, &c, &store, &retention, &clock).await;
+}
+
+/// A month of rows of every kind beside a few recent ones, and one event still waiting.
+async fn seed_a_month(c: &tokio_postgres::Client) {
     c.batch_execute(
         "insert into sume.jobs (job_id, created_at) values ('open_old', now() - interval '30 days');
          insert into sume.jobs (job_id, state, sume_status, closed_by, created_at, closed_at)
@@ -54,9 +66,11 @@ async fn retention_removes_only_what_is_old_and_settled() {
     )
     .await
     .unwrap();
-    let store = Store::new(&db.url, 2).unwrap();
+}
+
+/// Bounded: 1,000 rows a statement, two statements a kind in this pass.
+async fn a_bounded_pass_takes_two_batches_of_each_kind(store: &Store) {
     let fourteen_days = 14.0 * 86_400.0;
-    // Bounded: 1,000 rows a statement, two statements a kind in this pass.
     let first = store
         .retention_pass(
             &Ages {
@@ -78,14 +92,20 @@ async fn retention_removes_only_what_is_old_and_settled() {
         first.feed, 1,
         "the feed's old entry goes, the recent one stays"
     );
-    // The retention service takes the rest (it needs no API key), on a clock the test moves.
+}
+
+/// The retention service takes the rest (it needs no API key), on a clock the test moves.
+async fn the_service_takes_the_rest(
+    db: &TestDb,
+    c: &tokio_postgres::Client,
+    store: &Store,
+    clock: &Clock,
+) -> Retention {
     let cfg = SweepConfig {
         retention: Duration::from_secs(14 * 86_400),
         retention_batch: 1000,
         ..SweepConfig::default()
     };
-    let now: chrono::DateTime<chrono::Utc> = c.query_one("select now()", &[]).await.unwrap().get(0);
-    let clock = Clock::fixed(now);
     let metrics = std::sync::Arc::new(sume_inbox::metrics::Metrics::new());
     let retention = Retention::new(store.clone(), metrics, cfg, clock.clone());
     let removed = retention.run_once().await.unwrap();
@@ -107,9 +127,13 @@ async fn retention_removes_only_what_is_old_and_settled() {
         "jobs are never removed"
     );
     assert_eq!(retention.run_once().await.unwrap(), Removed::default());
-    // Fifteen days on, the recent rows are old too: every settled one goes (the foreign check
-    // with its set-aside event), never the event still waiting, never a job.
-    // Dead letters have their own, longer retention (DEAD_LETTER_RETENTION, 90 days).
+    retention
+}
+
+/// Fifteen days on, the recent rows are old too: every settled one goes (the foreign check
+/// with its set-aside event), never the event still waiting, never a job. Dead letters have
+/// their own, longer retention (DEAD_LETTER_RETENTION, 90 days).
+async fn fifteen_days_on_every_settled_row_goes(db: &TestDb, retention: &Retention, clock: &Clock) {
     clock.advance(Duration::from_secs(15 * 86_400));
     assert_eq!(
         retention.run_once().await.unwrap(),
@@ -126,6 +150,16 @@ async fn retention_removes_only_what_is_old_and_settled() {
         }
     );
     assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);
+}
+
+/// Kept for good with `never`, removed after their own retention otherwise.
+async fn dead_letters_keep_a_retention_of_their_own(
+    db: &TestDb,
+    c: &tokio_postgres::Client,
+    store: &Store,
+    retention: &Retention,
+    clock: &Clock,
+) {
     // Kept for good with `never`...
     let keep = Retention::new(
         store.clone(),
