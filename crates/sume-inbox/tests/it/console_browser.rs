@@ -13,7 +13,7 @@ use sume_wire::{signature_header, Secret};
 
 use crate::console::{Console, OPERATOR};
 use crate::support::*;
-use crate::webdriver::Driver;
+use crate::webdriver::{Browser, Driver};
 
 fn screenshots() -> PathBuf {
     match std::env::var_os("CONSOLE_SCREENSHOTS") {
@@ -131,6 +131,20 @@ async fn an_operator_signs_in_finds_a_raced_job_and_replays_a_dead_letter_in_chr
     b.wait_text("h1", "Overview").await;
     b.screenshot(&shots, "fleet.png").await;
 
+    finds_the_raced_job_and_replays_a_dead_letter(&db, &console, &b, &shots).await;
+    b.close().await;
+    console.daemon.stop().await;
+}
+
+/// The raced job's timeline by its order id, the inbox, and a dead letter replayed with its
+/// job's timeline and the audit entry after it.
+async fn finds_the_raced_job_and_replays_a_dead_letter(
+    db: &TestDb,
+    console: &Console,
+    b: &Browser<'_>,
+    shots: &std::path::Path,
+) {
+    let at = |p: &str| console.daemon.admin_url(p);
     b.goto(&at("/console/jobs")).await;
     b.type_into("input[name=q]", "order-1042").await;
     b.click("main form button").await;
@@ -144,21 +158,21 @@ async fn an_operator_signs_in_finds_a_raced_job_and_replays_a_dead_letter_in_chr
     ] {
         assert!(story.contains(line), "{line}: {story}");
     }
-    b.screenshot(&shots, "job.png").await;
+    b.screenshot(shots, "job.png").await;
 
     b.goto(&at("/console/inbox")).await;
     assert!(b.text("main").await.contains("job_not_committed_yet"));
-    b.screenshot(&shots, "inbox.png").await;
+    b.screenshot(shots, "inbox.png").await;
 
     b.goto(&at("/console/dead-letters")).await;
     assert!(b.text("main").await.contains("dl_readable"));
-    b.screenshot(&shots, "dead-letters.png").await;
+    b.screenshot(shots, "dead-letters.png").await;
     b.click(r#"form[action="/console/dead-letters/replay"] button"#)
         .await;
     b.wait_text("main", "replayed").await;
     assert!(b.url().await.ends_with("/console/dead-letters"));
     assert_eq!(
-        job_state(&db, "job_from_dead").await.as_deref(),
+        job_state(db, "job_from_dead").await.as_deref(),
         Some("completed")
     );
     b.goto(&at("/console/jobs?q=job_from_dead")).await;
@@ -171,6 +185,4 @@ async fn an_operator_signs_in_finds_a_raced_job_and_replays_a_dead_letter_in_chr
         .scalar("select count(*) from sume.audit_log where action = 'replay_dead_letters' and actor like 'console:%'")
         .await;
     assert_eq!(audited, 1);
-    b.close().await;
-    console.daemon.stop().await;
 }

@@ -125,7 +125,29 @@ async fn two_different_terminal_events_stored_together_wait_for_sumes_answer() {
         api_register(&http, &daemon, &job, "order_1").await.status(),
         201
     );
-    // Attach folded both: neither closed the job, both are recorded, the job is due a poll.
+    both_recorded_neither_closed(&db, &job).await;
+    let c = db.client().await;
+    // Sume's answer decides, as a poll always does: the job closes as Sume says.
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    sweep.advance(Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_eq!(polled.closed_by_poll, 1, "{polled:?}");
+    let row = c
+        .query_one(
+            "select state, closed_by from sume.jobs where job_id = $1",
+            &[&job],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, String>(0), row.get::<_, String>(1)),
+        ("failed".into(), "poll".into())
+    );
+    daemon.stop().await;
+}
+
+/// Attach folded both: neither closed the job, both are recorded, the job is due a poll.
+async fn both_recorded_neither_closed(db: &TestDb, job: &str) {
     let c = db.client().await;
     let outcomes: Vec<(String, Option<String>)> = c
         .query(
@@ -172,21 +194,4 @@ async fn two_different_terminal_events_stored_together_wait_for_sumes_answer() {
             ("open".into(), "failed".into())
         ]
     );
-    // Sume's answer decides, as a poll always does: the job closes as Sume says.
-    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
-    sweep.advance(Duration::from_secs(1));
-    let polled = sweep.poll_once().await;
-    assert_eq!(polled.closed_by_poll, 1, "{polled:?}");
-    let row = c
-        .query_one(
-            "select state, closed_by from sume.jobs where job_id = $1",
-            &[&job],
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        (row.get::<_, String>(0), row.get::<_, String>(1)),
-        ("failed".into(), "poll".into())
-    );
-    daemon.stop().await;
 }

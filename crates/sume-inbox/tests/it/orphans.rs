@@ -135,14 +135,25 @@ async fn without_keys_an_event_nobody_registers_ends_as_a_dead_letter_and_replay
         "{reason}"
     );
     assert_eq!(s.retention.run_once().await.unwrap().orphan_events, 0);
+    registered_after_the_end_its_event_replays(&db, &daemon, &http).await;
+    daemon.stop().await;
+}
+
+/// A registration after the end: the job opens with nothing to attach, and a replay of the
+/// dead letters brings its event back and applies it.
+async fn registered_after_the_end_its_event_replays(
+    db: &TestDb,
+    daemon: &Daemon,
+    http: &reqwest::Client,
+) {
     // A registration after the end: the job opens with nothing to attach...
     assert_eq!(
-        api_register(&http, &daemon, "job_late", "order_late")
+        api_register(http, daemon, "job_late", "order_late")
             .await
             .status(),
         201
     );
-    assert_eq!(job_state(&db, "job_late").await.as_deref(), Some("open"));
+    assert_eq!(job_state(db, "job_late").await.as_deref(), Some("open"));
     // ...and a replay of the dead letters brings its event back and applies it.
     let replayed: serde_json::Value = http
         .post(daemon.admin_url("/v1/dead-letters/replay"))
@@ -163,10 +174,9 @@ async fn without_keys_an_event_nobody_registers_ends_as_a_dead_letter_and_replay
         "{results}"
     );
     assert_eq!(
-        job_state(&db, "job_late").await.as_deref(),
+        job_state(db, "job_late").await.as_deref(),
         Some("completed")
     );
-    daemon.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

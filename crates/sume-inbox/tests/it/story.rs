@@ -89,8 +89,21 @@ async fn a_job_keeps_its_latest_polls_and_they_go_with_it() {
         "exactly the latest {POLL_HISTORY}, one per slot"
     );
     assert_eq!(history(&db, &quiet).await, (1, 1, 1, 1));
+    the_detail_shows_the_latest(&db, &busy, polls, first_kept).await;
+    // Removing the job (JOB_RETENTION, or the application) removes its history.
+    db.client()
+        .await
+        .execute("delete from sume.jobs where job_id = $1", &[&busy])
+        .await
+        .unwrap();
+    assert_eq!(history(&db, &busy).await.0, 0);
+    assert_eq!(history(&db, &quiet).await.0, 1);
+}
+
+/// The job's detail and `job show` hold the latest POLL_HISTORY polls of `polls`, in order.
+async fn the_detail_shows_the_latest(db: &TestDb, busy: &str, polls: usize, first_kept: i64) {
     let store = sume_inbox::db::Store::new(&db.url, 2).unwrap();
-    let detail = store.job_detail(&busy).await.unwrap();
+    let detail = store.job_detail(busy).await.unwrap();
     assert_eq!(detail.polls.len(), POLL_HISTORY);
     assert_eq!(detail.polls[0].seq, first_kept);
     assert!(detail
@@ -112,14 +125,6 @@ async fn a_job_keeps_its_latest_polls_and_they_go_with_it() {
             && !text.contains(&format!("  #{} ", first_kept - 1)),
         "{text}"
     );
-    // Removing the job (JOB_RETENTION, or the application) removes its history.
-    db.client()
-        .await
-        .execute("delete from sume.jobs where job_id = $1", &[&busy])
-        .await
-        .unwrap();
-    assert_eq!(history(&db, &busy).await.0, 0);
-    assert_eq!(history(&db, &quiet).await.0, 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
