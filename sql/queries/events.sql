@@ -6,13 +6,16 @@
 -- hint only. A row stored before 0004_signed_keys was keyed by the header's id: a delivery
 -- whose header id names such a row of the same job is a redelivery of it, and is not stored
 -- again. The job must match: the header's id is not signed, and another job's row stored under
--- it (an id claimed before the upgrade) must not hide a genuine delivery. The probe is one
--- index lookup, in the primary key (events_pkey, on event_id: at most one row) or in
--- events_job_id (a job has a few events), as the planner prefers; both exist since
--- 0001_init and nothing else is needed (tests/it/plans.rs checks it). Results come as JSON
+-- it (an id claimed before the upgrade) must not hide a genuine delivery. Results come as JSON
 -- text, exactly as received, and become jsonb here. Answers the ids that were new (the others
 -- were duplicates), each with whether its job's row existed in this statement's snapshot:
 -- ingest hints attach only those, and the jobs registered since (see attach.rs, "hints").
+-- Both probes (the legacy row, the job's row) are per-row lookups by a key: `exists (...
+-- offset 0)` keeps each a subplan run for its row, which PostgreSQL can neither turn into a
+-- join nor hash. A plain `exists` here may be planned as `hashed SubPlan`, one read of the
+-- whole table per batch, and a connection's generic plan made while the tables were empty
+-- keeps that shape as they grow (tests/it/plans_from_empty.rs, docs/benchmarks.md, "Plans
+-- made on an empty database").
 with inserted as (
     insert into sume.events (event_id, job_id, event_type, status, result, body, signed_at,
                              signature, header_event_id)
@@ -29,21 +32,26 @@ with inserted as (
             where legacy.event_id = u.header_event_id
               and legacy.job_id = u.job_id
               and legacy.received_at < (select applied_at from sume.schema_migrations
-                                        where version = 4))
+                                        where version = 4)
+            offset 0)
     on conflict (event_id) do nothing
     returning event_id, job_id
 )
-select i.event_id, exists (select 1 from sume.jobs j where j.job_id = i.job_id) as job_known
+select i.event_id,
+       exists (select 1 from sume.jobs j where j.job_id = i.job_id offset 0) as job_known
 from inserted i;
 
 -- name: events_attachable
 -- Which of these jobs have a committed row and events waiting. Takes no locks: a cheap filter
--- before attach locks anything. Driven by the jobs' primary key: most ids it is asked about
--- (events whose job is not registered yet) end there, at one index probe each.
-select j.job_id
-from sume.jobs j
-where j.job_id = any($1)
-  and exists (select 1 from sume.events e where e.job_id = j.job_id and e.applied_at is null);
+-- before attach locks anything. Driven by the ids asked about, one lookup in the jobs' primary
+-- key each (`offset 0`: a subplan per id, never a join that could read sume.jobs whole): most
+-- ids (events whose job is not registered yet) end there.
+select u.job_id
+from (select distinct unnest($1::text[]) as job_id) u
+where exists (select 1 from sume.jobs j where j.job_id = u.job_id offset 0)
+  and exists (select 1 from sume.events e
+              where e.job_id = u.job_id and e.applied_at is null
+              offset 0);
 
 -- name: events_attachable_scan
 -- The catch-up scan: waiting events whose job row exists (a lost notification, a crash, hints
@@ -58,7 +66,10 @@ where j.job_id = any($1)
 -- with two waiting events comes twice; the caller keeps one). A set-aside event attaches too
 -- once its job is registered (the verdict was that no key of ours knew the job; a row says it
 -- is ours after all): those are looked for only when the first part comes back short, from
--- the open jobs, since most set-aside events are another workspace's and never get a row.
+-- the open jobs, since most set-aside events are another workspace's and never get a row:
+-- read through the two partial indexes of open jobs (jobs_poll_first, jobs_poll_next), each
+-- one's waiting events found by its id in events_job_id (`offset 0` keeps the set-aside test
+-- outside, so the lookup cannot become a walk of every set-aside event, events_set_aside_at).
 select job_id
 from ((select e.job_id
        from sume.events e
@@ -69,13 +80,15 @@ from ((select e.job_id
        order by e.received_at
        limit $1)
       union all
-      (select j.job_id
-       from sume.jobs j
-       where j.state = 'open'
-         and exists (select 1 from sume.events e
-                     where e.job_id = j.job_id
-                       and e.applied_at is null
-                       and e.set_aside_at is not null)
+      (select o.job_id
+       from ((select job_id from sume.jobs where state = 'open' and next_poll_at is null)
+             union all
+             (select job_id from sume.jobs where state = 'open' and next_poll_at is not null)) o
+       where exists (select 1
+                     from (select e.set_aside_at from sume.events e
+                           where e.job_id = o.job_id and e.applied_at is null
+                           offset 0) w
+                     where w.set_aside_at is not null)
        limit $1)) attachable
 limit $1;
 
@@ -83,19 +96,32 @@ limit $1;
 -- Run after jobs_lock, so it sees every event committed before the lock was taken. In the
 -- order they were stored; events of one ingest transaction share its received_at and have no
 -- order among them (event_id only makes the listing stable): the fold takes them together.
-select event_id, job_id, status, result, received_at,
-       extract(epoch from clock_timestamp() - received_at)::float8 as waited
-from sume.events
-where job_id = any($1)
-  and applied_at is null
-order by job_id, received_at, event_id;
+-- Each job's events are found by its id in events_job_id, a lateral lookup per job, and
+-- locked until the transaction ends: events_mark_applied then finds them by their row
+-- address, which nobody else can change meanwhile.
+select e.event_id, e.job_id, e.status, e.result, e.received_at,
+       extract(epoch from clock_timestamp() - e.received_at)::float8 as waited
+from (select distinct unnest($1::text[]) as job_id) u
+cross join lateral (select w.event_id, w.job_id, w.status, w.result, w.received_at
+                    from sume.events w
+                    where w.job_id = u.job_id
+                      and w.applied_at is null
+                    for update) e
+order by e.job_id, e.received_at, e.event_id;
 
 -- name: events_mark_applied
+-- The events of an attach, locked by events_pending_for_jobs in the same transaction: each
+-- found by its key (a lateral lookup in events_pkey) and updated at that row address (a TID
+-- scan), so no plan can join the batch to the whole of sume.events.
 update sume.events e
 set applied_at = now(),
-    outcome    = u.outcome
-from unnest($1::text[], $2::text[]) as u(event_id, outcome)
-where e.event_id = u.event_id
+    outcome    = t.outcome
+from (select u.outcome, w.ctid as at
+      from unnest($1::text[], $2::text[]) as u(event_id, outcome)
+      cross join lateral (select ctid from sume.events w
+                          where w.event_id = u.event_id and w.applied_at is null
+                          offset 0) w) t
+where e.ctid = t.at
   and e.applied_at is null;
 
 -- name: events_set_aside_late_foreign

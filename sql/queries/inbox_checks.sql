@@ -4,7 +4,9 @@
 -- Opens a check for every job id whose events have waited more than $1 seconds with no job row
 -- and no check yet; at most $2 at a time. Served by events_awaiting (waiting events by age,
 -- without the orphans' events, which are marked once judged). The clock is $3, or the
--- database's own when $3 is null (always, outside tests).
+-- database's own when $3 is null (always, outside tests). The two probes are lookups by key
+-- for each event walked (`offset 0`: subplans, never an anti-join that could read sume.jobs
+-- whole).
 insert into sume.inbox_checks (job_id)
 select distinct e.job_id
 from sume.events e
@@ -12,8 +14,8 @@ where e.applied_at is null
   and e.set_aside_at is null
   and e.orphaned_at is null
   and e.received_at < coalesce($3, now()) - make_interval(secs => $1)
-  and not exists (select 1 from sume.jobs j where j.job_id = e.job_id)
-  and not exists (select 1 from sume.inbox_checks c where c.job_id = e.job_id)
+  and not exists (select 1 from sume.jobs j where j.job_id = e.job_id offset 0)
+  and not exists (select 1 from sume.inbox_checks c where c.job_id = e.job_id offset 0)
 limit $2
 on conflict (job_id) do nothing;
 

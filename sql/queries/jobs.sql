@@ -40,18 +40,24 @@ select
 
 -- name: jobs_lock
 -- Serialises every writer of these jobs (attach on any instance, the poll) for one transaction.
--- Sorted, so two batches that share jobs never lock them in opposite orders.
-select job_id, state, sume_status, closed_by
-from sume.jobs
-where job_id = any($1)
-order by job_id
-for update;
+-- Sorted, so two batches that share jobs never lock them in opposite orders: the ids are
+-- sorted first and each row is found and locked in that order by a lateral lookup in the
+-- primary key (never a scan of sume.jobs, whatever the plan was made from).
+select j.job_id, j.state, j.sume_status, j.closed_by
+from (select distinct unnest($1::text[]) as job_id order by 1) u
+cross join lateral (select job_id, state, sume_status, closed_by
+                    from sume.jobs
+                    where job_id = u.job_id
+                    for update) j
+order by u.job_id;
 
 -- name: jobs_apply
 -- The outcome of one attach or poll, computed under jobs_lock. Guarded all the same: a job
 -- closed by Sume's word never changes state, and closed_at is set once. The one exception is
 -- a give-up ($7, supersedes): Sume's terminal status replaces the guess, which is kept in
--- superseded_give_up.
+-- superseded_give_up. Each row is found by its key (a lateral lookup in the primary key) and
+-- updated at that row address (a TID scan): jobs_lock holds it, so the address cannot change
+-- under this transaction, and no plan can join the batch to the whole of sume.jobs.
 update sume.jobs j
 set state              = u.state,
     sume_status        = u.sume_status,
@@ -70,10 +76,12 @@ set state              = u.state,
                               else j.superseded_give_up end,
     close_reason       = case when u.supersedes then null else j.close_reason end,
     updated_at         = now()
-from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[],
-            $7::bool[])
-     as u(job_id, state, sume_status, closed_by, closed_event_id, result, supersedes)
-where j.job_id = u.job_id
+from (select x.*, r.ctid as at
+      from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[],
+                  $7::bool[])
+           as x(job_id, state, sume_status, closed_by, closed_event_id, result, supersedes)
+      cross join lateral (select ctid from sume.jobs where job_id = x.job_id offset 0) r) u
+where j.ctid = u.at
   and (j.state = 'open'
        or j.state = u.state
        or (u.supersedes and j.closed_by = 'give_up'));
@@ -82,10 +90,14 @@ where j.job_id = u.job_id
 -- Jobs whose webhooks contradicted each other with no order to tell them apart (two different
 -- terminal events stored together: see job_fold.rs): due for a poll at once, so Sume's own
 -- answer settles them. Run in the attach transaction that recorded the disagreement.
-update sume.jobs
+-- Found as jobs_apply finds its rows (under jobs_lock, by key then by row address).
+update sume.jobs j
 set next_poll_at = now()
-where job_id = any($1)
-  and state = 'open';
+from (select r.ctid as at
+      from unnest($1::text[]) as x(job_id)
+      cross join lateral (select ctid from sume.jobs where job_id = x.job_id offset 0) r) u
+where j.ctid = u.at
+  and j.state = 'open';
 
 -- name: jobs_claim_due
 -- Claims up to $2 open jobs that are due a poll for instance $1 until the clock + $3 seconds.

@@ -25,6 +25,7 @@ mod ops;
 mod orphans;
 mod outage;
 mod plans;
+mod plans_from_empty;
 mod pooler;
 mod port;
 mod port_bodies;
