@@ -99,6 +99,16 @@ pub struct RunArgs {
     /// Skip the per-request baseline steps.
     #[arg(long)]
     pub no_baseline: bool,
+    /// No `ANALYZE sume.events` after each warm-up: every step then runs on the plans the
+    /// daemon made on the truncated, empty inbox, as a new database does before autovacuum's
+    /// first pass (docs/benchmarks.md, "Plans made on an empty database").
+    #[arg(long)]
+    pub no_analyze: bool,
+    /// Send an `X-Sume-Event-Id` that is not the body's `id` (`hdr_<id>`), so the daemon's
+    /// check for a row stored under the header's id before 0004_signed_keys runs for every
+    /// delivery.
+    #[arg(long)]
+    pub other_header_ids: bool,
     /// The baseline's database pool (the daemon's DB_POOL_SIZE default).
     #[arg(long, default_value_t = 16)]
     pub baseline_pool: usize,

@@ -132,7 +132,7 @@ impl Conn {
         let request = Request::post(PATH)
             .header(header::HOST, self.host.as_str())
             .header(header::CONTENT_TYPE, "application/json")
-            .header(headers::EVENT_ID, d.event_id.as_str())
+            .header(headers::EVENT_ID, d.header_id.as_str())
             .header(headers::TIMESTAMP, d.timestamp)
             .header(headers::SIGNATURE, d.signature.as_str())
             .body(Full::new(d.body.clone()))

@@ -15,8 +15,11 @@ use sume_wire::{signature_header, Secret};
 /// One delivery, ready to send: the three headers and the raw body.
 #[derive(Debug, Clone)]
 pub struct Delivery {
-    /// `X-Sume-Event-Id`, also the body's `id`.
+    /// The body's `id`, the key the daemon stores it under.
     pub event_id: String,
+    /// `X-Sume-Event-Id`: the body's `id`, or another id of the same delivery when the
+    /// generator was made [`Generator::with_other_header_ids`].
+    pub header_id: String,
     /// The job the event is about; new for every delivery.
     pub job_id: String,
     /// `X-Sume-Timestamp`, Unix seconds.
@@ -33,6 +36,7 @@ pub struct Generator {
     secrets: Vec<Secret>,
     run_id: String,
     next: AtomicU64,
+    other_header_ids: bool,
 }
 
 impl Generator {
@@ -42,7 +46,16 @@ impl Generator {
             secrets: vec![secret],
             run_id: run_id.into(),
             next: AtomicU64::new(0),
+            other_header_ids: false,
         }
+    }
+
+    /// Deliveries whose `X-Sume-Event-Id` is not the body's `id` (`hdr_<id>`): the daemon
+    /// then looks for a row stored under the header's id before 0004_signed_keys, once per
+    /// delivery, as for every body whose key differs from the header's.
+    pub fn with_other_header_ids(mut self) -> Generator {
+        self.other_header_ids = true;
+        self
     }
 
     /// How many deliveries this generator has made.
@@ -62,9 +75,15 @@ impl Generator {
         let event_id = format!("evt_{}_{n}", self.run_id);
         let job_id = self.job_id(n);
         let body = Bytes::from(envelope(&event_id, &job_id, n, now));
+        let header_id = if self.other_header_ids {
+            format!("hdr_{event_id}")
+        } else {
+            event_id.clone()
+        };
         Delivery {
             signature: signature_header(&self.secrets, now, &body),
             event_id,
+            header_id,
             job_id,
             timestamp: now,
             body,

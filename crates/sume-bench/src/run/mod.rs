@@ -46,7 +46,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let work_dir = setup::prepare(&args)?;
     let (_pg, url) = setup::database(&args, &work_dir)?;
     let db = setup::open_durable(&url).await?;
-    let (secret, generator) = setup::secret_and_generator();
+    let (secret, generator) = setup::secret_and_generator(args.other_header_ids);
     let mut servers = Servers::start(&args, &url, &secret, &work_dir).await?;
 
     let context = context::context(&args, &db).await;

@@ -82,8 +82,8 @@ pub(crate) async fn open_durable(url: &str) -> anyhow::Result<tokio_postgres::Cl
 }
 
 /// A fresh webhook secret for this run, and the generator signing deliveries with it (their
-/// ids carry a fresh run id).
-pub(crate) fn secret_and_generator() -> (String, Arc<Generator>) {
+/// ids carry a fresh run id; their header ids differ from the body's with `other_header_ids`).
+pub(crate) fn secret_and_generator(other_header_ids: bool) -> (String, Arc<Generator>) {
     let (secret, run_id) = {
         let mut rng = rand::thread_rng();
         (
@@ -91,8 +91,13 @@ pub(crate) fn secret_and_generator() -> (String, Arc<Generator>) {
             format!("{:06x}", rng.gen::<u32>() & 0xff_ffff),
         )
     };
-    let generator = Arc::new(Generator::new(Secret::new(secret.clone()), run_id));
-    (secret, generator)
+    let generator = Generator::new(Secret::new(secret.clone()), run_id);
+    let generator = if other_header_ids {
+        generator.with_other_header_ids()
+    } else {
+        generator
+    };
+    (secret, Arc::new(generator))
 }
 
 pub(crate) async fn connect(url: &str) -> anyhow::Result<tokio_postgres::Client> {

@@ -108,10 +108,16 @@ impl Bench {
     /// What autovacuum does to a live inbox: fresh planner statistics. A step is shorter than
     /// autovacuum's one-minute nap, so it is done here, once the warm-up has filled the table
     /// (statistics survive the truncate before the next step).
+    /// With `--no-analyze`, nothing: the daemons keep the plans they made on the truncated,
+    /// empty inbox, as on a new database.
     fn analyze_after_warmup(&self) -> tokio::task::JoinHandle<anyhow::Result<()>> {
         let url = self.url.clone();
         let warmup = self.args.warmup;
+        let skip = self.args.no_analyze;
         tokio::spawn(async move {
+            if skip {
+                return anyhow::Ok(());
+            }
             tokio::time::sleep(warmup).await;
             let db = connect(&url).await?;
             db.batch_execute(sql::EVENTS_ANALYZE.sql()).await?;
