@@ -9,7 +9,7 @@ on conflict (key_name) do nothing;
 -- Refills key $1 at $2 tokens a second up to $3, then takes one token if there is one, the key
 -- is not paused and fewer than $4 reads were taken this UTC day. Answers whether it took one,
 -- the tokens there were, the seconds the key stays paused (until the next UTC day when the
--- day's allowance is spent) and the reads left today.
+-- day's allowance is spent) and the reads left today. Records $4 as the day's allowance.
 with cur as (
     select key_name,
            least($3::float8,
@@ -29,7 +29,8 @@ update sume.rate_buckets b
 set tokens      = case when d.taken then d.available - 1 else d.available end,
     refilled_at = now(),
     day         = d.today,
-    day_used    = d.used + d.taken::int
+    day_used    = d.used + d.taken::int,
+    day_limit   = $4::int
 from decided d
 where b.key_name = d.key_name
 returning d.taken,
@@ -45,3 +46,15 @@ returning d.taken,
 update sume.rate_buckets
 set paused_until = greatest(paused_until, now() + make_interval(secs => $2::float8))
 where key_name = $1;
+
+-- name: rate_buckets_today
+-- Each key's reads this UTC day: taken, the day's allowance as last enforced (null until a
+-- read was taken by a version that records it), and the share of the UTC day gone by.
+select key_name,
+       (case when day = (now() at time zone 'UTC')::date then day_used else 0 end)::int8 as used,
+       day_limit,
+       extract(epoch from (now() at time zone 'UTC')
+                          - (now() at time zone 'UTC')::date::timestamp)::float8 / 86400
+         as day_gone
+from sume.rate_buckets
+order by key_name;

@@ -79,3 +79,18 @@ group by closed_by;
 -- The chaos suite's Sume black hole: jobs closed from $1 to $2 (texts, timestamptz).
 select count(*) from sume.jobs
 where closed_at >= $1::text::timestamptz and closed_at < $2::text::timestamptz;
+
+-- name: jobs_register_keyed
+-- `sume-bench sweep`'s application: one job row, committed as soon as Sume answered its
+-- create, with the key name the sweep reads it with.
+insert into sume.jobs (job_id, order_id, api_key) values ($1, $1, $2) on conflict do nothing;
+
+-- name: jobs_sweep_progress
+-- `sume-bench sweep`: jobs still open, and jobs registered.
+select count(*) filter (where state = 'open'), count(*) from sume.jobs;
+
+-- name: jobs_sweep_rows
+-- `sume-bench sweep`: each job as the daemon closed it, its close in seconds since the epoch.
+select job_id, state, sume_status, closed_by,
+       extract(epoch from closed_at)::float8 as closed_epoch
+from sume.jobs;

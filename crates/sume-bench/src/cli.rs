@@ -1,4 +1,4 @@
-//! The command line: `sume-bench run` and `sume-bench fleet` (what `make bench` calls), `soak`
+//! The command line: `sume-bench run`, `fleet` and `sweep` (what `make bench` calls), `soak`
 //! (`make soak`), `chaos` (`make chaos`), `protocol`, and `baseline-server` (the per-request
 //! baseline, started by `run` as a child process).
 
@@ -31,6 +31,9 @@ pub enum Command {
     /// One daemon at a fixed rate for minutes, attach, the sweep and retention running:
     /// memory, latency and table sizes sampled, drawn and checked for flatness.
     Soak(crate::soak::SoakArgs),
+    /// The sweep's reads at Sume and a lost webhook's delay, list walks against one read a
+    /// job, with the simulator counting every read.
+    Sweep(crate::sweep_scale::SweepArgs),
     /// The chaos suite: faults under signed load, a three-instance race, stalled connections.
     Chaos(crate::chaos::ChaosArgs),
     /// The per-request baseline server (started by `run`; stops when its stdin closes).

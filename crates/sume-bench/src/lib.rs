@@ -17,6 +17,10 @@
 //! fixed rate for minutes with attach, the sweep and retention running, and checks that
 //! memory, latency and the tables stay flat.
 //!
+//! [`sweep_scale`] (`sume-bench sweep`, part of `make bench`) counts the reads the sweep
+//! spends at Sume and how late it closes a job whose webhook was lost, list walks against one
+//! read a job.
+//!
 //! [`chaos`] (`make chaos`) tries the daemon's promise against faults: `kill -9`, cut
 //! connections, a locked inbox, a PostgreSQL crash, a three-instance race and stalled sockets.
 //!
@@ -39,6 +43,7 @@ pub mod soak;
 pub mod stack;
 pub mod stages;
 pub mod stats;
+pub mod sweep_scale;
 pub mod webhook;
 
 /// The benchmark's own named statements (`sql/*.sql` of this crate), one constant each.

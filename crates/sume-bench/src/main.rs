@@ -18,6 +18,7 @@ fn main() -> std::process::ExitCode {
             Command::Run(args) => sume_bench::run::run(args).await,
             Command::Fleet(args) => sume_bench::fleet::run(args).await,
             Command::Soak(args) => sume_bench::soak::run(args).await,
+            Command::Sweep(args) => sume_bench::sweep_scale::run(args).await,
             Command::Protocol(args) => sume_bench::protocol::run(args).await,
             Command::Chaos(args) => sume_bench::chaos::main(args).await,
             Command::BaselineServer(args) => {

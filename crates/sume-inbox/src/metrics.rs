@@ -228,6 +228,11 @@ impl Metrics {
         self.sume_reads.get_or_create(&ReadLabels { way }).inc();
     }
 
+    /// This instance's reads of Sume's jobs since its start, by the way they went.
+    pub fn sume_reads_of(&self, way: ReadWay) -> u64 {
+        self.sume_reads.get_or_create(&ReadLabels { way }).get()
+    }
+
     /// Counts a call to Sume answered `code`, and a refusal (402, 403) apart; answers whether
     /// it was one.
     pub fn sume_answered(&self, key: &str, code: &str) -> bool {

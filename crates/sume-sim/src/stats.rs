@@ -4,7 +4,8 @@
 //! arrival until its answer leaves (a [`PollGuard`] is held that long, and released even when
 //! the client hangs up), and remembers the most that were ever in flight at once, per job and
 //! overall: the proof that two daemon instances never polled one job at the same time.
-//! [`KeyCounters`] tallies each key's answers by kind.
+//! [`KeyCounters`] tallies each key's answers by kind, and its reads by way (one job, or a page
+//! of the list).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -97,6 +98,12 @@ pub struct KeyCount {
     pub requests: u64,
     /// Reads (job reads and lists, anything but a POST), refused ones included.
     pub reads: u64,
+    /// Of `reads`, those of one job (`GET /jobs/{id}`, `/status`, `/result`).
+    #[serde(default)]
+    pub job_reads: u64,
+    /// Of `reads`, those of the list (`GET /jobs`, a key check's `limit=1` included).
+    #[serde(default)]
+    pub list_reads: u64,
     /// POST requests to a create endpoint, refused ones included.
     pub creates: u64,
     /// 429s for being over the limit.
@@ -111,6 +118,19 @@ pub struct KeyCount {
     pub not_found: u64,
 }
 
+/// What a request asked for, as the tallies count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// A POST to a create endpoint.
+    Create,
+    /// A read of one job.
+    Job,
+    /// A page of the key's job list.
+    List,
+    /// Any other read.
+    OtherRead,
+}
+
 /// Per-key tallies, plus the requests that named no usable key.
 #[derive(Debug, Default)]
 pub struct KeyCounters {
@@ -119,7 +139,7 @@ pub struct KeyCounters {
 
 impl KeyCounters {
     /// Tallies one answered request; `faults` are the faults injected into its answer.
-    pub fn record(&self, key: Option<&str>, create: bool, status: u16, faults: &[&str]) {
+    pub fn record(&self, key: Option<&str>, asked: Asked, status: u16, faults: &[&str]) {
         let mut inner = self.inner.lock().expect("key counters lock");
         let Some(key) = key else {
             inner.1 += 1;
@@ -127,10 +147,11 @@ impl KeyCounters {
         };
         let c = inner.0.entry(key.to_owned()).or_default();
         c.requests += 1;
-        if create {
-            c.creates += 1;
-        } else {
-            c.reads += 1;
+        match asked {
+            Asked::Create => c.creates += 1,
+            Asked::Job => (c.reads, c.job_reads) = (c.reads + 1, c.job_reads + 1),
+            Asked::List => (c.reads, c.list_reads) = (c.reads + 1, c.list_reads + 1),
+            Asked::OtherRead => c.reads += 1,
         }
         let has = |f: &str| faults.contains(&f);
         c.fault_429 += u64::from(has("status_429"));
@@ -173,14 +194,15 @@ mod tests {
     #[test]
     fn tallies_answers_by_kind() {
         let k = KeyCounters::default();
-        k.record(Some("a"), false, 429, &[]);
-        k.record(Some("a"), false, 429, &["status_slow", "status_429"]);
-        k.record(Some("a"), true, 202, &[]);
-        k.record(Some("a"), false, 200, &["status_slow"]);
-        k.record(None, false, 401, &[]);
+        k.record(Some("a"), Asked::Job, 429, &[]);
+        k.record(Some("a"), Asked::Job, 429, &["status_slow", "status_429"]);
+        k.record(Some("a"), Asked::Create, 202, &[]);
+        k.record(Some("a"), Asked::List, 200, &["status_slow"]);
+        k.record(None, Asked::Job, 401, &[]);
         let (keys, unknown) = k.snapshot();
         let a = &keys["a"];
         assert_eq!((a.requests, a.reads, a.creates), (4, 3, 1));
+        assert_eq!((a.job_reads, a.list_reads), (2, 1));
         assert_eq!((a.rate_limited, a.fault_429, a.fault_slow), (1, 1, 2));
         assert_eq!(unknown, 1);
     }

@@ -194,6 +194,15 @@ pub fn render_stats(st: &Stats, json: bool) -> String {
             0 => String::new(),
             _ => format!(" (oldest {})", ago(st.oldest_waiting_secs)),
         };
+        let mut reads = String::new();
+        for r in &st.reads_today {
+            let _ = writeln!(
+                reads,
+                "sume reads today .... {}: {}",
+                r.key_name,
+                reads_line(r)
+            );
+        }
         let mut notes = String::new();
         if st.sweep_has_no_keys() {
             let _ = writeln!(notes, "warning: {}", crate::db::NO_KEYS);
@@ -214,7 +223,7 @@ pub fn render_stats(st: &Stats, json: bool) -> String {
              dead letters ......... {}\n\
              disagreements ........ {}\n\
              schema version ....... {} (this binary: {})\n\
-             instances running .... {} ({} with API keys)\n{}",
+             instances running .... {} ({} with API keys)\n{}{}",
             st.open_jobs,
             st.waiting,
             oldest,
@@ -227,9 +236,30 @@ pub fn render_stats(st: &Stats, json: bool) -> String {
             crate::db::migrate::latest(),
             st.instances_live,
             st.instances_with_keys,
+            reads,
             notes
         )
     })
+}
+
+/// `1200 used, 7800 left of 9000; pace 4500 (50% of the UTC day), projected 2400`.
+fn reads_line(r: &crate::db::KeyReadsToday) -> String {
+    let left = match (r.left, r.limit) {
+        (Some(left), Some(limit)) => format!("{left} left of {limit}"),
+        _ => "allowance not recorded yet".to_owned(),
+    };
+    let pace = r.pace.map_or(String::new(), |p| {
+        let ahead = if r.ahead_of_pace() {
+            ", AHEAD of it"
+        } else {
+            ""
+        };
+        format!(
+            "; pace {p} ({:.0}% of the UTC day{ahead})",
+            r.day_gone * 100.0
+        )
+    });
+    format!("{} used, {left}{pace}, projected {}", r.used, r.projected)
 }
 
 /// What `dead-letters drop` did, for a terminal or as JSON.

@@ -59,7 +59,7 @@ pub use jobs_poll::{Claim, ClaimedJob, GiveUp, PollDone};
 pub use key_sweeps::{KeyLoad, KeySweep};
 pub use notifications::Listener;
 pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent};
-pub use rate_buckets::Take;
+pub use rate_buckets::{KeyReadsToday, Take};
 pub use retention_deletes::{Ages, Removed};
 pub use statement::{sql, Params, Statement};
 pub use stats::{Gauges, Stats, NO_KEYS};

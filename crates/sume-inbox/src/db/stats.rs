@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{sql, DbError, Store};
+use super::{sql, DbError, KeyReadsToday, Store};
 
 /// The numbers an operator checks first (`sume-inbox stats`).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -38,6 +38,9 @@ pub struct Stats {
     /// Open jobs naming an `api_key` that no live instance has: never polled.
     #[serde(default)]
     pub open_jobs_unknown_key: i64,
+    /// Each API key's reads of Sume this UTC day, against SUME_READ_DAILY and the day's pace.
+    #[serde(default)]
+    pub reads_today: Vec<KeyReadsToday>,
 }
 
 impl Stats {
@@ -72,6 +75,7 @@ pub struct Gauges {
 impl Store {
     /// The numbers an operator checks first.
     pub async fn stats_summary(&self) -> Result<Stats, DbError> {
+        let reads_today = self.rate_buckets_today().await?;
         let client = self.client().await?;
         let r = sql::STATS_SUMMARY.query_one(&client, &[]).await?;
         Ok(Stats {
@@ -88,6 +92,7 @@ impl Store {
             instances_without_keys: r.get("instances_without_keys"),
             instances_with_keys: r.get("instances_with_keys"),
             open_jobs_unknown_key: r.get("open_jobs_unknown_key"),
+            reads_today,
         })
     }
 

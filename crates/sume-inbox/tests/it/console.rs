@@ -310,3 +310,77 @@ async fn a_hostile_delivery_renders_inert_on_every_page() {
     }
     console.daemon.stop().await;
 }
+
+/// The overview, `GET /v1/stats` and `sume-inbox stats` show each key's reads of Sume this UTC
+/// day against SUME_READ_DAILY and the day's pace, and the way this instance's reads went.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_overview_shows_each_keys_reads_today_against_the_days_allowance_and_pace() {
+    use crate::sweep::{create, daemon_config, register, sim_config, sweep_config, MAIN_KEY};
+    let db = TestDb::new().await;
+    let sim = sume_sim::RunningSim::start(sim_config()).await.unwrap();
+    let mut c = daemon_config(&db, &sim, sweep_config());
+    c.sweep.daily_reads = 500;
+    c.admin_token = Some(sume_wire::Secret::new(OPERATOR));
+    let mut console = Console {
+        http: reqwest::Client::builder()
+            .redirect(Policy::none())
+            .build()
+            .unwrap(),
+        daemon: Daemon::start(c).await,
+        session: None,
+    };
+    // A job whose webhook never comes: the sweep reads it by itself and closes it.
+    let http = reqwest::Client::new();
+    let job = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 20})).await;
+    register(&db, &job).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while job_state(&db, &job).await.as_deref() != Some("completed") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sweep closed the job"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let used: i64 = db
+        .scalar("select day_used::int8 from sume.rate_buckets where key_name = 'main'")
+        .await;
+    assert!(used >= 2, "a key check and the job's read: {used}");
+    console.sign_in().await;
+    let (s, _, body) = console.get("/console/overview").await;
+    assert_eq!(s, 200);
+    assert!(body.contains("Sume reads today (UTC)"), "{body}");
+    assert!(body.contains("<code>main</code>"), "{body}");
+    // The fleet's count may have grown since it was read: the day's allowance is what is
+    // certain, and that used and left add up to it.
+    assert!(body.contains(" of 500"), "{body}");
+    assert!(body.contains("of the day)"), "{body}");
+    assert!(body.contains("reads of one job"), "{body}");
+    let r = console
+        .http
+        .get(console.daemon.admin_url("/v1/stats"))
+        .bearer_auth(OPERATOR)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let stats: sume_inbox::db::Stats = r.json().await.unwrap();
+    let main = stats
+        .reads_today
+        .iter()
+        .find(|k| k.key_name == "main")
+        .expect("the key's reads today");
+    assert_eq!(main.limit, Some(500));
+    assert!(main.used >= used, "{main:?}");
+    assert_eq!(main.left, Some(500 - main.used));
+    assert!(
+        main.pace.is_some_and(|p| (0..=500).contains(&p)),
+        "{main:?}"
+    );
+    let text = sume_inbox::cli::render::render_stats(&stats, false);
+    assert!(
+        text.contains("sume reads today .... main: ") && text.contains(" left of 500"),
+        "{text}"
+    );
+    console.daemon.stop().await;
+    sim.stop().await.unwrap();
+}

@@ -28,6 +28,7 @@ use crate::job::{rfc3339, Kind};
 use crate::journal::RequestRecord;
 use crate::keys::Caller;
 use crate::ratelimit::Class;
+use crate::stats::Asked;
 use crate::store::random_id;
 use error::{ApiError, Tag, REQUEST_ID};
 
@@ -147,8 +148,14 @@ async fn gate(State(app): State<Shared>, mut request: Request, next: Next) -> Re
         .unwrap_or_default();
     let key = caller.as_ref().ok().map(|c| c.name.clone());
     let status = response.status().as_u16();
+    let asked = match (class, &path_job) {
+        (Class::Create, _) => Asked::Create,
+        (Class::Read, Some(_)) => Asked::Job,
+        (Class::Read, None) if route.ends_with("/jobs") => Asked::List,
+        (Class::Read, None) => Asked::OtherRead,
+    };
     app.key_counts
-        .record(key.as_deref(), class == Class::Create, status, &tag.faults);
+        .record(key.as_deref(), asked, status, &tag.faults);
     let request_id = response
         .headers()
         .get(REQUEST_ID)

@@ -98,6 +98,11 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../../../../sql/0016_events_awaiting.sql"),
     ),
     (
+        17,
+        "rate_buckets_day_limit",
+        include_str!("../../../../../sql/0017_rate_buckets_day_limit.sql"),
+    ),
+    (
         18,
         "instance_keys",
         include_str!("../../../../../sql/0018_instance_keys.sql"),

@@ -8,10 +8,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use maud::{html, Markup};
 
-use super::fleet_view;
 use super::layout::{self, age, answers, at, at_opt};
 use super::sessions::{require, Operator};
 use super::ConsoleState;
+use super::{fleet_view, reads_view};
 
 /// Rows a list page shows.
 const ROWS: i64 = 200;
@@ -82,6 +82,7 @@ pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> 
                 Err(_) => { (card("down", "database", Some("bad"))) }
             }
         }
+        (reads_view::reads_today(stats.as_ref().ok().map(|s| s.reads_today.as_slice()), &state.admin.metrics))
         (fleet_view::instances(&instances, &state.admin.instance, &state.admin.health.snapshot()))
         (fleet_view::last_hour(&minutes))
     };

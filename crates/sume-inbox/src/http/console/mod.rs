@@ -6,8 +6,9 @@
 //! API, and on every answer a strict Content-Security-Policy (nothing but this origin's
 //! stylesheet and images, no script, no frame). Signing in ([`sessions`]) exchanges the token for
 //! a server-side session; every form that changes something carries the session's CSRF token.
-//! The pages live in `pages.rs` (overview, inbox, set aside and orphans, dead letters; the
-//! overview's instances and chart in `fleet.rs` and `chart.rs`),
+//! The pages live in `list_pages.rs` (overview, inbox, set aside and orphans, dead letters; the
+//! overview's instances and chart in `fleet_view.rs` and `chart.rs`, its Sume reads in
+//! `reads_view.rs`),
 //! `job.rs` (search and timeline) and `actions.rs` (replays and drop, each audited).
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ mod job;
 mod job_list_page;
 mod layout;
 mod list_pages;
+mod reads_view;
 pub mod sessions;
 
 use super::admin::access::{request_id, REQUEST_ID};
