@@ -93,8 +93,35 @@ fn job_id_in(path: &str) -> Option<String> {
     segments.next().filter(|s| !s.is_empty()).map(str::to_owned)
 }
 
+/// An authenticated caller's request: refused by the key's controls, limited, or run; with
+/// the rate limit's headers.
+async fn admit(
+    app: &Shared,
+    caller: &Arc<Caller>,
+    class: Class,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let verdict = app.limiter.check(&caller.name, class, Instant::now());
+    let access = app.controls.access(&caller.name);
+    let refusal = match class {
+        Class::Read => access.reads.refusal(),
+        Class::Create => access.creates.refusal(),
+    };
+    let mut response = if let (true, Some(refusal)) = (verdict.allowed, refusal) {
+        refusal.into_response()
+    } else if verdict.allowed {
+        request.extensions_mut().insert(caller.clone());
+        next.run(request).await
+    } else {
+        ApiError::rate_limited(verdict.retry_after_secs()).into_response()
+    };
+    verdict.apply(response.headers_mut());
+    response
+}
+
 /// Authentication, rate limits, their headers, in-flight counting and the request log.
-async fn gate(State(app): State<Shared>, mut request: Request, next: Next) -> Response {
+async fn gate(State(app): State<Shared>, request: Request, next: Next) -> Response {
     let started = StdInstant::now();
     let at = rfc3339(Utc::now());
     let method = request.method().clone();
@@ -117,24 +144,7 @@ async fn gate(State(app): State<Shared>, mut request: Request, next: Next) -> Re
     let caller = authenticate(&app, request.headers());
     let mut response = match &caller {
         Err(e) => e.clone().into_response(),
-        Ok(caller) => {
-            let verdict = app.limiter.check(&caller.name, class, Instant::now());
-            let access = app.controls.access(&caller.name);
-            let refusal = match class {
-                Class::Read => access.reads.refusal(),
-                Class::Create => access.creates.refusal(),
-            };
-            let mut response = if let (true, Some(refusal)) = (verdict.allowed, refusal) {
-                refusal.into_response()
-            } else if verdict.allowed {
-                request.extensions_mut().insert(caller.clone());
-                next.run(request).await
-            } else {
-                ApiError::rate_limited(verdict.retry_after_secs()).into_response()
-            };
-            verdict.apply(response.headers_mut());
-            response
-        }
+        Ok(caller) => admit(&app, caller, class, request, next).await,
     };
     if !response.headers().contains_key(REQUEST_ID) {
         if let Ok(v) = HeaderValue::from_str(&random_id("req_", 20)) {
