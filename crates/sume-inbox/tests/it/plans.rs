@@ -61,91 +61,7 @@ async fn sweep_queries_use_indexes_beside_a_million_closed_jobs() {
     for (name, sql) in statements() {
         let explain = format!("explain (analyze, buffers, format text) {sql}");
         let tx = c.transaction().await.unwrap();
-        let params: Vec<Box<dyn tokio_postgres::types::ToSql + Sync>> = match name {
-            "jobs_claim_due" => vec![
-                Box::new("plan-test"),
-                Box::new(100i64),
-                Box::new(60.0f64),
-                Box::new(120.0f64),
-                Box::new(DATABASE_CLOCK),
-                Box::new(vec!["walked"]),
-            ],
-            "jobs_open_by_key" => vec![
-                Box::new(120.0f64),
-                Box::new(DATABASE_CLOCK),
-                Box::new(900.0f64),
-            ],
-            "jobs_claim_walk" => vec![
-                Box::new("plan-test"),
-                Box::new("main"),
-                Box::new(10_000i64),
-                Box::new(60.0f64),
-                Box::new(120.0f64),
-                Box::new(DATABASE_CLOCK),
-            ],
-            "inbox_checks_enqueue" => vec![
-                Box::new(300.0f64),
-                Box::new(100i64),
-                Box::new(DATABASE_CLOCK),
-            ],
-            "inbox_checks_claim" => vec![
-                Box::new("plan-test"),
-                Box::new(100i64),
-                Box::new(60.0f64),
-                Box::new(DATABASE_CLOCK),
-            ],
-            "events_attachable_scan" => vec![Box::new(100i64)],
-            // The console's and the API's search by order id, for the first page.
-            "jobs_list_by_order" => {
-                let any: Option<String> = None;
-                let anytime: Option<chrono::DateTime<chrono::Utc>> = None;
-                vec![
-                    Box::new(""),
-                    Box::new(any.clone()),
-                    Box::new(Some("order_500000")),
-                    Box::new(any),
-                    Box::new(anytime),
-                    Box::new(anytime),
-                    Box::new(anytime),
-                    Box::new(anytime),
-                    Box::new(50i64),
-                ]
-            }
-            // A poll batch's history: 100 calls of the open jobs.
-            "job_polls_insert" => {
-                let ids: Vec<String> = (1..=100).map(|g| format!("open_{}", g % 200 + 1)).collect();
-                vec![
-                    Box::new(ids),
-                    Box::new(vec!["main"; 100]),
-                    Box::new(vec!["200 running"; 100]),
-                    Box::new(vec![12i32; 100]),
-                    Box::new(vec![0.5f64; 100]),
-                    Box::new(DATABASE_CLOCK),
-                ]
-            }
-            // An ingest batch whose header ids name rows stored before 0004_signed_keys (the
-            // seeded events, older than the migration) of other jobs: each is probed once.
-            "events_insert" => {
-                let n = 100;
-                let ids: Vec<String> = (1..=n).map(|g| format!("new_{g}/job.completed")).collect();
-                let jobs: Vec<String> = (1..=n).map(|g| format!("new_{g}")).collect();
-                let hints: Vec<Option<String>> =
-                    (1..=n).map(|g| Some(format!("evt_{g}"))).collect();
-                let none: Vec<Option<String>> = vec![None; n];
-                vec![
-                    Box::new(ids),
-                    Box::new(jobs),
-                    Box::new(none.clone()),
-                    Box::new(vec![Some("completed"); n]),
-                    Box::new(none),
-                    Box::new(vec![b"{}".to_vec(); n]),
-                    Box::new(vec![0i64; n]),
-                    Box::new(vec!["v1=00"; n]),
-                    Box::new(hints),
-                ]
-            }
-            _ => unreachable!(),
-        };
+        let params = params_of(name);
         let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
             params.iter().map(|p| p.as_ref()).collect();
         let plan: Vec<String> = tx
@@ -278,4 +194,94 @@ async fn the_catch_up_scan_costs_the_same_beside_100_000_events_that_never_find_
     );
     let job: String = c.query_one(scan, &[&100i64]).await.unwrap().get(0);
     assert_eq!(job, "job_ours");
+}
+
+/// Sample arguments of each statement of [`statements`].
+fn params_of(name: &str) -> Vec<Box<dyn tokio_postgres::types::ToSql + Sync>> {
+    match name {
+        "jobs_claim_due" => vec![
+            Box::new("plan-test"),
+            Box::new(100i64),
+            Box::new(60.0f64),
+            Box::new(120.0f64),
+            Box::new(DATABASE_CLOCK),
+            Box::new(vec!["walked"]),
+        ],
+        "jobs_open_by_key" => vec![
+            Box::new(120.0f64),
+            Box::new(DATABASE_CLOCK),
+            Box::new(900.0f64),
+        ],
+        "jobs_claim_walk" => vec![
+            Box::new("plan-test"),
+            Box::new("main"),
+            Box::new(10_000i64),
+            Box::new(60.0f64),
+            Box::new(120.0f64),
+            Box::new(DATABASE_CLOCK),
+        ],
+        "inbox_checks_enqueue" => vec![
+            Box::new(300.0f64),
+            Box::new(100i64),
+            Box::new(DATABASE_CLOCK),
+        ],
+        "inbox_checks_claim" => vec![
+            Box::new("plan-test"),
+            Box::new(100i64),
+            Box::new(60.0f64),
+            Box::new(DATABASE_CLOCK),
+        ],
+        "events_attachable_scan" => vec![Box::new(100i64)],
+        // The console's and the API's search by order id, for the first page.
+        "jobs_list_by_order" => {
+            let any: Option<String> = None;
+            let anytime: Option<chrono::DateTime<chrono::Utc>> = None;
+            vec![
+                Box::new(""),
+                Box::new(any.clone()),
+                Box::new(Some("order_500000")),
+                Box::new(any),
+                Box::new(anytime),
+                Box::new(anytime),
+                Box::new(anytime),
+                Box::new(anytime),
+                Box::new(50i64),
+            ]
+        }
+        // A poll batch's history: 100 calls of the open jobs.
+        "job_polls_insert" => {
+            let ids: Vec<String> = (1..=100).map(|g| format!("open_{}", g % 200 + 1)).collect();
+            vec![
+                Box::new(ids),
+                Box::new(vec!["main"; 100]),
+                Box::new(vec!["200 running"; 100]),
+                Box::new(vec![12i32; 100]),
+                Box::new(vec![0.5f64; 100]),
+                Box::new(DATABASE_CLOCK),
+            ]
+        }
+        "events_insert" => events_insert_params(),
+        _ => unreachable!(),
+    }
+}
+
+/// An ingest batch whose header ids name rows stored before 0004_signed_keys (the
+/// seeded events, older than the migration) of other jobs: each is probed once.
+fn events_insert_params() -> Vec<Box<dyn tokio_postgres::types::ToSql + Sync>> {
+    let n = 100;
+    let ids: Vec<String> = (1..=n).map(|g| format!("new_{g}/job.completed")).collect();
+    let jobs: Vec<String> = (1..=n).map(|g| format!("new_{g}")).collect();
+    let hints: Vec<Option<String>> = (1..=n).map(|g| Some(format!("evt_{g}"))).collect();
+    let none: Vec<Option<String>> = vec![None; n];
+    vec![
+        Box::new(ids),
+        Box::new(jobs),
+        Box::new(none.clone()),
+        Box::new(vec![Some("completed"); n]),
+        Box::new(none),
+        Box::new(vec![b"{}".to_vec(); n]),
+        Box::new(vec![0i64; n]),
+        Box::new(vec!["v1=00"; n]),
+        Box::new(hints),
+    ]
 }

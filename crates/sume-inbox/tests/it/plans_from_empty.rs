@@ -90,7 +90,7 @@ fn hot() -> Vec<(&'static str, &'static str, String)> {
         "null".into(),
     ]);
     let ids = texts(jobs);
-    vec![
+    let mut hot = vec![
         // Ingest.
         (sql::EVENTS_INSERT.name(), sql::EVENTS_INSERT.sql(), insert),
         // Attach.
@@ -112,6 +112,15 @@ fn hot() -> Vec<(&'static str, &'static str, String)> {
         ),
         (sql::JOBS_APPLY.name(), sql::JOBS_APPLY.sql(), apply),
         (sql::JOBS_POLL_NOW.name(), sql::JOBS_POLL_NOW.sql(), ids),
+    ];
+    hot.extend(scan_and_sweep(polls));
+    hot
+}
+
+/// The catch-up scan's and the sweep's statements; `polls`: a poll batch's history.
+fn scan_and_sweep(polls: String) -> Vec<(&'static str, &'static str, String)> {
+    use sume_inbox::db::sql;
+    vec![
         // The catch-up scan.
         (
             sql::EVENTS_ATTACHABLE_SCAN.name(),
