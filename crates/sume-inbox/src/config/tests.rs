@@ -212,5 +212,16 @@ fn the_flags_keep_their_names() {
         .filter(|s| s.flag.is_none())
         .map(|s| s.name)
         .collect();
-    assert_eq!(env_only, ["WORKER_THREADS", "RUST_LOG"]);
+    assert_eq!(
+        env_only,
+        [
+            "WORKER_THREADS",
+            "RUST_LOG",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_SERVICE_NAME",
+            "OTEL_TRACES_SAMPLER",
+            "OTEL_TRACES_SAMPLER_ARG",
+            "OTEL_RESOURCE_ATTRIBUTES",
+        ]
+    );
 }
