@@ -229,10 +229,17 @@ async fn a_delivery_is_traced_from_the_socket_to_the_close() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201, "registration");
-    let sent = Delivery::completed(job);
-    let event_id = sent.event_id.clone().unwrap();
-    let r = sent.send(&http, &format!("{}/webhooks/sume", daemon.webhook)).await;
+    let r = Delivery::completed(job)
+        .send(&http, &format!("{}/webhooks/sume", daemon.webhook))
+        .await;
     assert_eq!(r.status(), 204);
+    let event_id: String = db
+        .client()
+        .await
+        .query_one("select event_id from sume.events where job_id = $1", &[&job])
+        .await
+        .unwrap()
+        .get(0);
     wait_for("the job closed", Duration::from_secs(30), || async {
         job_state(&db, job).await.as_deref() == Some("completed")
     })
