@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use opentelemetry::trace::SpanContext;
 use tokio::sync::{mpsc, oneshot, Mutex};
-use tracing::Instrument;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::actors::attach::AttachHandle;
 use crate::actors::supervision::Actor;
@@ -169,7 +169,10 @@ impl Writer {
         // once and answered as a duplicate.
         let mut waiting: Vec<(Key, bool, Reply)> = Vec::with_capacity(batch.len());
         let mut seen: HashSet<Key> = HashSet::with_capacity(batch.len());
-        for Request { delivery, reply, .. } in batch {
+        for Request {
+            delivery, reply, ..
+        } in batch
+        {
             let key = match &delivery {
                 Delivery::Event(e) => Key::Event(e.event_id.clone()),
                 Delivery::DeadLetter(d) => Key::Dead(d.dead_letter_id.clone()),

@@ -47,9 +47,9 @@ pub fn init_with_traces(
             "json" => builder.json().flatten_event(true).try_init(),
             _ => builder.try_init(),
         };
-        return installed
-            .map(|()| None)
-            .map_err(|e| ConfigError::new("LOG_FORMAT", format!("cannot install the logger: {e}")));
+        return installed.map(|()| None).map_err(|e| {
+            ConfigError::new("LOG_FORMAT", format!("cannot install the logger: {e}"))
+        });
     };
     // The traced spans are in every log line's scope, whatever RUST_LOG says of their module.
     let filter = filter.add_directive(

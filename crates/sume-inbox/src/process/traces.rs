@@ -155,7 +155,9 @@ pub fn parse_traceparent(value: &str) -> Option<SpanContext> {
     let (version, trace, parent, flags) =
         (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     let hex = |s: &str, n: usize| {
-        s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     };
     if !hex(version, 2) || version == "ff" || !hex(trace, 32) || !hex(parent, 16) || !hex(flags, 2)
     {
@@ -197,7 +199,11 @@ pub fn delivered(event_id: &str, delivery: SpanContext) {
             kept.by_event.remove(&oldest);
         }
     }
-    if kept.by_event.insert(event_id.to_owned(), delivery).is_none() {
+    if kept
+        .by_event
+        .insert(event_id.to_owned(), delivery)
+        .is_none()
+    {
         kept.order.push_back(event_id.to_owned());
     }
 }
@@ -238,7 +244,10 @@ mod tests {
     fn traceparents_are_read_as_w3c_writes_them() {
         let cx = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
             .expect("valid");
-        assert_eq!(cx.trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(
+            cx.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
         assert_eq!(cx.span_id().to_string(), "00f067aa0ba902b7");
         assert!(cx.is_sampled() && cx.is_remote());
         for bad in [

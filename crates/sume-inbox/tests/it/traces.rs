@@ -120,7 +120,11 @@ impl Receiver {
 
     fn named(&self, name: &str) -> Vec<Got> {
         let spans = self.spans.lock().unwrap();
-        spans.iter().filter(|g| g.span.name == name).cloned().collect()
+        spans
+            .iter()
+            .filter(|g| g.span.name == name)
+            .cloned()
+            .collect()
     }
 
     fn all(&self) -> Vec<Got> {
@@ -177,9 +181,11 @@ impl Traced {
             logs,
         };
         let ready = format!("{}/readyz", traced.webhook);
-        wait_for("the traced daemon ready", Duration::from_secs(60), || async {
-            matches!(reqwest::get(&ready).await, Ok(r) if r.status() == 200)
-        })
+        wait_for(
+            "the traced daemon ready",
+            Duration::from_secs(60),
+            || async { matches!(reqwest::get(&ready).await, Ok(r) if r.status() == 200) },
+        )
         .await;
         traced
     }
@@ -236,7 +242,10 @@ async fn a_delivery_is_traced_from_the_socket_to_the_close() {
     let event_id: String = db
         .client()
         .await
-        .query_one("select event_id from sume.events where job_id = $1", &[&job])
+        .query_one(
+            "select event_id from sume.events where job_id = $1",
+            &[&job],
+        )
         .await
         .unwrap()
         .get(0);
@@ -256,8 +265,14 @@ async fn a_delivery_is_traced_from_the_socket_to_the_close() {
     let delivery = &deliveries[0];
     assert_eq!(delivery.span.kind, SpanKind::Server as i32);
     assert!(delivery.span.parent_span_id.is_empty());
-    assert_eq!(delivery.attr("sume.event_id").as_deref(), Some(event_id.as_str()));
-    assert_eq!(delivery.attr("http.response.status_code").as_deref(), Some("204"));
+    assert_eq!(
+        delivery.attr("sume.event_id").as_deref(),
+        Some(event_id.as_str())
+    );
+    assert_eq!(
+        delivery.attr("http.response.status_code").as_deref(),
+        Some("204")
+    );
     assert_eq!(
         text(&delivery.resource, "service.name").as_deref(),
         Some("sume-inbox-under-test")
@@ -290,7 +305,10 @@ async fn a_delivery_is_traced_from_the_socket_to_the_close() {
     // to the application's trace of the registration.
     let close = &receiver.named("close")[0];
     assert_eq!(close.attr("sume.job_id").as_deref(), Some(job));
-    assert_eq!(close.attr("sume.event_id").as_deref(), Some(event_id.as_str()));
+    assert_eq!(
+        close.attr("sume.event_id").as_deref(),
+        Some(event_id.as_str())
+    );
     assert_eq!(close.attr("sume.closed_by").as_deref(), Some("webhook"));
     let attach = receiver
         .named("attach")
@@ -309,7 +327,10 @@ async fn a_delivery_is_traced_from_the_socket_to_the_close() {
     );
     // Export is OTLP over HTTP with protobuf bodies.
     let types = receiver.content_types.lock().unwrap().clone();
-    assert!(types.iter().all(|t| t == "application/x-protobuf"), "{types:?}");
+    assert!(
+        types.iter().all(|t| t == "application/x-protobuf"),
+        "{types:?}"
+    );
 
     // A log line written inside the delivery carries its trace id and its span's id.
     let trace_id = delivery.trace_id();

@@ -207,7 +207,12 @@ impl Attach {
         let mut total = AttachReport::default();
         let mut failure = None;
         for chunk in ids.chunks(self.config.batch_max.max(1)) {
-            match self.store.attach_jobs(chunk).instrument(attach_span(chunk)).await {
+            match self
+                .store
+                .attach_jobs(chunk)
+                .instrument(attach_span(chunk))
+                .await
+            {
                 Ok(report) => {
                     self.observe(&report);
                     total.merge(report)
