@@ -1,6 +1,6 @@
 //! Traces: optional OTLP export (HTTP/protobuf) of the daemon's spans, set up with the logger
 //! when OTEL_EXPORTER_OTLP_ENDPOINT is set ([`install`]). Off (the default), no layer is
-//! installed and [`span!`] makes no span at all ([`tracing::Span::none`]), so the code paths
+//! installed and `span!` makes no span at all ([`tracing::Span::none`]), so the code paths
 //! that name spans cost one relaxed load.
 //!
 //! The spans: a delivery on the public port (`delivery`, with its header checks, body read,
