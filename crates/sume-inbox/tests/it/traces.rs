@@ -143,6 +143,16 @@ struct Traced {
 
 impl Traced {
     async fn start(db: &TestDb, collector: SocketAddr, rust_log: &str) -> Traced {
+        Traced::start_with(db, collector, rust_log, &[]).await
+    }
+
+    /// As [`Traced::start`], with more of the environment.
+    async fn start_with(
+        db: &TestDb,
+        collector: SocketAddr,
+        rust_log: &str,
+        env: &[(&str, String)],
+    ) -> Traced {
         let (webhook, admin) = (free_port(), free_port());
         let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
             .arg("serve")
@@ -162,6 +172,7 @@ impl Traced {
             .env("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
             // The SDK's batch processor: send every 100 ms rather than every 5 s.
             .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -352,6 +363,79 @@ fn waiting_id(receiver: &Receiver, trace_id: &str) -> String {
         .find(|s| s.trace_id() == trace_id)
         .map(|s| s.span_id())
         .unwrap()
+}
+
+/// The sweep's reads of Sume (the simulator): a poll that closes a job, its status read with
+/// the key and the answer, the close under it linked to the registration's trace; and a read
+/// Sume answers 404 with a request id, which the read's span carries.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_poll_is_traced_with_the_key_the_answer_and_sumes_request_id() {
+    use crate::sweep::{create, sim_config, wait_ended, MAIN_KEY};
+    let db = TestDb::new().await;
+    let sim = sume_sim::RunningSim::start(sim_config()).await.unwrap();
+    let http = reqwest::Client::new();
+    let known = create(&http, &sim, MAIN_KEY, None, serde_json::json!({})).await;
+    wait_ended(&http, &sim, std::slice::from_ref(&known)).await;
+    let (receiver, collector) = Receiver::start().await;
+    let env = [
+        ("SUME_API_URL", sim.api_url()),
+        ("SUME_API_KEYS", format!("main:{MAIN_KEY}")),
+        ("SUME_API_ALLOW_PLAINTEXT", "1".to_owned()),
+        ("POLL_AFTER", "100ms".to_owned()),
+        ("POLL_MAX_INTERVAL", "1s".to_owned()),
+        ("SWEEP_INTERVAL", "100ms".to_owned()),
+        ("LIST_WALKS", "off".to_owned()),
+    ];
+    let daemon = Traced::start_with(&db, collector, "warn", &env).await;
+    let unknown = "job_sume_never_made";
+    for job in [known.as_str(), unknown] {
+        let r = http
+            .post(format!("{}/v1/jobs", daemon.admin))
+            .header("traceparent", format!("00-{APP_TRACE}-{APP_SPAN}-01"))
+            .json(&serde_json::json!({"job_id": job, "api_key": "main"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "registration of {job}");
+    }
+    wait_for("the job closed by a poll", Duration::from_secs(30), || async {
+        job_state(&db, &known).await.as_deref() == Some("completed")
+    })
+    .await;
+    let read_of = |job: &str| {
+        receiver
+            .named("GET /jobs/{id}")
+            .into_iter()
+            .find(|s| s.attr("sume.job_id").as_deref() == Some(job))
+    };
+    wait_for("both reads and the close exported", Duration::from_secs(30), || {
+        let got = read_of(&known).is_some()
+            && read_of(unknown).is_some()
+            && !receiver.named("close").is_empty();
+        std::future::ready(got)
+    })
+    .await;
+    let read = read_of(&known).unwrap();
+    assert_eq!(read.span.kind, SpanKind::Client as i32);
+    assert_eq!(read.attr("sume.key").as_deref(), Some("main"));
+    assert_eq!(read.attr("sume.answer").as_deref(), Some("200"));
+    let poll = receiver
+        .named("poll")
+        .into_iter()
+        .find(|p| p.span_id() == read.parent_id())
+        .expect("the read's parent is a poll span");
+    assert_eq!(poll.attr("sume.job_id").as_deref(), Some(known.as_str()));
+    let close = &receiver.named("close")[0];
+    assert_eq!(close.attr("sume.job_id").as_deref(), Some(known.as_str()));
+    assert_eq!(close.attr("sume.closed_by").as_deref(), Some("poll"));
+    assert_eq!(close.parent_id(), poll.span_id());
+    assert!(close.links().contains(&(APP_TRACE.to_owned(), APP_SPAN.to_owned())));
+
+    let refused = read_of(unknown).unwrap();
+    assert_eq!(refused.attr("sume.answer").as_deref(), Some("404"));
+    let request_id = refused.attr("sume.request_id").unwrap_or_default();
+    assert!(request_id.starts_with("req_"), "{request_id:?}");
+    daemon.stop().await;
 }
 
 /// Accepts connections and never answers (nor reads): the slow collector at its worst.
