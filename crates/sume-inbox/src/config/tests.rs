@@ -235,7 +235,10 @@ fn traces_are_read_as_opentelemetry_writes_them() {
         endpoint,
         (&OTEL_TRACES_SAMPLER, "ParentBased_TraceIdRatio"),
         (&OTEL_TRACES_SAMPLER_ARG, "0.25"),
-        (&OTEL_RESOURCE_ATTRIBUTES, "deployment.environment=prod, team=a%2Cb"),
+        (
+            &OTEL_RESOURCE_ATTRIBUTES,
+            "deployment.environment=prod, team=a%2Cb",
+        ),
     ]))
     .unwrap()
     .expect("on");

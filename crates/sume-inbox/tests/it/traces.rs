@@ -398,9 +398,11 @@ async fn a_poll_is_traced_with_the_key_the_answer_and_sumes_request_id() {
             .unwrap();
         assert_eq!(r.status(), 201, "registration of {job}");
     }
-    wait_for("the job closed by a poll", Duration::from_secs(30), || async {
-        job_state(&db, &known).await.as_deref() == Some("completed")
-    })
+    wait_for(
+        "the job closed by a poll",
+        Duration::from_secs(30),
+        || async { job_state(&db, &known).await.as_deref() == Some("completed") },
+    )
     .await;
     let read_of = |job: &str| {
         receiver
@@ -408,12 +410,16 @@ async fn a_poll_is_traced_with_the_key_the_answer_and_sumes_request_id() {
             .into_iter()
             .find(|s| s.attr("sume.job_id").as_deref() == Some(job))
     };
-    wait_for("both reads and the close exported", Duration::from_secs(30), || {
-        let got = read_of(&known).is_some()
-            && read_of(unknown).is_some()
-            && !receiver.named("close").is_empty();
-        std::future::ready(got)
-    })
+    wait_for(
+        "both reads and the close exported",
+        Duration::from_secs(30),
+        || {
+            let got = read_of(&known).is_some()
+                && read_of(unknown).is_some()
+                && !receiver.named("close").is_empty();
+            std::future::ready(got)
+        },
+    )
     .await;
     let read = read_of(&known).unwrap();
     assert_eq!(read.span.kind, SpanKind::Client as i32);
@@ -429,7 +435,9 @@ async fn a_poll_is_traced_with_the_key_the_answer_and_sumes_request_id() {
     assert_eq!(close.attr("sume.job_id").as_deref(), Some(known.as_str()));
     assert_eq!(close.attr("sume.closed_by").as_deref(), Some("poll"));
     assert_eq!(close.parent_id(), poll.span_id());
-    assert!(close.links().contains(&(APP_TRACE.to_owned(), APP_SPAN.to_owned())));
+    assert!(close
+        .links()
+        .contains(&(APP_TRACE.to_owned(), APP_SPAN.to_owned())));
 
     let refused = read_of(unknown).unwrap();
     assert_eq!(refused.attr("sume.answer").as_deref(), Some("404"));
