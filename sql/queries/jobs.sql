@@ -2,10 +2,16 @@
 -- db::sql (jobs_insert is JOBS_INSERT), so a misspelt name fails the build.
 
 -- name: jobs_insert
--- Registration through the API; the application's own path is the same insert in its transaction.
-insert into sume.jobs (job_id, order_id, api_key)
-values ($1, $2, $3)
+-- Registration through the API; the application's own path is the same insert in its
+-- transaction. $4: the request's W3C traceparent, if any (the close's trace links to it).
+insert into sume.jobs (job_id, order_id, api_key, traceparent)
+values ($1, $2, $3, $4)
 on conflict (job_id) do nothing;
+
+-- name: jobs_traceparents
+-- The registrations' traceparents of jobs just closed (read only while traces are exported).
+select job_id, traceparent from sume.jobs
+where job_id = any($1::text[]) and traceparent is not null;
 
 -- name: jobs_get
 select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id, result,

@@ -24,7 +24,7 @@
 //! | `sume_api/` | the way to Sume | `status_reader.rs`, `read_budget.rs` (the fleet-wide token bucket), `key_checks.rs` (when a 404 is a verdict), `answer.rs` |
 //! | `operations/` | operator actions | `replay.rs`, `reconciliation.rs` |
 //! | `metrics/` | `/metrics` | the Prometheus registry |
-//! | `process/` | the process | runtime, logging, sockets, signals, systemd, the instance's name |
+//! | `process/` | the process | runtime, logging, traces, sockets, signals, systemd, the instance's name |
 //! | `cli/` | the commands | `serve.rs`, `admin.rs`, `reconcile.rs`, `healthcheck.rs`; `render.rs`: what they print |
 //!
 //! To change how long a stale inbox row waits before Sume is asked: `INBOX_GRACE`, declared in

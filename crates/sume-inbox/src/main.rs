@@ -20,23 +20,38 @@ fn main() -> ExitCode {
         return fail(cli::CliError::from(e));
     }
     let cli = Cli::parse();
-    let logging = cli
-        .global
-        .values()
-        .choice(&sume_inbox::config::declared::LOG_FORMAT)
-        .and_then(sume_inbox::process::logging::init);
-    if let Err(e) = logging {
-        return fail(cli::CliError::from(e));
-    }
+    // Traces are the daemon's: only `serve` reads OTEL_*.
+    let traces = match &cli.command {
+        cli::Command::Serve(_) => sume_inbox::config::traces_from_env(),
+        _ => Ok(None),
+    };
+    let logging = traces.and_then(|traces| {
+        let format = cli
+            .global
+            .values()
+            .choice(&sume_inbox::config::declared::LOG_FORMAT)?;
+        sume_inbox::process::logging::init_with_traces(format, traces.as_ref())
+    });
+    let exporting = match logging {
+        Ok(exporting) => exporting,
+        Err(e) => return fail(cli::CliError::from(e)),
+    };
     let runtime = match sume_inbox::process::runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
-    match runtime.block_on(cli::dispatch(cli.command)) {
+    let ran = runtime.block_on(cli::dispatch(cli.command));
+    if let Some(exporting) = exporting {
+        exporting.shutdown(TRACES_FLUSH);
+    }
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),
     }
 }
+
+/// How long the exit waits for the last spans to reach the collector.
+const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn fail(e: cli::CliError) -> ExitCode {
     eprintln!("sume-inbox: {e}");

@@ -11,8 +11,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use opentelemetry::trace::SpanContext;
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::actors::attach::AttachHandle;
 use crate::actors::supervision::Actor;
@@ -20,6 +22,7 @@ use crate::config::IngestConfig;
 use crate::db::{NewDeadLetter, NewEvent, Store};
 pub use crate::decisions::delivery::Delivery;
 use crate::metrics::Metrics;
+use crate::process::traces;
 
 /// How a delivery was stored (every one of these is answered 2xx).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +43,8 @@ pub struct Unavailable;
 struct Request {
     delivery: Delivery,
     reply: oneshot::Sender<Result<Stored, Unavailable>>,
+    /// The waiting request's span, for the commit's link (traces exported only).
+    link: Option<SpanContext>,
 }
 
 /// The sending side, held by the HTTP handlers. When every handle is dropped, the writers
@@ -50,11 +55,17 @@ pub struct IngestHandle {
 }
 
 impl IngestHandle {
-    /// Queues the delivery and waits for its commit.
+    /// Queues the delivery and waits for its commit; with traces exported, the commit's span
+    /// links to the current one.
     pub async fn store(&self, delivery: Delivery) -> Result<Stored, Unavailable> {
         let (reply, answer) = oneshot::channel();
+        let link = traces::context_of(&tracing::Span::current());
         self.tx
-            .send(Request { delivery, reply })
+            .send(Request {
+                delivery,
+                reply,
+                link,
+            })
             .await
             .map_err(|_| Unavailable)?;
         answer.await.unwrap_or(Err(Unavailable))
@@ -126,7 +137,7 @@ impl Actor for Writer {
     /// Runs until every [`IngestHandle`] is dropped and the queue is empty (after the public
     /// port has stopped, so start it with the token that stops the servers).
     async fn run(self, _stop: CancellationToken) {
-        let mut batch = Vec::with_capacity(self.batch_max);
+        let mut batch: Vec<Request> = Vec::with_capacity(self.batch_max);
         loop {
             {
                 let mut rx = self.rx.lock().await;
@@ -134,7 +145,16 @@ impl Actor for Writer {
                     break;
                 }
             }
-            self.write(std::mem::take(&mut batch)).await;
+            let taken = std::mem::take(&mut batch);
+            let commit = traces::span!(
+                "inbox commit",
+                otel.name = "inbox commit",
+                sume.deliveries = taken.len(),
+            );
+            for link in taken.iter().filter_map(|r| r.link.as_ref()) {
+                traces::link(&commit, link);
+            }
+            self.write(taken).instrument(commit).await;
             batch.reserve(self.batch_max);
         }
     }
@@ -149,7 +169,10 @@ impl Writer {
         // once and answered as a duplicate.
         let mut waiting: Vec<(Key, bool, Reply)> = Vec::with_capacity(batch.len());
         let mut seen: HashSet<Key> = HashSet::with_capacity(batch.len());
-        for Request { delivery, reply } in batch {
+        for Request {
+            delivery, reply, ..
+        } in batch
+        {
             let key = match &delivery {
                 Delivery::Event(e) => Key::Event(e.event_id.clone()),
                 Delivery::DeadLetter(d) => Key::Dead(d.dead_letter_id.clone()),

@@ -188,3 +188,18 @@ impl Default for FleetConfig {
         }
     }
 }
+
+/// OTEL_*: where spans go and which are kept; `None` of it when export is off.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TracesConfig {
+    /// OTEL_EXPORTER_OTLP_ENDPOINT's `/v1/traces`.
+    pub traces_url: String,
+    /// OTEL_SERVICE_NAME.
+    pub service_name: String,
+    /// OTEL_TRACES_SAMPLER, as spelt there.
+    pub sampler: &'static str,
+    /// OTEL_TRACES_SAMPLER_ARG, for the ratio samplers.
+    pub ratio: f64,
+    /// OTEL_RESOURCE_ATTRIBUTES, decoded, in order.
+    pub resource: Vec<(String, String)>,
+}

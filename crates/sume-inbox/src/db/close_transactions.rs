@@ -14,6 +14,48 @@ use tokio_postgres::Row;
 use super::{jobs, sql, DbError, Store};
 use crate::db::clock::Clock;
 use crate::decisions::job_fold::{JobFold, Observation, Outcome, Source};
+use crate::process::traces;
+
+/// With traces exported, which of these jobs are open (before a fold), for [`trace_closes`].
+fn was_open(folds: &[JobFold]) -> Option<Vec<bool>> {
+    traces::on().then(|| folds.iter().map(|f| f.closed_by.is_none()).collect())
+}
+
+/// With traces exported, after the commit: a `close` span for each job the transaction closed,
+/// linked to its registration's traceparent (read here) and its delivery. A failed read of
+/// the traceparents costs the links only.
+async fn trace_closes<C: super::Session>(
+    client: &C,
+    folds: &[JobFold],
+    was_open: Option<Vec<bool>>,
+) {
+    let Some(was_open) = was_open else {
+        return;
+    };
+    let closed: Vec<&JobFold> = folds
+        .iter()
+        .zip(was_open)
+        .filter(|(f, open)| *open && f.closed_by.is_some())
+        .map(|(f, _)| f)
+        .collect();
+    if closed.is_empty() {
+        return;
+    }
+    let ids: Vec<&str> = closed.iter().map(|f| f.job_id.as_str()).collect();
+    let parents: HashMap<String, String> = match sql::JOBS_TRACEPARENTS.query(client, &[&ids]).await
+    {
+        Ok(rows) => rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
+        Err(e) => {
+            tracing::debug!(error = %e, "traces: the registrations' traceparents were not read");
+            HashMap::new()
+        }
+    };
+    for f in closed {
+        let by = f.closed_by.map(Source::as_str).unwrap_or("-");
+        let parent = parents.get(&f.job_id).map(String::as_str);
+        traces::closed(&f.job_id, f.closed_event_id.as_deref(), by, parent);
+    }
+}
 
 /// What one attach transaction did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -61,6 +103,7 @@ impl Store {
         }
         let tx = super::begin(&mut client, WHAT).await?;
         let mut folds = jobs::lock(&tx, &candidates).await?;
+        let was_open = was_open(&folds);
         let locked: Vec<&str> = folds.iter().map(|f| f.job_id.as_str()).collect();
         let pending = sql::EVENTS_PENDING_FOR_JOBS.query(&tx, &[&locked]).await?;
         let folded = fold_pending(&mut folds, &pending);
@@ -92,6 +135,7 @@ impl Store {
             .await?;
         super::commit(tx, WHAT).await?;
         log_folds(&folds);
+        trace_closes(&client, &folds, was_open).await;
         Ok(report)
     }
 
@@ -116,6 +160,7 @@ impl Store {
                 "polled job {job_id} has no row"
             )));
         };
+        let was_open = was_open(std::slice::from_ref(fold));
         let outcome = fold.apply(&Observation {
             source: Source::Poll,
             event_id: None,
@@ -127,6 +172,7 @@ impl Store {
             .execute(&tx, &[&job_id, &owner, &answer, &clock.now()])
             .await?;
         super::commit(tx, WHAT).await?;
+        trace_closes(&client, &folds, was_open).await;
         for d in &folds[0].disagreements {
             tracing::warn!(job_id, kept = %d.kept, seen = %d.seen, "disagreement: the poll contradicts the job's final state; kept the first");
         }

@@ -19,6 +19,8 @@ pub struct NewJob {
     pub order_id: Option<String>,
     /// The name of the API key that created the job (see SUME_API_KEYS).
     pub api_key: Option<String>,
+    /// The registering request's W3C `traceparent`, if it sent a valid one.
+    pub traceparent: Option<String>,
 }
 
 /// A job as the admin API answers it.
@@ -103,7 +105,10 @@ impl Store {
     pub async fn register_job(&self, job: &NewJob) -> Result<Registered, DbError> {
         let client = self.client().await?;
         let inserted = sql::JOBS_INSERT
-            .execute(&client, &[&job.job_id, &job.order_id, &job.api_key])
+            .execute(
+                &client,
+                &[&job.job_id, &job.order_id, &job.api_key, &job.traceparent],
+            )
             .await?;
         if inserted == 1 {
             return Ok(Registered::Created);

@@ -38,6 +38,8 @@ use crate::actors::ingest::{IngestHandle, Stored};
 use crate::decisions::delivery::{check_headers, verify_delivery, Delivery, Received};
 use crate::metrics::{Metrics, TimeoutKind, WebhookOutcome};
 use crate::process::log_budget::LogBudget;
+use crate::process::traces;
+use tracing::{Instrument, Span};
 
 /// Refused deliveries are counted always and logged at most this often (anyone can send them).
 static REFUSALS_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(1));
@@ -106,12 +108,34 @@ fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
+/// One delivery, in its `delivery` span when traces are exported ([`traces`]).
+async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Response {
+    let span = traces::span!(
+        "delivery",
+        otel.name = "POST /webhooks/sume",
+        otel.kind = "server",
+        http.request.method = "POST",
+        url.path = "/webhooks/sume",
+        sume.event_id = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+    );
+    if span.is_none() {
+        return checked(state, request, &span).await;
+    }
+    let answer = checked(state, request, &span)
+        .instrument(span.clone())
+        .await;
+    span.record("http.response.status_code", answer.status().as_u16());
+    answer
+}
+
 /// Cheap checks first: the headers alone can refuse a delivery (401, 413) before a byte of its
 /// body is read; then the body, within BODY_TIMEOUT and MAX_BODY_BYTES; then the signature.
-async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Response {
+async fn checked(state: Arc<WebhookState>, request: Request, delivery_span: &Span) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
     let tolerance = state.tolerance.as_secs();
+    let checks = traces::span!("check headers").entered();
     if let Err(e) = check_headers(received(headers), unix_now(), tolerance) {
         return unread_body(refused(&state, e));
     }
@@ -120,13 +144,18 @@ async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Re
     if declared.is_some_and(|n| n > state.max_body_bytes as u64) {
         return unread_body(too_large(&state));
     }
+    drop(checks);
     // Held until the answer: the body lives on in the delivery until its commit.
-    let (body, _held) = match read_body(&state, body).await {
+    let read = read_body(&state, body).instrument(traces::span!("read body"));
+    let (body, _held) = match read.await {
         Ok(read) => read,
         Err(answer) => return answer,
     };
     let now = unix_now();
-    let delivery = match verify_delivery(received(headers), body, &state.secrets, now, tolerance) {
+    let verifying = traces::span!("verify").entered();
+    let verified = verify_delivery(received(headers), body, &state.secrets, now, tolerance);
+    drop(verifying);
+    let delivery = match verified {
         Ok(verified) => {
             state.metrics.verified_by(verified.secret_index);
             state
@@ -147,7 +176,12 @@ async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Re
         }
         Err(e) => return refused(&state, e),
     };
-    store(&state, delivery).await
+    if let (Delivery::Event(e), Some(cx)) = (&delivery, traces::context_of(delivery_span)) {
+        delivery_span.record("sume.event_id", e.event_id.as_str());
+        traces::delivered(&e.event_id, cx);
+    }
+    let waiting = traces::span!("wait for batch");
+    store(&state, delivery).instrument(waiting).await
 }
 
 /// An answer given before the body was read: the connection cannot carry another request (the

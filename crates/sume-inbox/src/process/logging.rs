@@ -1,28 +1,118 @@
-//! Logging: `LOG_FORMAT=json|pretty`, filtered by `RUST_LOG` (default `info`).
+//! Logging: `LOG_FORMAT=json|pretty`, filtered by `RUST_LOG` (default `info`); with traces
+//! exported ([`super::traces`]), the exporter's layer beside it, and each JSON line written
+//! inside a traced span opens with that span's `trace_id` and `span_id`.
 
+use std::fmt;
 use std::io::IsTerminal;
 
-use tracing_subscriber::EnvFilter;
+use tracing::{Event, Subscriber};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
-use crate::config::ConfigError;
+use super::traces::{self, Exporting};
+use crate::config::{ConfigError, TracesConfig};
 
 /// Installs the global subscriber: `json` (one object a line) or `pretty`, to stderr.
 pub fn init(format: &str) -> Result<(), ConfigError> {
+    init_with_traces(format, None).map(|_| ())
+}
+
+/// As [`init`], and with `traces` set, the exporter too: keep the answer, and shut it down at
+/// exit.
+pub fn init_with_traces(
+    format: &str,
+    traces: Option<&TracesConfig>,
+) -> Result<Option<Exporting>, ConfigError> {
+    if !matches!(format, "json" | "pretty") {
+        return Err(ConfigError::new(
+            "LOG_FORMAT",
+            format!("{format:?} is not json or pretty"),
+        ));
+    }
     let default = crate::config::declared::RUST_LOG.default.unwrap_or("info");
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let cannot = |e: tracing_subscriber::util::TryInitError| {
+        ConfigError::new("LOG_FORMAT", format!("cannot install the logger: {e}"))
+    };
+    let Some(traces) = traces else {
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal());
+        let installed = match format {
+            "json" => builder.json().flatten_event(true).try_init(),
+            _ => builder.try_init(),
+        };
+        return installed.map(|()| None).map_err(|e| {
+            ConfigError::new("LOG_FORMAT", format!("cannot install the logger: {e}"))
+        });
+    };
+    // The traced spans are in every log line's scope, whatever RUST_LOG says of their module.
+    let filter = filter.add_directive(
+        format!("{}=info", traces::TARGET)
+            .parse()
+            .expect("a valid directive"),
+    );
+    let (otel, exporting) = traces::install(traces)?;
+    let registry = tracing_subscriber::registry().with(otel);
+    let base = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
     match format {
-        "json" => builder.json().flatten_event(true).try_init(),
-        "pretty" => builder.try_init(),
-        other => {
-            return Err(ConfigError::new(
-                "LOG_FORMAT",
-                format!("{other:?} is not json or pretty"),
-            ))
+        "json" => registry
+            .with(
+                base.json()
+                    .flatten_event(true)
+                    .map_event_format(WithTraceIds)
+                    .with_filter(filter),
+            )
+            .try_init(),
+        _ => registry.with(base.with_filter(filter)).try_init(),
+    }
+    .map_err(cannot)?;
+    Ok(Some(exporting))
+}
+
+/// A JSON event format whose lines, inside a traced span, open with its ids.
+struct WithTraceIds<F>(F);
+
+impl<S, N, F> FormatEvent<S, N> for WithTraceIds<F>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+    F: FormatEvent<S, N>,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let ids = ctx.event_scope().and_then(|scope| {
+            scope.into_iter().find_map(|span| {
+                let extensions = span.extensions();
+                let data = extensions.get::<tracing_opentelemetry::OtelData>()?;
+                Some((data.trace_id()?, data.span_id()?))
+            })
+        });
+        let Some((trace_id, span_id)) = ids else {
+            return self.0.format_event(ctx, writer, event);
+        };
+        let mut line = String::new();
+        self.0.format_event(ctx, Writer::new(&mut line), event)?;
+        match line.strip_prefix('{') {
+            Some(rest) => {
+                let comma = if rest.starts_with('}') { "" } else { "," };
+                write!(
+                    writer,
+                    "{{\"trace_id\":\"{trace_id}\",\"span_id\":\"{span_id}\"{comma}{rest}"
+                )
+            }
+            None => writer.write_str(&line),
         }
     }
-    .map_err(|e| ConfigError::new("LOG_FORMAT", format!("cannot install the logger: {e}")))
 }

@@ -7,7 +7,8 @@
 //! - [`sockets`]: binding the listeners with a deep accept queue; [`fd_limit`]: the open-file
 //!   limit;
 //! - [`signal`]: SIGTERM and SIGINT; [`systemd`]: `Type=notify` readiness;
-//! - [`instance_name`]: this process's name on leases and in the fleet's picture.
+//! - [`instance_name`]: this process's name on leases and in the fleet's picture;
+//! - [`traces`]: optional OTLP export of spans (OTEL_*), installed with the logger.
 
 pub mod fd_limit;
 pub mod instance_name;
@@ -17,5 +18,6 @@ pub mod runtime;
 pub mod signal;
 pub mod sockets;
 pub mod systemd;
+pub mod traces;
 
 pub use runtime::{runtime, tune_allocator};

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use sume_wire::{ClientError, StatusClient};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::answer::Answer;
 use super::key_checks::{ApiCheck, Hold};
@@ -237,14 +238,33 @@ impl StatusReader {
             return Ok(None);
         }
         self.metrics.sume_read(crate::metrics::ReadWay::job);
+        let span = crate::process::traces::span!(
+            "sume status read",
+            otel.name = "GET /jobs/{id}",
+            otel.kind = "client",
+            sume.job_id = job_id,
+            sume.key = key.name.as_str(),
+            sume.answer = tracing::field::Empty,
+            sume.request_id = tracing::field::Empty,
+        );
         let sent = Instant::now();
-        let reply = self.client.job_status(&key.key, job_id).await;
+        let reply = self
+            .client
+            .job_status(&key.key, job_id)
+            .instrument(span.clone())
+            .await;
         let latency = sent.elapsed();
         let code = match &reply {
             Ok(r) => r.http_status.to_string(),
             Err(ClientError::Timeout) => "timeout".to_owned(),
             Err(_) => "error".to_owned(),
         };
+        if !span.is_none() {
+            span.record("sume.answer", code.as_str());
+            if let Some(id) = reply.as_ref().ok().and_then(|r| r.request_id.as_deref()) {
+                span.record("sume.request_id", id);
+            }
+        }
         self.metrics.sume_answered(&key.name, &code);
         if let Ok(r) = &reply {
             if r.http_status == 429 {

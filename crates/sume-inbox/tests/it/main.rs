@@ -41,6 +41,7 @@ mod story;
 mod support;
 mod sweep;
 mod tls;
+mod traces;
 mod upgrade;
 mod vectors;
 mod verdicts;

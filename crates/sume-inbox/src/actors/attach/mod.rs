@@ -25,6 +25,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::actors::supervision::Actor;
 use crate::config::AttachConfig;
@@ -206,7 +207,12 @@ impl Attach {
         let mut total = AttachReport::default();
         let mut failure = None;
         for chunk in ids.chunks(self.config.batch_max.max(1)) {
-            match self.store.attach_jobs(chunk).await {
+            match self
+                .store
+                .attach_jobs(chunk)
+                .instrument(attach_span(chunk))
+                .await
+            {
                 Ok(report) => {
                     self.observe(&report);
                     total.merge(report)
@@ -251,7 +257,11 @@ impl Attach {
             if found.job_ids.is_empty() {
                 break;
             }
-            let report = self.store.attach_jobs(&found.job_ids).await?;
+            let report = self
+                .store
+                .attach_jobs(&found.job_ids)
+                .instrument(attach_span(&found.job_ids))
+                .await?;
             self.observe(&report);
             let progressed = report.events_applied > 0;
             total.merge(report);
@@ -280,6 +290,11 @@ impl Actor for Attach {
     async fn run(self, stop: CancellationToken) {
         self.serve(stop).await
     }
+}
+
+/// One attach transaction's span (traces exported); its closes are its children.
+fn attach_span(job_ids: &[String]) -> tracing::Span {
+    crate::process::traces::span!("attach", otel.name = "attach", sume.jobs = job_ids.len())
 }
 
 fn log_report(r: &AttachReport) {

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::schedule::{every, send_deadline, serve};
 use crate::actors::supervision::Actor;
@@ -32,6 +33,7 @@ use crate::db::{ClaimedCheck, Concluded, DbError, Store};
 use crate::decisions::backoff::jitter;
 use crate::decisions::inbox_verdict::{CheckDecision, CheckFold};
 use crate::metrics::Metrics;
+use crate::process::traces;
 use crate::sume_api::StatusReader;
 
 /// What one inbox-check pass did.
@@ -216,7 +218,12 @@ impl InboxCheck {
         };
         let deadline = send_deadline(claimed_at, self.config.lease, self.config.request_timeout);
         let (served, unserved) = serve(claims, self.config.concurrency, |c| {
-            self.check(c, deadline, shutdown)
+            let span = traces::span!(
+                "inbox check",
+                otel.name = "inbox check",
+                sume.job_id = c.job_id.as_str()
+            );
+            self.check(c, deadline, shutdown).instrument(span)
         })
         .await?;
         stats += served;

@@ -10,6 +10,7 @@ mod ports;
 mod process;
 mod sume;
 mod sweep;
+mod traces;
 mod work;
 
 pub use database::*;
@@ -17,6 +18,7 @@ pub use ports::*;
 pub use process::*;
 pub use sume::*;
 pub use sweep::*;
+pub use traces::*;
 pub use work::*;
 
 use super::setting::{Form, Setting};
@@ -75,6 +77,7 @@ pub static GROUPS: &[&Group] = &[
     &SWEEP,
     &RETENTION_GROUP,
     &PROCESS,
+    &TRACES,
     &ADMIN_COMMANDS,
 ];
 

@@ -107,6 +107,11 @@ pub const MIGRATIONS: &[Migration] = &[
         "instance_keys",
         include_str!("../../../../../sql/0018_instance_keys.sql"),
     ),
+    (
+        19,
+        "job_traceparent",
+        include_str!("../../../../../sql/0019_job_traceparent.sql"),
+    ),
 ];
 
 /// The schema version this binary expects.

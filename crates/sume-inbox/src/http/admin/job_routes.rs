@@ -82,6 +82,9 @@ fn bad_id(field: &str, value: &str) -> Option<Response> {
 
 /// `POST /v1/jobs`.
 #[utoipa::path(post, path = "/v1/jobs", tag = "application", operation_id = "register_job",
+    params(("traceparent" = Option<String>, Header, description = "W3C Trace Context of the \
+        application's request: kept with the job, so that the span of its close (traces \
+        exported) links to this trace; an invalid value is ignored")),
     request_body = Registration,
     responses((status = 201, description = "Registered", body = JobRow),
                (status = 200, description = "The same registration again", body = JobRow),
@@ -91,6 +94,7 @@ fn bad_id(field: &str, value: &str) -> Option<Response> {
                 not configured (`unknown_api_key`), or a body not of this shape", body = ErrorBody)))]
 pub(super) async fn register(
     State(state): State<AdminState>,
+    headers: axum::http::HeaderMap,
     body: Result<Json<Registration>, JsonRejection>,
 ) -> Response {
     let Json(reg) = match body {
@@ -119,6 +123,11 @@ pub(super) async fn register(
         job_id: reg.job_id,
         order_id: reg.order_id,
         api_key: reg.api_key,
+        traceparent: headers
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| crate::process::traces::parse_traceparent(v).is_some())
+            .map(|v| v.trim().to_owned()),
     };
     let status = match state.store.register_job(&job).await {
         Ok(Registered::Created) => StatusCode::CREATED,

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 mod walk;
 
@@ -34,6 +35,7 @@ use crate::db::{Claim, ClaimedJob, DbError, GiveUp, PollDone, PolledCall, Store}
 use crate::decisions::job_fold::Outcome;
 use crate::decisions::poll_decision::{PollDecision, PollFold, PollRules};
 use crate::metrics::Metrics;
+use crate::process::traces;
 use crate::sume_api::StatusReader;
 
 /// What one poll pass did.
@@ -183,7 +185,9 @@ impl Poll {
         };
         let deadline = send_deadline(claimed_at, self.config.lease, self.config.request_timeout);
         let (served, unserved) = serve(claims, self.config.concurrency, |c| {
+            let span = traces::span!("poll", otel.name = "poll", sume.job_id = c.job_id.as_str());
             self.poll(c, deadline, shutdown, hold_verdicts)
+                .instrument(span)
         })
         .await?;
         stats += served.stats;
