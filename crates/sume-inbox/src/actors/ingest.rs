@@ -160,6 +160,31 @@ impl Actor for Writer {
     }
 }
 
+/// The fate of each delivery of a committed batch: new when its insert wrote the row, else a
+/// duplicate; a dead letter kept.
+fn committed_fates<V>(
+    events: Vec<NewEvent>,
+    dead: Vec<NewDeadLetter>,
+    new_ids: &HashMap<String, V>,
+) -> HashMap<Key, Result<Stored, Unavailable>> {
+    let mut fates: HashMap<Key, Result<Stored, Unavailable>> = events
+        .into_iter()
+        .map(|e| {
+            let stored = if new_ids.contains_key(&e.event_id) {
+                Stored::New
+            } else {
+                Stored::Duplicate
+            };
+            (Key::Event(e.event_id), Ok(stored))
+        })
+        .collect();
+    fates.extend(
+        dead.into_iter()
+            .map(|d| (Key::Dead(d.dead_letter_id), Ok(Stored::DeadLettered))),
+    );
+    fates
+}
+
 impl Writer {
     /// Stores one batch and answers its requests.
     async fn write(&self, batch: Vec<Request>) {
@@ -205,22 +230,7 @@ impl Writer {
                     .filter_map(|e| Some((e.job_id.clone(), *new_ids.get(&e.event_id)?)))
                     .collect();
                 self.attach.stored(jobs);
-                let mut fates: HashMap<Key, Result<Stored, Unavailable>> = events
-                    .into_iter()
-                    .map(|e| {
-                        let stored = if new_ids.contains_key(&e.event_id) {
-                            Stored::New
-                        } else {
-                            Stored::Duplicate
-                        };
-                        (Key::Event(e.event_id), Ok(stored))
-                    })
-                    .collect();
-                fates.extend(
-                    dead.into_iter()
-                        .map(|d| (Key::Dead(d.dead_letter_id), Ok(Stored::DeadLettered))),
-                );
-                fates
+                committed_fates(events, dead, &new_ids)
             }
             Err(e) if e.is_bad_data() => {
                 // One delivery the database refuses must not fail the others with it, nor

@@ -270,16 +270,37 @@ async fn a_delivery_is_traced_from_the_socket_to_the_close() {
     })
     .await;
 
-    // The delivery: a server span, the root of its trace, with the event id and the answer.
+    let delivery = the_delivery_and_its_steps(&receiver, &event_id);
+    the_close_under_an_attach(&receiver, job, &event_id, &delivery);
+    // Export is OTLP over HTTP with protobuf bodies.
+    let types = receiver.content_types.lock().unwrap().clone();
+    assert!(
+        types.iter().all(|t| t == "application/x-protobuf"),
+        "{types:?}"
+    );
+
+    // A log line written inside the delivery carries its trace id and its span's id.
+    let trace_id = delivery.trace_id();
+    let line = daemon
+        .logs()
+        .into_iter()
+        .find(|l| l.contains("webhook stored"))
+        .expect("the debug line of the stored webhook");
+    let line: serde_json::Value = serde_json::from_str(&line).expect("a JSON log line");
+    assert_eq!(line["trace_id"], trace_id.as_str(), "{line}");
+    assert_eq!(line["span_id"], waiting_id(&receiver, &trace_id), "{line}");
+    daemon.stop().await;
+}
+
+/// The delivery: a server span, the root of its trace, with the event id and the answer; its
+/// steps its children, and the batch's commit linked to its wait.
+fn the_delivery_and_its_steps(receiver: &Receiver, event_id: &str) -> Got {
     let deliveries = receiver.named("POST /webhooks/sume");
     assert_eq!(deliveries.len(), 1, "{:#?}", receiver.all());
-    let delivery = &deliveries[0];
+    let delivery = deliveries[0].clone();
     assert_eq!(delivery.span.kind, SpanKind::Server as i32);
     assert!(delivery.span.parent_span_id.is_empty());
-    assert_eq!(
-        delivery.attr("sume.event_id").as_deref(),
-        Some(event_id.as_str())
-    );
+    assert_eq!(delivery.attr("sume.event_id").as_deref(), Some(event_id));
     assert_eq!(
         delivery.attr("http.response.status_code").as_deref(),
         Some("204")
@@ -312,14 +333,15 @@ async fn a_delivery_is_traced_from_the_socket_to_the_close() {
         commits.iter().any(|c| c.links().contains(&linked)),
         "no commit links to the delivery: {commits:#?}"
     );
-    // The close: a child of an attach, with the job and the event, linked to the delivery and
-    // to the application's trace of the registration.
+    delivery
+}
+
+/// The close: a child of an attach, with the job and the event, linked to the delivery and to
+/// the application's trace of the registration.
+fn the_close_under_an_attach(receiver: &Receiver, job: &str, event_id: &str, delivery: &Got) {
     let close = &receiver.named("close")[0];
     assert_eq!(close.attr("sume.job_id").as_deref(), Some(job));
-    assert_eq!(
-        close.attr("sume.event_id").as_deref(),
-        Some(event_id.as_str())
-    );
+    assert_eq!(close.attr("sume.event_id").as_deref(), Some(event_id));
     assert_eq!(close.attr("sume.closed_by").as_deref(), Some("webhook"));
     let attach = receiver
         .named("attach")
@@ -336,24 +358,6 @@ async fn a_delivery_is_traced_from_the_socket_to_the_close() {
         links.contains(&(delivery.trace_id(), delivery.span_id())),
         "{links:?}"
     );
-    // Export is OTLP over HTTP with protobuf bodies.
-    let types = receiver.content_types.lock().unwrap().clone();
-    assert!(
-        types.iter().all(|t| t == "application/x-protobuf"),
-        "{types:?}"
-    );
-
-    // A log line written inside the delivery carries its trace id and its span's id.
-    let trace_id = delivery.trace_id();
-    let line = daemon
-        .logs()
-        .into_iter()
-        .find(|l| l.contains("webhook stored"))
-        .expect("the debug line of the stored webhook");
-    let line: serde_json::Value = serde_json::from_str(&line).expect("a JSON log line");
-    assert_eq!(line["trace_id"], trace_id.as_str(), "{line}");
-    assert_eq!(line["span_id"], waiting_id(&receiver, &trace_id), "{line}");
-    daemon.stop().await;
 }
 
 fn waiting_id(receiver: &Receiver, trace_id: &str) -> String {

@@ -6,19 +6,19 @@
 //! [`Config`]: super::Config
 
 mod database;
+mod otel;
 mod ports;
 mod process;
 mod sume;
 mod sweep;
-mod traces;
 mod work;
 
 pub use database::*;
+pub use otel::*;
 pub use ports::*;
 pub use process::*;
 pub use sume::*;
 pub use sweep::*;
-pub use traces::*;
 pub use work::*;
 
 use super::setting::{Form, Setting};
