@@ -54,7 +54,11 @@ pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> 
         store.instance_minutes_last_hour(&clock)
     );
     let grace = state.inbox_grace.as_secs_f64();
-    let no_keys = state.no_api_keys || stats.as_ref().is_ok_and(|s| s.sweep_has_no_keys());
+    // The fleet's word once heartbeats are in (another instance may have the keys); this
+    // instance's own before any.
+    let no_keys = stats
+        .as_ref()
+        .is_ok_and(|s| s.sweep_has_no_keys() || (state.no_api_keys && s.instances_live == 0));
     let body = html! {
         @if no_keys { p.bad { (crate::db::NO_KEYS) } }
         h2 { "Right now" }
