@@ -76,12 +76,13 @@ clean-db:
 	for d in target/devpg-*-bouncer; do [ -d $$d ] && scripts/devbouncer destroy $$d; done; true
 	for d in target/devpg-*; do scripts/devpg destroy $$d; done
 
-## bench: the benchmark of docs/benchmarks.md, in about 17 minutes after the build: a throwaway
+## bench: the benchmark of docs/benchmarks.md, in about 23 minutes after the build: a throwaway
 ## PostgreSQL under target/, the release daemon, a per-request baseline and the PostgreSQL
 ## ceiling, measured in one run (about 3 minutes); then the fleet (`sume-bench fleet`, about 7
 ## minutes): 1, 2 and 4 instances, direct and through a throwaway PgBouncer, 3 rounds; then the
-## sweep's reads at Sume (`sume-bench sweep`, about 7 minutes, see bench-sweep). Each prints
-## its table and appends it to docs/benchmarks.md.
+## sweep's reads at Sume (`sume-bench sweep`, about 7 minutes, see bench-sweep); then one
+## daemon from an empty database (bench-from-empty, about 6 minutes). Each prints its table
+## and appends it to docs/benchmarks.md.
 ## Options: BENCH_ARGS="--duration 20s --connections 16,64,256 --rate 1000" (see --help),
 ## FLEET_ARGS="--rounds 1 --duration 5s --instances 1,2" (see `sume-bench fleet --help`),
 ## SWEEP_ARGS as for bench-sweep.
@@ -91,6 +92,17 @@ bench:
 	$${CARGO_TARGET_DIR:-target}/release/sume-bench run $(BENCH_ARGS)
 	$${CARGO_TARGET_DIR:-target}/release/sume-bench fleet $(FLEET_ARGS)
 	MAKE_TARGET=bench-sweep $${CARGO_TARGET_DIR:-target}/release/sume-bench sweep $(SWEEP_ARGS)
+	$(MAKE) --no-print-directory bench-from-empty
+
+## bench-from-empty: one daemon on a fresh database under 256 connections for about five
+## minutes, every body and header shape in turn, no TRUNCATE and no ANALYZE: each 35 s window
+## is a row (events/s, p99, server and PostgreSQL CPU per event) of one growing inbox.
+.PHONY: bench-from-empty
+bench-from-empty:
+	$(CARGO) build --release -p sume-inbox -p sume-bench
+	$${CARGO_TARGET_DIR:-target}/release/sume-bench run --from-empty --mixed-shapes --no-baseline \
+		--connections 256 --rounds 9 --duration 35s --warmup 0s --rate 0 --ceiling-duration 0s \
+		--attach-jobs 0 --attach-rate 0 --sweep-due 0 --work-dir target/bench-empty $(EMPTY_ARGS)
 
 ## bench-sweep: only the sweep's part of `make bench` (about 7 minutes): the reads the sweep
 ## spends at Sume (the simulator counts them) and how late a job whose webhook was lost is

@@ -112,6 +112,16 @@ pub struct RunArgs {
     /// delivery.
     #[arg(long)]
     pub other_header_ids: bool,
+    /// Deliveries of every shape in turn: the envelope with an `id` under that id and under
+    /// another header id, the guide's flat body (no `id`) under `evt_<job>` and under its own
+    /// key.
+    #[arg(long)]
+    pub mixed_shapes: bool,
+    /// One database from empty: no TRUNCATE and no ANALYZE between steps, so the steps are
+    /// consecutive windows of one growing inbox on the plans each daemon made at its start
+    /// (`make bench-from-empty`); each step's data check counts the rows it added.
+    #[arg(long)]
+    pub from_empty: bool,
     /// The baseline's database pool (the daemon's DB_POOL_SIZE default).
     #[arg(long, default_value_t = 16)]
     pub baseline_pool: usize,

@@ -37,6 +37,7 @@ pub struct Generator {
     run_id: String,
     next: AtomicU64,
     other_header_ids: bool,
+    mixed: bool,
 }
 
 impl Generator {
@@ -47,6 +48,7 @@ impl Generator {
             run_id: run_id.into(),
             next: AtomicU64::new(0),
             other_header_ids: false,
+            mixed: false,
         }
     }
 
@@ -55,6 +57,14 @@ impl Generator {
     /// delivery, as for every body whose key differs from the header's.
     pub fn with_other_header_ids(mut self) -> Generator {
         self.other_header_ids = true;
+        self
+    }
+
+    /// Deliveries of every shape in turn: the documented envelope with its `id` as the header's
+    /// id, the same under another header id, the guide's flat body (no `id`) under the header
+    /// id `evt_<job>`, and the flat body under its own key as the header's id.
+    pub fn with_mixed_shapes(mut self) -> Generator {
+        self.mixed = true;
         self
     }
 
@@ -72,13 +82,22 @@ impl Generator {
     /// The next delivery, signed at `now` (Unix seconds).
     pub fn next(&self, now: i64) -> Delivery {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let event_id = format!("evt_{}_{n}", self.run_id);
         let job_id = self.job_id(n);
-        let body = Bytes::from(envelope(&event_id, &job_id, n, now));
-        let header_id = if self.other_header_ids {
-            format!("hdr_{event_id}")
-        } else {
-            event_id.clone()
+        let shape = if self.mixed { n % 4 } else { 0 };
+        let (event_id, body) = match shape {
+            0 | 1 => {
+                let event_id = format!("evt_{}_{n}", self.run_id);
+                let body = envelope(&event_id, &job_id, n, now);
+                (event_id, body)
+            }
+            _ => (format!("{job_id}/job.completed"), flat(&job_id)),
+        };
+        let body = Bytes::from(body);
+        let header_id = match shape {
+            1 => format!("hdr_{event_id}"),
+            2 => format!("evt_{job_id}"),
+            _ if self.other_header_ids => format!("hdr_{event_id}"),
+            _ => event_id.clone(),
         };
         Delivery {
             signature: signature_header(&self.secrets, now, &body),
@@ -95,6 +114,17 @@ fn rfc3339(unix: i64) -> String {
     DateTime::<Utc>::from_timestamp(unix, 0)
         .unwrap_or_default()
         .to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// The guide's flat body: no `id`, so the daemon keys it `<job>/job.completed`.
+pub fn flat(job_id: &str) -> String {
+    format!(
+        concat!(
+            r#"{{"event":"job.completed","job_id":"{job}","status":"completed","#,
+            r#""result":{{"url":"https://cdn.sume.so/o/{job}/0.mp4"}}}}"#
+        ),
+        job = job_id
+    )
 }
 
 /// The documented envelope: `{"id","type","data":{"object":<the job>}}` with a realistic
@@ -165,6 +195,19 @@ mod tests {
         .unwrap();
         assert_eq!(result["images"][1]["width"], 1024);
         assert_eq!(dedupe_key(&parsed), d.event_id);
+    }
+
+    #[test]
+    fn mixed_shapes_are_keyed_as_the_daemon_keys_them() {
+        let g = Generator::new(Secret::new("whsec_t"), "t").with_mixed_shapes();
+        let made: Vec<Delivery> = (0..4).map(|_| g.next(NOW)).collect();
+        for d in &made {
+            let parsed = parse_event(&d.body).expect("a body the daemon parses");
+            assert_eq!(dedupe_key(&parsed), d.event_id);
+        }
+        let equal: Vec<bool> = made.iter().map(|d| d.header_id == d.event_id).collect();
+        assert_eq!(equal, [true, false, false, true]);
+        assert!(made[2].body.starts_with(b"{\"event\""));
     }
 
     #[test]

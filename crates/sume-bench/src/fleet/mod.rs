@@ -130,7 +130,7 @@ pub async fn run(args: FleetArgs) -> anyhow::Result<()> {
             &pg.url,
         )?)
     };
-    let (secret, generator) = setup::secret_and_generator(false);
+    let (secret, generator) = setup::secret_and_generator(false, false);
     let machine = context::machine(&db).await;
     let mut fleet = Fleet {
         daemon_bin: match &args.daemon_bin {

@@ -36,6 +36,8 @@ struct Bench {
     generator: Arc<Generator>,
     /// For PostgreSQL's CPU time; unknown for a database that is not local.
     postmaster: Option<u32>,
+    /// Steps run so far: with `--from-empty` each is a window of its own in the report.
+    windows: usize,
 }
 
 /// `sume-bench run`: the whole benchmark, from starting PostgreSQL to the appended section.
@@ -46,7 +48,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let work_dir = setup::prepare(&args)?;
     let (_pg, url) = setup::database(&args, &work_dir)?;
     let db = setup::open_durable(&url).await?;
-    let (secret, generator) = setup::secret_and_generator(args.other_header_ids);
+    let (secret, generator) = setup::secret_and_generator(args.other_header_ids, args.mixed_shapes);
     let mut servers = Servers::start(&args, &url, &secret, &work_dir).await?;
 
     let context = context::context(&args, &db).await;
@@ -57,6 +59,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         db,
         generator,
         postmaster,
+        windows: 0,
     };
     let mut rows = Vec::new();
     let outcome = bench.rounds(&mut servers, &mut rows).await;

@@ -82,8 +82,12 @@ pub(crate) async fn open_durable(url: &str) -> anyhow::Result<tokio_postgres::Cl
 }
 
 /// A fresh webhook secret for this run, and the generator signing deliveries with it (their
-/// ids carry a fresh run id; their header ids differ from the body's with `other_header_ids`).
-pub(crate) fn secret_and_generator(other_header_ids: bool) -> (String, Arc<Generator>) {
+/// ids carry a fresh run id; their header ids differ from the body's with `other_header_ids`;
+/// every shape in turn with `mixed_shapes`).
+pub(crate) fn secret_and_generator(
+    other_header_ids: bool,
+    mixed_shapes: bool,
+) -> (String, Arc<Generator>) {
     let (secret, run_id) = {
         let mut rng = rand::thread_rng();
         (
@@ -94,6 +98,11 @@ pub(crate) fn secret_and_generator(other_header_ids: bool) -> (String, Arc<Gener
     let generator = Generator::new(Secret::new(secret.clone()), run_id);
     let generator = if other_header_ids {
         generator.with_other_header_ids()
+    } else {
+        generator
+    };
+    let generator = if mixed_shapes {
+        generator.with_mixed_shapes()
     } else {
         generator
     };

@@ -68,7 +68,13 @@ impl Bench {
         mode: Mode,
     ) -> anyhow::Result<Row> {
         let label = step_label(target, connections, mode);
-        self.empty_inbox().await?;
+        let before = match self.args.from_empty {
+            true => self.count_events().await?,
+            false => {
+                self.empty_inbox().await?;
+                0
+            }
+        };
         eprint!("sume-bench: {label} ... ");
         let step = Step {
             addr: target.addr,
@@ -87,11 +93,16 @@ impl Bench {
             .await?
             .context("analyze sume.events after the warm-up")?;
         target.proc.alive()?;
-        let stored = self.count_events().await?;
+        let stored = self.count_events().await? - before;
         let memory = stack::memory(target.proc.pid()).ok();
+        self.windows += 1;
         let row = Row {
             server: target.server,
-            label: target.label.clone(),
+            // From empty, every window is a row of its own, not a round of one median.
+            label: match self.args.from_empty {
+                true => format!("{} window {}", target.label, self.windows),
+                false => target.label.clone(),
+            },
             mode,
             connections,
             window: self.args.duration,
@@ -113,7 +124,7 @@ impl Bench {
     fn analyze_after_warmup(&self) -> tokio::task::JoinHandle<anyhow::Result<()>> {
         let url = self.url.clone();
         let warmup = self.args.warmup;
-        let skip = self.args.no_analyze;
+        let skip = self.args.no_analyze || self.args.from_empty;
         tokio::spawn(async move {
             if skip {
                 return anyhow::Ok(());

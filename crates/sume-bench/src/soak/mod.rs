@@ -151,7 +151,7 @@ pub async fn soak(args: &SoakArgs) -> anyhow::Result<SoakReport> {
     let sim = RunningSim::start(sim_config)
         .await
         .context("starting the simulator")?;
-    let (secret, generator) = setup::secret_and_generator(false);
+    let (secret, generator) = setup::secret_and_generator(false, false);
     let settings = daemon_settings(args, &sim.api_url());
     let (mut daemon, addr, admin) =
         start_daemon(args, &pg.url, &secret, &settings, &work_dir).await?;
