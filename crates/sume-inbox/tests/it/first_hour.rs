@@ -9,34 +9,13 @@ use sume_inbox::cli::render::render_stats;
 use sume_inbox::db::{Store, NO_KEYS};
 
 use crate::console::{Console, OPERATOR};
+use crate::fleet::{console_with, first_heartbeat};
 use crate::support::*;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
-async fn console_with(mut c: sume_inbox::config::Config) -> Console {
-    c.admin_token = Some(sume_wire::Secret::new(OPERATOR));
-    let mut console = Console {
-        http: reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap(),
-        daemon: Daemon::start(c).await,
-        session: None,
-    };
-    console.sign_in().await;
-    console
-}
-
 async fn store(db: &TestDb) -> Store {
     Store::new(&db.url, 2).unwrap()
-}
-
-/// Waits for the instance's first heartbeat (a second after start).
-async fn first_heartbeat(db: &TestDb) {
-    wait_for("the first heartbeat", DEADLINE, || async {
-        db.scalar("select count(*) from sume.instances").await > 0
-    })
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

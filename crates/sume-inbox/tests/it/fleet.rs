@@ -20,7 +20,7 @@ use crate::console::{Console, OPERATOR};
 use crate::support::*;
 
 /// A signed-in console on a daemon of `config` (ADMIN_TOKEN set to [`OPERATOR`]).
-async fn console_with(mut c: sume_inbox::config::Config) -> Console {
+pub(super) async fn console_with(mut c: sume_inbox::config::Config) -> Console {
     c.admin_token = Some(sume_wire::Secret::new(OPERATOR));
     let mut console = Console {
         http: reqwest::Client::builder()
