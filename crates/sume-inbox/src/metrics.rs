@@ -277,7 +277,7 @@ impl Metrics {
     /// Reads the fleet-wide gauges and renders everything in the Prometheus text format.
     pub async fn render(&self, store: &Store, dead_tasks: usize) -> String {
         self.tasks_dead.set(dead_tasks as i64);
-        let status = store.pool().status();
+        let status = store.pools_status();
         self.pool_in_use
             .set((status.size.saturating_sub(status.available)) as i64);
         self.pool_idle.set(status.available as i64);

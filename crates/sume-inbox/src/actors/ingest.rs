@@ -4,8 +4,9 @@
 //! HTTP handlers never touch the database. They send a [`Delivery`] with a `oneshot` over an
 //! mpsc channel ([`IngestHandle`]); writer tasks take everything that has queued up (up to a
 //! batch limit), store it in one transaction, then answer every waiting request. Several
-//! writers share the channel, so while one commits the next is already collecting: under load
-//! the batches grow, and the cost of a commit is shared by many requests. Each committed
+//! writers share the channel, so while one commits the next is already collecting, as long as
+//! the batch in flight (see [`ingest_pace`](super::ingest_pace)): under load the batches grow,
+//! and the cost of a commit is shared by many requests. Each committed
 //! event's job id goes to attach, with whether its row existed (the insert answers it).
 
 use std::collections::{HashMap, HashSet};
@@ -16,6 +17,7 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::ingest_pace::Pace;
 use crate::actors::attach::AttachHandle;
 use crate::actors::supervision::Actor;
 use crate::config::IngestConfig;
@@ -79,6 +81,7 @@ pub struct Ingest {
     attach: AttachHandle,
     config: IngestConfig,
     rx: Arc<Mutex<mpsc::Receiver<Request>>>,
+    pace: Pace,
 }
 
 impl Ingest {
@@ -97,6 +100,7 @@ impl Ingest {
             attach,
             config,
             rx: Arc::new(Mutex::new(rx)),
+            pace: Pace::new(),
         };
         (ingest, IngestHandle { tx })
     }
@@ -115,6 +119,7 @@ impl Ingest {
             attach: self.attach.clone(),
             batch_max: self.config.batch_max,
             rx: self.rx.clone(),
+            pace: self.pace.clone(),
         }
     }
 }
@@ -127,6 +132,7 @@ pub struct Writer {
     attach: AttachHandle,
     batch_max: usize,
     rx: Arc<Mutex<mpsc::Receiver<Request>>>,
+    pace: Pace,
 }
 
 impl Actor for Writer {
@@ -141,11 +147,12 @@ impl Actor for Writer {
         loop {
             {
                 let mut rx = self.rx.lock().await;
-                if rx.recv_many(&mut batch, self.batch_max).await == 0 {
+                if !self.pace.collect(&mut rx, &mut batch, self.batch_max).await {
                     break;
                 }
             }
             let taken = std::mem::take(&mut batch);
+            let _committing = self.pace.committing(taken.len());
             let commit = traces::span!(
                 "inbox commit",
                 otel.name = "inbox commit",

@@ -16,5 +16,6 @@ pub mod attach;
 pub mod close_waiters;
 pub mod heartbeat;
 pub mod ingest;
+mod ingest_pace;
 pub mod supervision;
 pub mod sweep;

@@ -105,6 +105,7 @@ pub async fn open_store(config: &Config, shutdown: &CancellationToken) -> Result
         (Pooler::None, Some(listen)) => store.listen_on(listen),
         (Pooler::None, None) => store,
     };
+    let store = store.with_writer_connections(url, config.ingest.writers)?;
     if let Some(migrate_url) = routes.migrate_at_start(&config.database_url) {
         let setting = match &routes.migrate_url {
             Some(_) => MIGRATE_DATABASE_URL.name,

@@ -29,6 +29,7 @@ mod key_sweeps;
 pub mod migrate;
 mod notifications;
 mod pages;
+mod pools;
 mod rate_buckets;
 pub mod reach;
 mod retention_deletes;
@@ -38,7 +39,7 @@ pub mod tls;
 
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
+use deadpool_postgres::{Pool, PoolError};
 use thiserror::Error;
 
 pub use clock::Clock;
@@ -187,7 +188,7 @@ pub fn target(url: &str) -> Result<tls::Target, DbError> {
 /// How long the pool waits for a new connection: every host of the URL its `connect_timeout`
 /// (a host that went silent, e.g. the old primary of a failover named first, costs that much
 /// before the next one is tried), and 5 s more for the handshake.
-fn create_timeout(config: &tokio_postgres::Config) -> Duration {
+pub(crate) fn create_timeout(config: &tokio_postgres::Config) -> Duration {
     let hosts = config
         .get_hosts()
         .len()
@@ -279,6 +280,8 @@ pub(crate) use connection::{begin, commit};
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
+    /// The ingest writers' own connections, taken out of the pool's (see [`pools`]).
+    writers: Option<Pool>,
     /// How the pool's statements are sent.
     protocol: Protocol,
     /// Where attach's LISTEN connection goes (DATABASE_URL unless told otherwise); `None`
@@ -290,25 +293,9 @@ impl Store {
     /// Builds the pool (connections are opened lazily, so this does not need the server up).
     /// Statements are prepared once per connection, and attach listens on `url` too.
     pub fn new(url: &str, size: usize) -> Result<Store, DbError> {
-        let target = target(url)?;
-        let create_timeout = create_timeout(&target.config);
-        let manager = Manager::from_config(
-            target.config,
-            target.tls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(size)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(Duration::from_secs(5)))
-            .create_timeout(Some(create_timeout))
-            .recycle_timeout(Some(Duration::from_secs(5)))
-            .build()
-            .map_err(|e| DbError::Config(e.to_string()))?;
         Ok(Store {
-            pool,
+            pool: pools::build(url, size, pools::Plans::Auto)?,
+            writers: None,
             protocol: Protocol::Prepared,
             listen_url: Some(url.into()),
         })
@@ -318,7 +305,12 @@ impl Store {
     /// only over `listen_url`, a direct connection (none: attach learns of job rows from
     /// ingest's hints and its catch-up scan).
     pub fn behind_pooler(self, listen_url: Option<&str>) -> Store {
+        if let Some(writers) = &self.writers {
+            self.pool
+                .resize(self.pool.status().max_size + writers.status().max_size);
+        }
         Store {
+            writers: None,
             protocol: Protocol::unnamed(),
             listen_url: listen_url.map(Into::into),
             ..self

@@ -48,3 +48,4 @@ mod verdicts;
 mod wait;
 mod walks;
 mod webdriver;
+mod writer_connections;

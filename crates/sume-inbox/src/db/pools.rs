@@ -1,0 +1,112 @@
+//! The pool, and the ingest writers' connections carved out of it.
+//!
+//! Directly connected, a statement is prepared once per connection, and PostgreSQL chooses at
+//! each run between the plan it made for the parameters' values (a custom plan, planned again
+//! each time) and one generic plan (planned once): `plan_cache_mode = auto` keeps the custom
+//! plans while they look cheaper. The ingest insert takes its rows as arrays, and a custom
+//! plan counts the elements where a generic one assumes ten: every batch of fewer than ten
+//! rows (every batch of a few dozen clients) looks cheaper custom, so the statement was planned
+//! at every run, a quarter of PostgreSQL's CPU per event at 16 connections
+//! (docs/benchmarks.md, "A quarter of the receiver's CPU"). Its plan does not depend on the
+//! values (every row is looked up by its key), and its generic plan is the one
+//! `tests/it/plans_from_empty.rs` checks; so the writers' connections plan once
+//! (`plan_cache_mode = force_generic_plan`, set on each new connection) and keep that plan.
+//! Other statements keep PostgreSQL's choice: a range bound such as a retention cutoff plans
+//! better knowing its value. The writers' connections are taken out of `DB_POOL_SIZE`, so the
+//! instance opens no more connections than before; where that would leave the pool fewer than
+//! two, or behind a transaction-mode pooler (where a session setting would stay on a server
+//! connection that another client gets next, and an unnamed statement is planned at each run
+//! anyway), the writers share the pool as the rest do.
+
+use deadpool_postgres::{
+    HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Status,
+};
+use std::time::Duration;
+
+use super::{create_timeout, target, Conn, DbError, Protocol, Store};
+
+/// How a pool's connections choose their plans.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Plans {
+    /// PostgreSQL's choice (`plan_cache_mode = auto`).
+    Auto,
+    /// One generic plan per prepared statement, made at its first run.
+    Generic,
+}
+
+/// The least the shared pool keeps for attach, the sweep and the API.
+const SHARED_AT_LEAST: usize = 2;
+
+/// A pool of `size` connections to `url` (opened lazily, so this does not need the server up).
+pub(super) fn build(url: &str, size: usize, plans: Plans) -> Result<Pool, DbError> {
+    let target = target(url)?;
+    let create_timeout = create_timeout(&target.config);
+    let manager = Manager::from_config(
+        target.config,
+        target.tls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    let mut builder = Pool::builder(manager)
+        .max_size(size)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(5)))
+        .create_timeout(Some(create_timeout))
+        .recycle_timeout(Some(Duration::from_secs(5)));
+    if plans == Plans::Generic {
+        builder = builder.post_create(deadpool_postgres::Hook::async_fn(|client, _| {
+            Box::pin(async move {
+                client
+                    .batch_execute("set plan_cache_mode = force_generic_plan")
+                    .await
+                    .map_err(HookError::Backend)
+            })
+        }));
+    }
+    builder.build().map_err(|e| DbError::Config(e.to_string()))
+}
+
+impl Store {
+    /// Gives the `writers` ingest writers connections of their own, out of the pool's, on
+    /// which statements plan once (see the module's notes); unchanged behind a
+    /// transaction-mode pooler, or when the pool would keep fewer than two.
+    pub fn with_writer_connections(mut self, url: &str, writers: usize) -> Result<Store, DbError> {
+        let size = self.pool.status().max_size;
+        if matches!(self.protocol, Protocol::Unnamed(_))
+            || writers == 0
+            || size < writers + SHARED_AT_LEAST
+        {
+            return Ok(self);
+        }
+        self.writers = Some(build(url, writers, Plans::Generic)?);
+        self.pool.resize(size - writers);
+        Ok(self)
+    }
+
+    /// Whether the ingest writers have connections of their own.
+    pub fn writers_apart(&self) -> bool {
+        self.writers.is_some()
+    }
+
+    /// A connection for an ingest writer: one of theirs, else one of the pool.
+    pub async fn writer_conn(&self) -> Result<Conn, DbError> {
+        match &self.writers {
+            Some(pool) => Ok(Conn::new(pool.get().await?, self.protocol.clone())),
+            None => self.conn().await,
+        }
+    }
+
+    /// Connections open, idle and waited for, over the pool and the writers' connections.
+    pub fn pools_status(&self) -> Status {
+        let mut status = self.pool.status();
+        if let Some(writers) = &self.writers {
+            let w = writers.status();
+            status.max_size += w.max_size;
+            status.size += w.size;
+            status.available += w.available;
+            status.waiting += w.waiting;
+        }
+        status
+    }
+}
