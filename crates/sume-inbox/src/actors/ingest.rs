@@ -5,7 +5,7 @@
 //! mpsc channel ([`IngestHandle`]); writer tasks take everything that has queued up (up to a
 //! batch limit), store it in one transaction, then answer every waiting request. Several
 //! writers share the channel, so while one commits the next is already collecting, as long as
-//! the batch in flight (see [`ingest_pace`](super::ingest_pace)): under load the batches grow,
+//! the batch in flight (see `ingest_pace.rs`): under load the batches grow,
 //! and the cost of a commit is shared by many requests. Each committed
 //! event's job id goes to attach, with whether its row existed (the insert answers it).
 

@@ -52,7 +52,15 @@ async fn a_body_holds_what_it_sent_and_a_newcomer_sheds_the_oldest_body_when_the
     let daemon = small_budget(&db).await;
     // Two uploads declare 60,000 bytes each (more than the budget together) and send 50,000:
     // what they declare reserves nothing, so neither is refused for it.
+    // The oldest is the one whose reading began first: the second is opened once the first
+    // has surely begun (on a busy machine the server could otherwise start the second first).
     let mut first = stalled_upload(daemon.webhook, Some(60_000), 50_000).await;
+    assert!(
+        read_head(&mut first, Duration::from_millis(500))
+            .await
+            .is_none(),
+        "an upload was refused for the length it declared"
+    );
     let mut second = stalled_upload(daemon.webhook, Some(60_000), 50_000).await;
     assert!(
         read_head(&mut second, Duration::from_millis(500))
