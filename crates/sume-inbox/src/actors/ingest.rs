@@ -4,10 +4,10 @@
 //! HTTP handlers never touch the database. They send a [`Delivery`] with a `oneshot` over an
 //! mpsc channel ([`IngestHandle`]); writer tasks take everything that has queued up (up to a
 //! batch limit), store it in one transaction, then answer every waiting request. Several
-//! writers share the channel, so while one commits the next is already collecting, as long as
-//! the batch in flight (see `ingest_pace.rs`): under load the batches grow,
-//! and the cost of a commit is shared by many requests. Each committed
-//! event's job id goes to attach, with whether its row existed (the insert answers it).
+//! writers share the channel, so while one commits the next is already collecting (for as long
+//! as that commit, and up to as many deliveries as it holds: `ingest_pace.rs`): under load the
+//! batches grow, and the cost of a commit is shared by many requests. Each committed event's
+//! job id goes to attach, with whether its row existed (the insert answers it).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -95,7 +95,7 @@ impl Ingest {
     ) -> (Ingest, IngestHandle) {
         let (tx, rx) = mpsc::channel(config.batch_max.max(1) * 16);
         let ingest = Ingest {
-            store,
+            store: store.for_writers(),
             metrics,
             attach,
             config,

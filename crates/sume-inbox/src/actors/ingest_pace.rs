@@ -10,9 +10,9 @@
 //! a delivery never waits longer than the commit already in flight, and under a steady load
 //! the writers overlap with batches of one size. At a light load (a delivery or two per commit)
 //! a batch waiting for the one in flight would save little and cost its latency, so only a
-//! commit of [`PACE_FROM`] deliveries or more makes another writer wait: at 16 connections
-//! that took the deliveries per commit from 4.4 to 5.8 and PostgreSQL's CPU per event down
-//! by a sixth (docs/benchmarks.md, "A quarter of the receiver's CPU").
+//! commit of [`PACE_FROM`] deliveries or more makes another writer wait. At 16 connections
+//! the deliveries per commit went from 4.5 to 5.8 (docs/benchmarks.md, "A quarter of the
+//! receiver's CPU").
 
 use tokio::sync::{mpsc, watch};
 

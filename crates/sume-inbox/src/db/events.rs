@@ -188,7 +188,7 @@ impl Store {
     ) -> Result<Inserted, DbError> {
         events.sort_by(|a, b| a.event_id.cmp(&b.event_id));
         dead.sort_by(|a, b| a.dead_letter_id.cmp(&b.dead_letter_id));
-        let mut client = self.writer_conn().await?;
+        let mut client = self.client().await?;
         match (events.is_empty(), dead.is_empty()) {
             (true, true) => Ok(Inserted::new()),
             (false, true) => insert(&client, events).await,

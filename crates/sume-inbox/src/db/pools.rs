@@ -23,7 +23,7 @@ use deadpool_postgres::{
 };
 use std::time::Duration;
 
-use super::{create_timeout, target, Conn, DbError, Protocol, Store};
+use super::{create_timeout, target, DbError, Protocol, Store};
 
 /// How a pool's connections choose their plans.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -89,11 +89,17 @@ impl Store {
         self.writers.is_some()
     }
 
-    /// A connection for an ingest writer: one of theirs, else one of the pool.
-    pub async fn writer_conn(&self) -> Result<Conn, DbError> {
+    /// The store the ingest writers write through: its pool is their connections where they
+    /// have their own, else this store's pool (a replay from the API or the console writes
+    /// through the shared pool, and never waits for a writer's connection).
+    pub fn for_writers(&self) -> Store {
         match &self.writers {
-            Some(pool) => Ok(Conn::new(pool.get().await?, self.protocol.clone())),
-            None => self.conn().await,
+            Some(writers) => Store {
+                pool: writers.clone(),
+                writers: None,
+                ..self.clone()
+            },
+            None => self.clone(),
         }
     }
 

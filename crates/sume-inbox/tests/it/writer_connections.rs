@@ -31,7 +31,7 @@ async fn the_writers_plan_once_on_connections_taken_out_of_the_pool() {
     );
     assert_eq!(store.pools_status().max_size, 6, "DB_POOL_SIZE in all");
 
-    let writer = store.writer_conn().await.unwrap();
+    let writer = store.for_writers().conn().await.unwrap();
     assert_eq!(plan_cache_mode(&writer).await, "force_generic_plan");
     let shared = store.conn().await.unwrap();
     assert_eq!(plan_cache_mode(&shared).await, "auto");
@@ -44,7 +44,7 @@ async fn the_writers_plan_once_on_connections_taken_out_of_the_pool() {
         6,
         "the pool gets them back"
     );
-    let conn = behind.writer_conn().await.unwrap();
+    let conn = behind.for_writers().conn().await.unwrap();
     assert_eq!(plan_cache_mode(&conn).await, "auto");
 }
 
@@ -57,7 +57,7 @@ async fn a_small_pool_is_shared_with_the_writers() {
         .unwrap();
     assert!(!store.writers_apart(), "two writers would leave one");
     assert_eq!(store.pool().status().max_size, 3);
-    let conn = store.writer_conn().await.unwrap();
+    let conn = store.for_writers().conn().await.unwrap();
     assert_eq!(plan_cache_mode(&conn).await, "auto");
 
     let behind = Store::new(&db.url, 16)
