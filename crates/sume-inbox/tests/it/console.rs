@@ -38,6 +38,11 @@ impl Console {
     pub async fn start(db: &TestDb, token: Option<&str>) -> Console {
         let mut c = config(&db.url);
         c.admin_token = token.map(sume_wire::Secret::new);
+        Console::on(c).await
+    }
+
+    /// A console, not signed in, on a daemon of `c`.
+    pub async fn on(c: sume_inbox::config::Config) -> Console {
         Console {
             http: reqwest::Client::builder()
                 .redirect(Policy::none())
@@ -321,14 +326,7 @@ async fn the_overview_shows_each_keys_reads_today_against_the_days_allowance_and
     let mut c = daemon_config(&db, &sim, sweep_config());
     c.sweep.daily_reads = 500;
     c.admin_token = Some(sume_wire::Secret::new(OPERATOR));
-    let mut console = Console {
-        http: reqwest::Client::builder()
-            .redirect(Policy::none())
-            .build()
-            .unwrap(),
-        daemon: Daemon::start(c).await,
-        session: None,
-    };
+    let mut console = Console::on(c).await;
     // A job whose webhook never comes: the sweep reads it by itself and closes it.
     let http = reqwest::Client::new();
     let job = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 20})).await;

@@ -22,14 +22,7 @@ use crate::support::*;
 /// A signed-in console on a daemon of `config` (ADMIN_TOKEN set to [`OPERATOR`]).
 pub(super) async fn console_with(mut c: sume_inbox::config::Config) -> Console {
     c.admin_token = Some(sume_wire::Secret::new(OPERATOR));
-    let mut console = Console {
-        http: reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap(),
-        daemon: Daemon::start(c).await,
-        session: None,
-    };
+    let mut console = Console::on(c).await;
     console.sign_in().await;
     console
 }
