@@ -174,6 +174,17 @@ async fn daemon_thread(
     let config = daemon_config(url);
     let webhook = TcpListener::bind(config.listen_addr).await?;
     let admin = TcpListener::bind(config.admin_addr).await?;
+    daemon_thread_on(config, webhook, admin, shutdown)
+}
+
+/// The daemon of `config` on a thread and a runtime of its own (WORKER_THREADS, 1 by
+/// default), on listeners already bound (a caller may need their addresses first).
+pub(crate) fn daemon_thread_on(
+    config: sume_inbox::Config,
+    webhook: TcpListener,
+    admin: TcpListener,
+    shutdown: CancellationToken,
+) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
     let (webhook, admin) = (webhook.into_std()?, admin.into_std()?);
     Ok(std::thread::spawn(move || -> anyhow::Result<()> {
         let rt = sume_inbox::process::runtime()?;

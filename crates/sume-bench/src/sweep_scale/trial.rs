@@ -8,7 +8,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use sume_inbox::{run, Config, Listeners};
 use sume_sim::{JobsAnswer, KeyCount, ListOrder, RunningSim, SimStats};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -94,7 +93,8 @@ pub async fn run_trial(
     let walks = if variant.walks { "auto" } else { "off" };
     let config = shape.daemon_config(&db_url, &sim.api_url(), &[("LIST_WALKS", walks.into())])?;
     let shutdown = CancellationToken::new();
-    let daemon = daemon_thread(config, webhook, admin, shutdown.clone())?;
+    // The simulator had to know the webhook's address first.
+    let daemon = crate::stages::daemon_thread_on(config, webhook, admin, shutdown.clone())?;
     let outcome = drive(shape, plan, &sim, &db_url, &db, hook_addr).await;
     shutdown.cancel();
     let joined = tokio::task::spawn_blocking(move || daemon.join()).await?;
@@ -210,25 +210,4 @@ async fn get_json<T: serde::de::DeserializeOwned>(
         .error_for_status()?
         .json()
         .await?)
-}
-
-/// The daemon on a thread and a runtime of its own (WORKER_THREADS, 1 by default), on
-/// listeners already bound (the simulator had to know the webhook's address first).
-fn daemon_thread(
-    config: Config,
-    webhook: TcpListener,
-    admin: TcpListener,
-    shutdown: CancellationToken,
-) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
-    let (webhook, admin) = (webhook.into_std()?, admin.into_std()?);
-    Ok(std::thread::spawn(move || -> anyhow::Result<()> {
-        let rt = sume_inbox::process::runtime()?;
-        rt.block_on(async move {
-            let listeners = Listeners {
-                webhook: TcpListener::from_std(webhook)?,
-                admin: TcpListener::from_std(admin)?,
-            };
-            Ok(run(config, listeners, shutdown).await?)
-        })
-    }))
 }
