@@ -23,13 +23,15 @@ serve:
 ## test: every test, against a fresh throwaway PostgreSQL (or DATABASE_URL); first, when
 ## openssl is installed, the signature vectors of fixtures/sume/vectors are recomputed with it;
 ## then the core and end-to-end suites again with their daemons behind PgBouncer in transaction
-## mode (scripts/devbouncer; skipped with DATABASE_URL set)
+## mode (scripts/devbouncer; skipped with DATABASE_URL set), on a new cluster: the first pass's
+## databases are thrown away first, so the two passes never hold the disk at once
 test:
 	@if command -v openssl >/dev/null 2>&1; then scripts/sume-vectors --check; \
 	else echo "openssl not installed: fixtures/sume/vectors not recomputed (the tests still read them)"; fi
 	$(CARGO) build --workspace --all-targets
 	@scripts/devpg destroy target/devpg-test >/dev/null 2>&1 || true
 	@DEVPG_DIR=target/devpg-test scripts/with-devpg $(CARGO) test --workspace --no-fail-fast
+	@scripts/devpg destroy target/devpg-test >/dev/null 2>&1 || true
 	@DEVPG_DIR=target/devpg-test DEVPG_POOLER=1 scripts/with-devpg \
 		$(CARGO) test -p sume-inbox -p sume-dev --test it --no-fail-fast
 

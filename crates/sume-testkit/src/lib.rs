@@ -41,8 +41,8 @@ pub fn with_dbname(url: &str, name: &str) -> String {
 /// A database of its own for one test.
 ///
 /// It starts empty: the daemon's [`run`] (see [`Daemon::start`]) applies the migrations. The
-/// database is not dropped when the test ends; the server `make test` started is thrown away
-/// whole.
+/// database is not dropped when the test ends (the server `make test` started is thrown away
+/// whole), but for a test that grows it large, which calls [`TestDb::drop_database`] once done.
 pub struct TestDb {
     /// Connection URL of the test's database, for [`config`] or a client of the test's own.
     pub url: String,
@@ -66,6 +66,19 @@ impl TestDb {
         TestDb {
             url: with_dbname(server_url, &name),
         }
+    }
+
+    /// Drops the database, closing whatever connections are still open on it: a test that grew
+    /// its tables to millions of rows calls it last, so that the suite's server does not keep
+    /// gigabytes for the rest of the run.
+    pub async fn drop_database(self) {
+        let name = self.url.rsplit('/').next().unwrap_or_default();
+        let name = &name[..name.find('?').unwrap_or(name.len())];
+        let admin = connect(&with_dbname(&self.url, "postgres")).await;
+        admin
+            .batch_execute(&format!("drop database {name} with (force)"))
+            .await
+            .unwrap_or_else(|e| panic!("drop test database {name}: {e}"));
     }
 
     /// A new connection to the test's database (no pool: each call connects again).

@@ -103,6 +103,7 @@ async fn sweep_queries_use_indexes_beside_a_million_closed_jobs() {
             );
         }
     }
+    db.drop_database().await;
 }
 
 /// The pages one statement touches (its top node's `Buffers:`), from `explain (analyze,
@@ -194,6 +195,7 @@ async fn the_catch_up_scan_costs_the_same_beside_100_000_events_that_never_find_
     );
     let job: String = c.query_one(scan, &[&100i64]).await.unwrap().get(0);
     assert_eq!(job, "job_ours");
+    db.drop_database().await;
 }
 
 /// Sample arguments of each statement of [`statements`].

@@ -310,4 +310,5 @@ async fn hot_statements_planned_on_empty_tables_stay_on_their_indexes_at_a_milli
         "plans made on empty tables read the grown tables whole:\n{}",
         failures.join("\n")
     );
+    db.drop_database().await;
 }
