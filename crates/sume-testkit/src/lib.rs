@@ -46,6 +46,10 @@ pub fn with_dbname(url: &str, name: &str) -> String {
 pub struct TestDb {
     /// Connection URL of the test's database, for [`config`] or a client of the test's own.
     pub url: String,
+    /// Its name, and the URL of the server it was created through, for
+    /// [`TestDb::drop_database`].
+    name: String,
+    server_url: String,
 }
 
 impl TestDb {
@@ -65,6 +69,8 @@ impl TestDb {
             .expect("create test database");
         TestDb {
             url: with_dbname(server_url, &name),
+            name,
+            server_url: server_url.to_owned(),
         }
     }
 
@@ -72,9 +78,8 @@ impl TestDb {
     /// its tables to millions of rows calls it last, so that the suite's server does not keep
     /// gigabytes for the rest of the run.
     pub async fn drop_database(self) {
-        let name = self.url.rsplit('/').next().unwrap_or_default();
-        let name = &name[..name.find('?').unwrap_or(name.len())];
-        let admin = connect(&with_dbname(&self.url, "postgres")).await;
+        let name = &self.name;
+        let admin = connect(&self.server_url).await;
         admin
             .batch_execute(&format!("drop database {name} with (force)"))
             .await
