@@ -24,7 +24,8 @@ serve:
 ## openssl is installed, the signature vectors of fixtures/sume/vectors are recomputed with it;
 ## then the core and end-to-end suites again with their daemons behind PgBouncer in transaction
 ## mode (scripts/devbouncer; skipped with DATABASE_URL set), on a new cluster: the first pass's
-## databases are thrown away first, so the two passes never hold the disk at once
+## databases are thrown away first, so the two passes never hold the disk at once. Warns when
+## under 6 GiB is free (README, "What `make test` needs")
 test:
 	@kib=$$(df -Pk . 2>/dev/null | awk 'NR == 2 { print $$4 }'); \
 	if [ -n "$$kib" ] && [ "$$kib" -lt 6291456 ]; then echo "make test: WARNING: $$((kib / 1048576)) GiB \
