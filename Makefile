@@ -27,9 +27,7 @@ serve:
 ## databases are thrown away first, so the two passes never hold the disk at once. Warns when
 ## under 6 GiB is free (README, "What `make test` needs")
 test:
-	@kib=$$(df -Pk . 2>/dev/null | awk 'NR == 2 { print $$4 }'); \
-	if [ -n "$$kib" ] && [ "$$kib" -lt 6291456 ]; then echo "make test: WARNING: $$((kib / 1048576)) GiB \
-	free here; the suite needs about 6 (README, \"What \`make test\` needs\")" >&2; fi
+	@scripts/warn-low-disk 6 "make test" "the suite"
 	@if command -v openssl >/dev/null 2>&1; then scripts/sume-vectors --check; \
 	else echo "openssl not installed: fixtures/sume/vectors not recomputed (the tests still read them)"; fi
 	$(CARGO) build --workspace --all-targets
