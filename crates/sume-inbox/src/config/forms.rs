@@ -49,11 +49,14 @@ pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> 
     let s = raw.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (digits, unit) = s.split_at(split);
+    const SIZE_FORM: &str = "a number of bytes, or one with a unit: 1048576, 512KiB, 1MiB, 1MB";
     let n: usize = digits.parse().map_err(|_| {
-        ConfigError::new(
-            name,
-            format!("{raw:?} is not a size: write a number of bytes, or one with a unit: 1048576, 512KiB, 1MiB, 1MB"),
-        )
+        let why = if digits.is_empty() {
+            "is not a size"
+        } else {
+            "is out of range"
+        };
+        ConfigError::new(name, format!("{raw:?} {why}: write {SIZE_FORM}"))
     })?;
     let mult = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -68,9 +71,9 @@ pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> 
             ))
         }
     };
-    n.checked_mul(mult)
-        .filter(|n| *n > 0)
-        .ok_or_else(|| ConfigError::new(name, format!("{raw:?} is out of range")))
+    n.checked_mul(mult).filter(|n| *n > 0).ok_or_else(|| {
+        ConfigError::new(name, format!("{raw:?} is out of range: write {SIZE_FORM}"))
+    })
 }
 
 /// Reads a socket address, `IP:PORT` (`0.0.0.0:8080`, `[::1]:9090`).
@@ -181,10 +184,17 @@ pub fn parse_count_in(
     } else {
         format!("a whole number from {min} to {max}")
     };
-    let n: usize = raw
-        .trim()
-        .parse()
-        .map_err(|_| ConfigError::new(name, format!("{raw:?} is not {form}")))?;
+    let digits = raw.trim();
+    let n: usize = digits.parse().map_err(|_| {
+        // Digits only, but more than a machine word holds: too large, not malformed.
+        let overflow = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+        let text = if overflow {
+            format!("{raw:?} is too large: write {form}")
+        } else {
+            format!("{raw:?} is not {form}")
+        };
+        ConfigError::new(name, text)
+    })?;
     if n < min || n > max {
         return Err(ConfigError::new(
             name,

@@ -162,6 +162,16 @@ fn bounds_text(min: Duration, max: Duration) -> String {
     }
 }
 
+/// The longest a duration setting takes, as people write it: `3650d` for [`MAX_DURATION`]
+/// (which humantime would spell in years, months and hours of its 365.25-day year).
+pub fn longest_text(max: Duration) -> String {
+    if max == MAX_DURATION {
+        "3650d (ten years)".into()
+    } else {
+        human(max)
+    }
+}
+
 /// A duration as people write it (`5m`, `1day 2h`).
 pub fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()

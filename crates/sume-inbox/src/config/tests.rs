@@ -128,6 +128,45 @@ fn refusals_say_the_form_that_works() {
     assert!(missing.to_string().contains("postgres://"), "{missing}");
 }
 
+/// A value too large to mean anything is refused with what the most is, not started with: a
+/// retention of 31,688 years made every retention pass fail ("timestamp out of range").
+#[test]
+fn values_past_what_a_setting_takes_say_the_most() {
+    for setting in [
+        &JOB_RETENTION,
+        &DEAD_LETTER_RETENTION,
+        &GIVE_UP_RECHECK,
+        &IDLE_TIMEOUT,
+    ] {
+        let e = refused(&[(setting, "1000000000000s")]);
+        assert_eq!(e.name, setting.name);
+        assert!(e.to_string().contains("longer than 3650d"), "{e}");
+    }
+    for setting in [&JOB_RETENTION, &DEAD_LETTER_RETENTION, &GIVE_UP_RECHECK] {
+        assert!(
+            Config::read(&values(&[(setting, "3650d")])).is_ok(),
+            "{}",
+            setting.name
+        );
+    }
+    let e = refused(&[(&MAX_CONNECTIONS, "99999999999999999999")]);
+    assert!(
+        e.to_string().contains("is too large: write a whole number"),
+        "{e}"
+    );
+    let e = refused(&[(&MAX_CONNECTIONS, "12x")]);
+    assert!(
+        e.to_string().contains("\"12x\" is not a whole number"),
+        "{e}"
+    );
+    let e = refused(&[(&MAX_BODY_BYTES, "99999999999999999999")]);
+    assert!(
+        e.to_string()
+            .contains("is out of range: write a number of bytes"),
+        "{e}"
+    );
+}
+
 #[test]
 fn secrets_are_never_quoted() {
     for (setting, text) in [

@@ -10,7 +10,7 @@ use std::time::Duration;
 use sume_wire::Secret;
 
 use super::forms::{self, months_hint, read_as};
-use super::setting::{size_text, Form, Setting};
+use super::setting::{longest_text, size_text, Form, Setting, MAX_DURATION};
 use super::{ApiKey, ConfigError, Rate};
 
 /// Where a setting's text came from.
@@ -111,7 +111,10 @@ impl Values {
         };
         let raw = self.required(s)?;
         let d = forms::parse_duration(s.name, raw)?;
-        if d < min || d > max {
+        if d > max {
+            return Err(too_long(s, raw, d, max));
+        }
+        if d < min {
             return Err(ConfigError::new(
                 s.name,
                 format!(
@@ -136,6 +139,9 @@ impl Values {
         let d = forms::parse_duration(s.name, raw).map_err(|_| {
             ConfigError::new(s.name, format!("{raw:?}: write {}", s.form.describe()))
         })?;
+        if d > MAX_DURATION {
+            return Err(too_long(s, raw, d, MAX_DURATION));
+        }
         if d < min {
             return Err(ConfigError::new(
                 s.name,
@@ -291,4 +297,18 @@ impl Values {
             (None, false) => format!("{} ({parsed}, its default)", s.name),
         }
     }
+}
+
+/// A duration longer than a setting takes: says the longest, not only the form (whose bounds
+/// leave the ten-year ceiling unsaid).
+fn too_long(s: &Setting, raw: &str, d: Duration, max: Duration) -> ConfigError {
+    ConfigError::new(
+        s.name,
+        format!(
+            "{} is longer than {}, the longest it takes: write {}",
+            read_as(raw, d),
+            longest_text(max),
+            s.form.describe()
+        ),
+    )
 }
