@@ -35,6 +35,7 @@ pub struct MigrateArgs {
 
 /// `serve`: binds both listeners, then runs the daemon until SIGTERM or SIGINT.
 pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
+    warn_of_near_misses();
     let config = args.into_config()?;
     let bind = |setting: &'static str, addr: std::net::SocketAddr| async move {
         crate::process::sockets::bind(addr).map_err(|source| CliError::Bind {
@@ -58,6 +59,21 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     });
     run(config, listeners, shutdown).await?;
     Ok(())
+}
+
+/// Warns of each variable in the environment that is a typo of a setting (first: a missing
+/// setting's refusal may be its consequence).
+fn warn_of_near_misses() {
+    let names: Vec<String> = std::env::vars_os()
+        .filter_map(|(name, _)| name.into_string().ok())
+        .collect();
+    for (name, meant) in config::near_misses::near_misses(names.iter().map(String::as_str)) {
+        tracing::warn!(
+            variable = name,
+            setting = meant,
+            "{name} is not a setting and is ignored: did you mean {meant}?"
+        );
+    }
 }
 
 /// `migrate`: applies the embedded migrations and says where the schema stands. It runs on

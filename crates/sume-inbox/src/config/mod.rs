@@ -19,6 +19,7 @@ pub mod declared;
 pub mod docs;
 mod forms;
 mod model;
+pub mod near_misses;
 mod read;
 mod rules;
 pub mod secret_files;

@@ -1,0 +1,71 @@
+//! Variables that look like a setting and are not one (`INGEST_WRITER` for `INGEST_WRITERS`,
+//! `sweep_interval` for `SWEEP_INTERVAL`). Nothing reads an unknown variable, so a typo leaves the
+//! default in force while the operator believes it changed; `serve` warns about each at start.
+
+use super::declared;
+
+/// Each of `names` that is no setting (nor a secret's `*_FILE`) but is within a typo of one,
+/// with that setting: the same letters in another case, or one or two letters added, missing
+/// or changed (one in a name under ten characters, where two would match unrelated words).
+pub fn near_misses<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, &'static str)> {
+    names
+        .into_iter()
+        .filter(|name| !is_known(name))
+        .filter_map(|name| closest(name).map(|meant| (name, meant)))
+        .collect()
+}
+
+/// A setting, a secret's file, or the simulator's (`SIM_WEBHOOK_SECRET` is two edits from
+/// `SUME_WEBHOOK_SECRET`, and one environment may well hold both).
+fn is_known(name: &str) -> bool {
+    name.starts_with("SIM_")
+        || declared::find(name).is_some()
+        || name
+            .strip_suffix("_FILE")
+            .and_then(declared::find)
+            .is_some_and(|s| s.secret)
+}
+
+fn closest(name: &str) -> Option<&'static str> {
+    let upper = name.to_ascii_uppercase();
+    declared::all()
+        .map(|s| (strsim::levenshtein(&upper, s.name), s.name))
+        .filter(|(edits, meant)| *edits <= if meant.len() < 10 { 1 } else { 2 })
+        .min()
+        .map(|(_, meant)| meant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typos_of_a_setting_are_named_with_it() {
+        let env = [
+            "INGEST_WRITER",
+            "SUME_WEBHOOK_SECRETS",
+            "sweep_interval",
+            "DATABSE_URL",
+            "INGEST_WRITERS",
+            "DATABASE_URL_FILE",
+            "PATH",
+            "HOME",
+            "HOSTNAME",
+            "RUST_LOG",
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "PGPASSWORD",
+            "NOTIFY_SOCKET",
+            "LISTEN_PID",
+            "SIM_WEBHOOK_SECRET",
+        ];
+        assert_eq!(
+            near_misses(env),
+            [
+                ("INGEST_WRITER", "INGEST_WRITERS"),
+                ("SUME_WEBHOOK_SECRETS", "SUME_WEBHOOK_SECRET"),
+                ("sweep_interval", "SWEEP_INTERVAL"),
+                ("DATABSE_URL", "DATABASE_URL"),
+            ]
+        );
+    }
+}
