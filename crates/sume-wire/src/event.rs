@@ -15,6 +15,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
+use crate::surrogates::mend_lone_surrogates;
+
 /// The longest job or event id accepted; longer ones are treated as garbage, not truncated.
 pub const MAX_ID_LEN: usize = 255;
 
@@ -76,7 +78,9 @@ pub fn parse_event(body: &[u8]) -> Result<ParsedEvent, ParseError> {
 }
 
 /// Drops what a database cannot store as text or jsonb (a NUL character, `\u0000`): such a
-/// status, type or result is treated as absent; the raw body keeps everything.
+/// status, type or result is treated as absent; the raw body keeps everything. A result's lone
+/// surrogates (`\udfff`, which `jsonb` refuses too) are mended into U+FFFD instead
+/// ([`mend_lone_surrogates`]): the rest of the result is worth keeping.
 fn storable(mut p: ParsedEvent) -> ParsedEvent {
     let has_nul = |s: &String| s.contains('\0');
     if p.status.as_ref().is_some_and(has_nul) {
@@ -84,6 +88,9 @@ fn storable(mut p: ParsedEvent) -> ParsedEvent {
     }
     if p.event_type.as_ref().is_some_and(has_nul) {
         p.event_type = None;
+    }
+    if let Some(Cow::Owned(mended)) = p.result.as_deref().map(mend_lone_surrogates) {
+        p.result = Some(mended);
     }
     if p.result.as_deref().is_some_and(json_has_nul) {
         p.result = None;

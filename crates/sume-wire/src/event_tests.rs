@@ -144,3 +144,33 @@ fn a_header_id_is_usable_when_it_is_an_id() {
     assert_eq!(usable_header_id(Some(&"x".repeat(MAX_ID_LEN + 1))), None);
     assert_eq!(usable_header_id(None), None);
 }
+
+/// PostgreSQL's `jsonb` refuses an escaped surrogate that is not half of a pair (`\udfff`
+/// alone): in a result each is mended into U+FFFD, so the insert does not fail and the rest of
+/// the result is kept (the raw body keeps the original). A pair (an emoji) is kept as it is.
+#[test]
+fn lone_surrogates_never_reach_the_database() {
+    for (result, mended) in [
+        (r#"{"t":"\udfff"}"#, r#"{"t":"\ufffd"}"#),
+        (
+            r#"{"t":"a\ud800","u":"https://cdn.example/x.png"}"#,
+            r#"{"t":"a\ufffd","u":"https://cdn.example/x.png"}"#,
+        ),
+        (r#"{"\udc00":1}"#, r#"{"\ufffd":1}"#),
+    ] {
+        let body = format!(r#"{{"job_id":"j","status":"completed","result":{result}}}"#);
+        let e = parse_event(body.as_bytes()).unwrap();
+        assert_eq!(e.result.as_deref(), Some(mended), "{result}");
+        assert_eq!(e.status.as_deref(), Some("completed"));
+    }
+    let failed = br#"{"job_id":"j","status":"failed","error":{"message":"\ud800"}}"#;
+    let e = parse_event(failed).unwrap();
+    assert!(e.result.unwrap().contains(r"\ufffd"));
+    for kept in [r#"{"t":"\ud83d\ude00"}"#, r#"{"t":"\\udfff"}"#] {
+        let body = format!(r#"{{"job_id":"j","status":"completed","result":{kept}}}"#);
+        assert_eq!(
+            parse_event(body.as_bytes()).unwrap().result.as_deref(),
+            Some(kept)
+        );
+    }
+}

@@ -16,6 +16,7 @@ pub mod signature;
 pub mod status;
 #[cfg(feature = "client")]
 pub mod status_client;
+pub mod surrogates;
 
 pub use client::{RateLimit, StatusOutcome, StatusReply};
 pub use event::{body_key, dedupe_key, parse_event, usable_header_id, ParseError, ParsedEvent};
@@ -30,6 +31,7 @@ pub use status::{JobState, Status};
 pub use status_client::{
     ClientError, JobPage, KeyCheck, ListReply, StatusClient, DEFAULT_API_URL, MAX_ANSWER_BYTES,
 };
+pub use surrogates::mend_lone_surrogates;
 
 /// Header names of a Sume webhook delivery.
 pub mod headers {

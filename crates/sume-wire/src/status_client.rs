@@ -10,7 +10,7 @@ use std::time::Duration;
 use http::StatusCode;
 use thiserror::Error;
 
-use crate::{JobObject, RateLimit, Secret, StatusOutcome, StatusReply};
+use crate::{mend_lone_surrogates, JobObject, RateLimit, Secret, StatusOutcome, StatusReply};
 
 /// The most of an answer's body read: a job object or an error envelope is a few KiB, so
 /// anything past this (a misconfigured URL answering a web page, a hostile proxy) is cut.
@@ -71,15 +71,13 @@ impl StatusClient {
             .flatten()
             .and_then(|e| e.request_id);
         let outcome = match status {
-            StatusCode::OK => {
-                match serde_json::from_slice::<JobObject>(&body).map(JobObject::storable) {
-                    Ok(Some(job)) => StatusOutcome::Found(job),
-                    Ok(None) => StatusOutcome::Unexpected(
-                        "200 with a NUL character in the job's id or status".into(),
-                    ),
-                    Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
-                }
-            }
+            StatusCode::OK => match read_json::<JobObject>(&body).map(JobObject::storable) {
+                Ok(Some(job)) => StatusOutcome::Found(job),
+                Ok(None) => StatusOutcome::Unexpected(
+                    "200 with a NUL character in the job's id or status".into(),
+                ),
+                Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
+            },
             StatusCode::NOT_FOUND => StatusOutcome::NotFound,
             StatusCode::UNAUTHORIZED => StatusOutcome::Unauthorized,
             StatusCode::TOO_MANY_REQUESTS => StatusOutcome::RateLimited,
@@ -138,7 +136,7 @@ impl StatusClient {
     /// job proves nothing.
     pub async fn check_key(&self, key: &Secret) -> Result<KeyCheck, ClientError> {
         let (status, rate, body) = self.get(key, &["jobs"], &[("limit", "1")]).await?;
-        let json = serde_json::from_slice::<serde_json::Value>(&body).ok();
+        let json = read_json::<serde_json::Value>(&body).ok();
         let request_id = json
             .as_ref()
             .and_then(|v| v.get("request_id"))
@@ -177,7 +175,7 @@ impl StatusClient {
             .ok()
             .and_then(|e| e.request_id);
         let page = (status == StatusCode::OK)
-            .then(|| serde_json::from_slice::<JobPage>(&body).ok())
+            .then(|| read_json::<JobPage>(&body).ok())
             .flatten()
             .map(|mut p| {
                 p.data = p.data.into_iter().filter_map(JobObject::storable).collect();
@@ -257,6 +255,19 @@ fn classify(e: reqwest::Error) -> ClientError {
     }
 }
 
+/// Reads an answer's JSON; one `serde_json` refuses for a lone surrogate in a string (a caption
+/// cut by UTF-16 code units: see [`crate::surrogates`]) is read again with each mended into
+/// U+FFFD, so the job it describes can still close.
+fn read_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> serde_json::Result<T> {
+    serde_json::from_slice(body).or_else(|e| match std::str::from_utf8(body) {
+        Ok(text) => match mend_lone_surrogates(text) {
+            std::borrow::Cow::Owned(mended) => serde_json::from_str(&mended),
+            std::borrow::Cow::Borrowed(_) => Err(e),
+        },
+        Err(_) => Err(e),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,5 +277,22 @@ mod tests {
         assert!(StatusClient::new("not a url", Duration::from_secs(1)).is_err());
         assert!(StatusClient::new("ftp://x/api", Duration::from_secs(1)).is_err());
         assert!(StatusClient::new("http://127.0.0.1:1/api/v1/", Duration::from_secs(1)).is_ok());
+    }
+
+    /// A status answer whose caption was cut inside an emoji is still read, the half mended
+    /// into U+FFFD; one broken otherwise is still refused.
+    #[test]
+    fn an_answer_with_a_lone_surrogate_is_read_mended() {
+        let body = br#"{"id":"job_1","status":"completed","result":{"caption":"cut \ud83d","url":"https://cdn.example/1.mp4"}}"#;
+        assert!(
+            serde_json::from_slice::<JobObject>(body).is_err(),
+            "serde_json refuses it"
+        );
+        let job = read_json::<JobObject>(body).unwrap();
+        let result = job.result.unwrap();
+        assert_eq!(result["caption"], "cut \u{fffd}");
+        assert_eq!(result["url"], "https://cdn.example/1.mp4");
+        assert!(read_json::<JobObject>(br#"{"id":"job_1","status":"#).is_err());
+        assert!(read_json::<JobObject>(b"\xff\\ud83d").is_err());
     }
 }

@@ -260,6 +260,44 @@ async fn twenty_concurrent_deliveries_of_one_event() {
     daemon.stop().await;
 }
 
+/// A result with an escaped surrogate that is half of no pair (a caption cut inside an emoji),
+/// which `jsonb` refuses, is stored with that half mended into U+FFFD, never turned away from
+/// the inbox: the event closes its job with the rest of its result, and the raw body keeps
+/// every byte.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_result_cut_inside_a_character_still_closes_its_job() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let mut cut = Delivery::completed("job_cut");
+    cut.body = r#"{"event":"job.completed","job_id":"job_cut","status":"completed","result":{"caption":"a cat \ud83d","url":"https://cdn.example/cut.mp4"}}"#.into();
+    assert_eq!(
+        cut.send(&http, &daemon.url("/webhooks/sume"))
+            .await
+            .status(),
+        204
+    );
+    assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 0);
+    let body: String = db
+        .client()
+        .await
+        .query_one(
+            "select convert_from(body, 'UTF8') from sume.events where job_id = 'job_cut'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(body, cut.body, "the body is kept whole");
+    let reg = api_register(&http, &daemon, "job_cut", "o1").await;
+    assert_eq!(reg.status(), 201);
+    let job: serde_json::Value = reg.json().await.unwrap();
+    assert_eq!(job["state"], "completed");
+    assert_eq!(job["result"]["caption"], "a cat \u{fffd}");
+    assert_eq!(job["result"]["url"], "https://cdn.example/cut.mp4");
+    daemon.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_delivery_the_database_refuses_does_not_fail_its_batch() {
     let db = TestDb::new().await;
