@@ -382,3 +382,36 @@ async fn the_overview_shows_each_keys_reads_today_against_the_days_allowance_and
     console.daemon.stop().await;
     sim.stop().await.unwrap();
 }
+
+/// A NUL character (`%00`), which PostgreSQL's text cannot hold, in the search, the list's
+/// filters and the forms' ids: answered as finding nothing or as a bad filter, never as the
+/// 503 of a database that is down (which it was).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nul_character_is_never_taken_for_a_database_down() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    console.sign_in().await;
+    for (path, status) in [
+        ("/console/jobs?q=job_a%00b", 200),
+        ("/console/jobs?order_id=o%00", 400),
+        ("/console/jobs?after=job_a%00", 400),
+        ("/console/inbox?after=a%00", 200),
+        ("/console/set-aside?after=a%00", 200),
+        ("/console/dead-letters?after=a%00", 200),
+    ] {
+        let (s, _, body) = console.get(path).await;
+        assert_eq!(s, status, "{path}: {body}");
+    }
+    let (_, _, page) = console.get("/console/dead-letters").await;
+    let csrf = csrf_of(&page);
+    for (path, field) in [
+        ("/console/dead-letters/drop", "id"),
+        ("/console/set-aside/replay", "event_id"),
+    ] {
+        let (s, _) = console
+            .post(path, &[("csrf", csrf.as_str()), (field, "a\u{0}b")])
+            .await;
+        assert_eq!(s, 404, "{path}");
+    }
+    console.daemon.stop().await;
+}

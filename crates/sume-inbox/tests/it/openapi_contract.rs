@@ -428,3 +428,62 @@ async fn every_documented_answer_of_every_route_is_given_as_documented() {
     assert!(missing.is_empty(), "documented, never checked: {missing:?}");
     served.daemon.stop().await;
 }
+
+/// A NUL character (`%00`, `\u0000`), which PostgreSQL's text cannot hold, in every path and
+/// query parameter the document names and in every string a write's body takes: each answer is
+/// one the document gives for that route (an id holding one names nothing: 404; a query value,
+/// 400; a body's field, 422), never the 503 of a database failure (which it was, logged as one).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nul_character_anywhere_is_answered_as_documented() {
+    let db = TestDb::new().await;
+    let served = Served::start(&db).await;
+    let doc = Document::new(served.doc.clone());
+    let checked = Checked {
+        served: &served,
+        doc: &doc,
+    };
+    let mut sent = 0;
+    for (method, template) in doc.operations() {
+        let op = &served.doc["paths"][&template][&method];
+        let mut paths = vec![template
+            .replace("{job_id}", "job_a%00b")
+            .replace("{event_id}", "evt_a%00b")];
+        let params = op["parameters"].as_array().cloned().unwrap_or_default();
+        for p in params.iter().filter(|p| p["in"] == "query") {
+            paths.push(format!(
+                "{}?{}=a%00b",
+                instantiate(&template),
+                p["name"].as_str().unwrap()
+            ));
+        }
+        for path in paths.iter().filter(|p| p.contains("%00")) {
+            let mut call = Call::new(&method, path, Some(OPERATOR));
+            if method == "post" {
+                call = call.json(json!({}));
+            }
+            let (status, answer) = checked.send(call).await;
+            assert!(status < 500, "{method} {path}: {status} {answer}");
+            sent += 1;
+        }
+    }
+    for (path, body) in [
+        ("/v1/jobs", json!({"job_id": "job_a\u{0}b"})),
+        (
+            "/v1/jobs",
+            json!({"job_id": "job_ok", "order_id": "o\u{0}"}),
+        ),
+        ("/v1/jobs", json!({"job_id": "job_ok", "api_key": "k\u{0}"})),
+        (
+            "/v1/dead-letters/drop",
+            json!({"ids": ["dl_a\u{0}b", "dl_other"]}),
+        ),
+    ] {
+        let (status, answer) = checked
+            .send(Call::new("post", path, Some(OPERATOR)).json(body))
+            .await;
+        assert_eq!(status, 422, "{path}: {answer}");
+        sent += 1;
+    }
+    assert!(sent > 10, "only {sent} requests sent");
+    served.daemon.stop().await;
+}

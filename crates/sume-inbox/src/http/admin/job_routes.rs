@@ -107,6 +107,9 @@ pub(super) async fn register(
     if let Some(r) = reg.order_id.as_deref().and_then(|o| bad_id("order_id", o)) {
         return r;
     }
+    if let Some(r) = reg.api_key.as_deref().and_then(|k| bad_id("api_key", k)) {
+        return r;
+    }
     if let Some(key) = &reg.api_key {
         if !state.key_names.is_empty() && !state.key_names.contains(key) {
             return error(
@@ -197,6 +200,14 @@ pub(super) async fn show(
         Ok(_) => std::time::Duration::ZERO,
         Err(e) => return bad_query(e.body_text()).into_response(),
     };
+    if job_id.contains('\0') {
+        // No id holds a NUL (PostgreSQL's text cannot): no such job, and nothing to wait for.
+        return error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no job {job_id:?}"),
+        );
+    }
     if !wait.is_zero() {
         return super::wait::wait_for_close(&state, &job_id, wait).await;
     }
@@ -300,6 +311,13 @@ impl ListQuery {
             &self.closed_by,
             &["webhook", "poll", "give_up"],
         )?;
+        for (field, value) in [("order_id", &self.order_id), ("after", &self.after)] {
+            if value.as_deref().is_some_and(|v| v.contains('\0')) {
+                return Err(bad_query(format!(
+                    "{field} must not hold a NUL character (%00)"
+                )));
+            }
+        }
         let filter = JobFilter {
             state: self.state,
             order_id: self.order_id,

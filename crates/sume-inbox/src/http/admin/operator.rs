@@ -116,7 +116,7 @@ fn page_of<T>(
     let limit = page_limit(q.limit)?;
     let key = match q.after.as_deref() {
         None => None,
-        Some(raw) => Some(after(raw).ok_or_else(|| {
+        Some(raw) => Some(after(raw).filter(|_| !raw.contains('\0')).ok_or_else(|| {
             bad_query(format!(
                 "after must be the next_after of an earlier page, not {raw:?}"
             ))
@@ -149,13 +149,19 @@ pub(super) async fn job_detail(
     State(state): State<AdminState>,
     Path(job_id): Path<String>,
 ) -> Response {
-    match state.store.job_detail(&job_id).await {
-        Ok(d) if d.job.is_none() && d.events.is_empty() => ApiError::new(
+    let none = || {
+        ApiError::new(
             StatusCode::NOT_FOUND,
             "not_found",
             format!("no job and no event for {job_id:?}"),
         )
-        .into_response(),
+        .into_response()
+    };
+    if job_id.contains('\0') {
+        return none(); // no id holds a NUL (PostgreSQL's text cannot)
+    }
+    match state.store.job_detail(&job_id).await {
+        Ok(d) if d.job.is_none() && d.events.is_empty() => none(),
         r => respond("reading the job failed", r),
     }
 }

@@ -75,6 +75,10 @@ pub(super) async fn replay_event(
     if let Err(e) = body {
         return body_error(e);
     }
+    if event_id.contains('\0') {
+        // No id holds a NUL (PostgreSQL's text cannot): no such event.
+        return ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such event").into_response();
+    }
     let replayed = match replay::replay_event(&state.store, &state.secrets, &event_id).await {
         Ok(r) => r,
         Err(e) => return unavailable("replay failed", &e),
@@ -161,8 +165,8 @@ pub struct Dropped {
 #[utoipa::path(post, path = "/v1/dead-letters/drop", tag = "operator",
     operation_id = "drop_dead_letters", request_body = DropDeadLetters,
     responses((status = 200, description = "What was dropped", body = Dropped),
-               (status = 422, description = "ids empty or over 1000 (`invalid_field`), or a body \
-                not of this shape (`invalid_body`)", body = ErrorBody)))]
+               (status = 422, description = "ids empty, over 1000 or one holding a NUL character \
+                (`invalid_field`), or a body not of this shape (`invalid_body`)", body = ErrorBody)))]
 pub(super) async fn drop_dead_letters(
     State(state): State<AdminState>,
     headers: HeaderMap,
@@ -177,6 +181,16 @@ pub(super) async fn drop_dead_letters(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_field",
             "ids must hold 1 to 1000 dead letter ids",
+        )
+        .into_response();
+    }
+    if ids.iter().any(|i| i.contains('\0')) {
+        // PostgreSQL's text cannot hold one: no dead letter has such an id, nor can the audit
+        // entry name it.
+        return ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            "ids must not hold a NUL character",
         )
         .into_response();
     }

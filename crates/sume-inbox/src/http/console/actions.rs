@@ -29,6 +29,16 @@ fn failed(what: &str, e: &crate::db::DbError) -> Response {
     )
 }
 
+/// An id holding a NUL names nothing: PostgreSQL's text cannot hold one (and the audit entry
+/// could not name it).
+fn no_nul(title: &str) -> Response {
+    layout::message(
+        StatusCode::NOT_FOUND,
+        title,
+        "No id holds a NUL character (%00).",
+    )
+}
+
 /// `POST /console/dead-letters/replay`: every dead letter not replayed yet, read again.
 pub async fn replay(
     State(state): State<ConsoleState>,
@@ -68,6 +78,9 @@ pub async fn drop(
         Ok(o) => o,
         Err(r) => return *r,
     };
+    if f.id.contains('\0') {
+        return no_nul("No such dead letter");
+    }
     let ids = vec![f.id];
     let dropped = match state.admin.store.dead_letters_drop(&ids).await {
         Ok(d) => d,
@@ -99,6 +112,9 @@ pub async fn replay_event(
         Ok(o) => o,
         Err(r) => return *r,
     };
+    if f.event_id.contains('\0') {
+        return no_nul("No such event");
+    }
     let admin = &state.admin;
     let replayed = match replay::replay_event(&admin.store, &admin.secrets, &f.event_id).await {
         Ok(r) => r,

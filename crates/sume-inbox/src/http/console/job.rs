@@ -63,6 +63,13 @@ pub async fn search(
         *r.status_mut() = status;
         return r;
     }
+    if q.contains('\0') {
+        // No job id or order id holds a NUL (PostgreSQL's text cannot): nothing to look up.
+        return page(
+            "Jobs",
+            html! { p { "No job and no event for " code { (q) } "." } },
+        );
+    }
     let store = &state.admin.store;
     let detail = match store.job_detail(q).await {
         Ok(d) => d,

@@ -64,6 +64,11 @@ fn time(field: &str, v: &str) -> Result<Option<DateTime<Utc>>, String> {
 impl ListForm {
     /// The filter, or what is wrong with the form.
     fn filter(&self) -> Result<JobFilter, String> {
+        for (field, v) in [("order id", &self.order_id), ("after", &self.after)] {
+            if v.contains('\0') {
+                return Err(format!("{field} must not hold a NUL character (%00)"));
+            }
+        }
         Ok(JobFilter {
             state: one_of("state", &self.state, &STATES)?,
             closed_by: one_of("closed by", &self.closed_by, &CLOSERS)?,
