@@ -172,6 +172,13 @@ impl DbError {
     }
 }
 
+/// Whether PostgreSQL's `text` can hold `s`: anything but a NUL character. No stored id holds
+/// one, so such a key names no row; and a statement given one fails (SQLSTATE 22021) as an
+/// outage would, so the admin API and the console answer such input before any query.
+pub fn text_can_hold(s: &str) -> bool {
+    !s.contains('\0')
+}
+
 /// Reads DATABASE_URL (TLS included, see [`tls`]), naming this service to the server.
 pub fn target(url: &str) -> Result<tls::Target, DbError> {
     let mut target = tls::target(url)?;

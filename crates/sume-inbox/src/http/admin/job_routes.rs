@@ -200,8 +200,8 @@ pub(super) async fn show(
         Ok(_) => std::time::Duration::ZERO,
         Err(e) => return bad_query(e.body_text()).into_response(),
     };
-    if job_id.contains('\0') {
-        // No id holds a NUL (PostgreSQL's text cannot): no such job, and nothing to wait for.
+    if !crate::db::text_can_hold(&job_id) {
+        // No such job, and nothing to wait for.
         return error(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -312,7 +312,7 @@ impl ListQuery {
             &["webhook", "poll", "give_up"],
         )?;
         for (field, value) in [("order_id", &self.order_id), ("after", &self.after)] {
-            if value.as_deref().is_some_and(|v| v.contains('\0')) {
+            if !value.as_deref().is_none_or(crate::db::text_can_hold) {
                 return Err(bad_query(format!(
                     "{field} must not hold a NUL character (%00)"
                 )));

@@ -116,11 +116,15 @@ fn page_of<T>(
     let limit = page_limit(q.limit)?;
     let key = match q.after.as_deref() {
         None => None,
-        Some(raw) => Some(after(raw).filter(|_| !raw.contains('\0')).ok_or_else(|| {
-            bad_query(format!(
-                "after must be the next_after of an earlier page, not {raw:?}"
-            ))
-        })?),
+        Some(raw) => Some(
+            after(raw)
+                .filter(|_| crate::db::text_can_hold(raw))
+                .ok_or_else(|| {
+                    bad_query(format!(
+                        "after must be the next_after of an earlier page, not {raw:?}"
+                    ))
+                })?,
+        ),
     };
     Ok((limit, key))
 }
@@ -157,8 +161,8 @@ pub(super) async fn job_detail(
         )
         .into_response()
     };
-    if job_id.contains('\0') {
-        return none(); // no id holds a NUL (PostgreSQL's text cannot)
+    if !crate::db::text_can_hold(&job_id) {
+        return none();
     }
     match state.store.job_detail(&job_id).await {
         Ok(d) if d.job.is_none() && d.events.is_empty() => none(),

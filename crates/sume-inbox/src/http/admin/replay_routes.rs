@@ -75,8 +75,7 @@ pub(super) async fn replay_event(
     if let Err(e) = body {
         return body_error(e);
     }
-    if event_id.contains('\0') {
-        // No id holds a NUL (PostgreSQL's text cannot): no such event.
+    if !crate::db::text_can_hold(&event_id) {
         return ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such event").into_response();
     }
     let replayed = match replay::replay_event(&state.store, &state.secrets, &event_id).await {
@@ -184,9 +183,8 @@ pub(super) async fn drop_dead_letters(
         )
         .into_response();
     }
-    if ids.iter().any(|i| i.contains('\0')) {
-        // PostgreSQL's text cannot hold one: no dead letter has such an id, nor can the audit
-        // entry name it.
+    if !ids.iter().all(|i| crate::db::text_can_hold(i)) {
+        // No dead letter has such an id, nor could the audit entry name it.
         return ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_field",

@@ -29,8 +29,7 @@ fn failed(what: &str, e: &crate::db::DbError) -> Response {
     )
 }
 
-/// An id holding a NUL names nothing: PostgreSQL's text cannot hold one (and the audit entry
-/// could not name it).
+/// An id [`crate::db::text_can_hold`] refuses names nothing (nor could the audit entry name it).
 fn no_nul(title: &str) -> Response {
     layout::message(
         StatusCode::NOT_FOUND,
@@ -78,7 +77,7 @@ pub async fn drop(
         Ok(o) => o,
         Err(r) => return *r,
     };
-    if f.id.contains('\0') {
+    if !crate::db::text_can_hold(&f.id) {
         return no_nul("No such dead letter");
     }
     let ids = vec![f.id];
@@ -112,7 +111,7 @@ pub async fn replay_event(
         Ok(o) => o,
         Err(r) => return *r,
     };
-    if f.event_id.contains('\0') {
+    if !crate::db::text_can_hold(&f.event_id) {
         return no_nul("No such event");
     }
     let admin = &state.admin;

@@ -63,8 +63,7 @@ pub async fn search(
         *r.status_mut() = status;
         return r;
     }
-    if q.contains('\0') {
-        // No job id or order id holds a NUL (PostgreSQL's text cannot): nothing to look up.
+    if !crate::db::text_can_hold(q) {
         return page(
             "Jobs",
             html! { p { "No job and no event for " code { (q) } "." } },

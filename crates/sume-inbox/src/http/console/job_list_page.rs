@@ -65,7 +65,7 @@ impl ListForm {
     /// The filter, or what is wrong with the form.
     fn filter(&self) -> Result<JobFilter, String> {
         for (field, v) in [("order id", &self.order_id), ("after", &self.after)] {
-            if v.contains('\0') {
+            if !crate::db::text_can_hold(v) {
                 return Err(format!("{field} must not hold a NUL character (%00)"));
             }
         }
