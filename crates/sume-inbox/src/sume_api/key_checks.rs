@@ -32,6 +32,9 @@ pub const BREAKER_OPEN_FOR: Duration = Duration::from_secs(600);
 
 /// How long a passed key check lets 404s count as verdicts when KEY_CHECK_MAX_AGE is not given.
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(900);
+/// How long after start a key not yet checked is the normal state of a starting instance
+/// (its first check waits for a read token the fleet shares), not a problem to warn about.
+pub const FIRST_CHECK_GRACE: Duration = Duration::from_secs(60);
 
 /// The keys' last checks and the breaker; shared by the services that ask Sume.
 #[derive(Clone)]
@@ -39,6 +42,8 @@ pub struct ApiCheck {
     state: Arc<Mutex<State>>,
     /// KEY_CHECK_MAX_AGE: a key whose last passed check is older is not known to work.
     max_age: Duration,
+    /// When this instance began checking: see [`FIRST_CHECK_GRACE`].
+    started: Instant,
 }
 
 impl Default for ApiCheck {
@@ -59,8 +64,11 @@ struct State {
 /// Why verdicts are not allowed now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Hold {
-    /// These keys failed their check, or were never checked.
+    /// These keys failed their check, their pass is too old, or they were never checked.
     Keys(Vec<String>),
+    /// These keys were never checked, within [`FIRST_CHECK_GRACE`] of the start: the first
+    /// checks have not run yet.
+    FirstChecks(Vec<String>),
     /// Nearly every recent poll of our own jobs answered 404.
     Breaker,
 }
@@ -71,6 +79,7 @@ impl ApiCheck {
         ApiCheck {
             state: Arc::default(),
             max_age,
+            started: Instant::now(),
         }
     }
 
@@ -126,8 +135,11 @@ impl ApiCheck {
             .filter(|k| !s.keys.get(*k).is_some_and(|(ok, at)| *ok && fresh(at)))
             .cloned()
             .collect();
+        let starting = now.saturating_duration_since(self.started) < FIRST_CHECK_GRACE;
         if failing.is_empty() {
             Ok(())
+        } else if starting && failing.iter().all(|k| !s.keys.contains_key(k)) {
+            Err(Hold::FirstChecks(failing))
         } else {
             Err(Hold::Keys(failing))
         }
@@ -151,6 +163,14 @@ mod tests {
     fn no_verdict_before_every_key_answered_200() {
         let c = ApiCheck::default();
         let now = Instant::now();
+        assert_eq!(c.verdicts(&keys(), now), Err(Hold::FirstChecks(keys())));
+        // Still unchecked a minute after the start (no read token came): a problem.
+        assert_eq!(
+            c.verdicts(&keys(), now + FIRST_CHECK_GRACE),
+            Err(Hold::Keys(keys()))
+        );
+        // One check failed: no longer a start.
+        c.checked("main", false, now);
         assert_eq!(c.verdicts(&keys(), now), Err(Hold::Keys(keys())));
         c.checked("main", true, now);
         c.checked("other", false, now);

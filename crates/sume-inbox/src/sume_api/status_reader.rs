@@ -125,11 +125,23 @@ impl StatusReader {
             .set(hold.is_err().into());
         if let Err(hold) = &hold {
             if let Some(left_out) = HOLDS_LOG.allow() {
-                let (reason, keys) = match hold {
-                    Hold::Keys(keys) => ("keys without a passing check", keys.join(",")),
-                    Hold::Breaker => ("nearly every recent poll answered 404", String::new()),
-                };
-                tracing::warn!(reason, keys, left_out, "verdicts on Sume's 404s are held");
+                match hold {
+                    Hold::FirstChecks(keys) => {
+                        let keys = keys.join(",");
+                        tracing::info!(
+                            keys,
+                            "verdicts on Sume's 404s wait for the keys' first check"
+                        )
+                    }
+                    Hold::Keys(keys) => {
+                        let (reason, keys) = ("keys without a passing check", keys.join(","));
+                        tracing::warn!(reason, keys, left_out, "verdicts on Sume's 404s are held")
+                    }
+                    Hold::Breaker => {
+                        let reason = "nearly every recent poll answered 404";
+                        tracing::warn!(reason, left_out, "verdicts on Sume's 404s are held")
+                    }
+                }
             }
         }
         hold.is_ok()
