@@ -102,9 +102,7 @@ impl Access {
         let Some(operator) = &self.operator else {
             return Ok(Scope::Operator);
         };
-        let given = authorization
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+        let given = authorization.and_then(bearer_token);
         match given {
             Some(t) if same_secret(t, operator.expose()) => Ok(Scope::Operator),
             Some(t)
@@ -122,6 +120,16 @@ impl Access {
             )),
         }
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` header. The scheme's name is
+/// case-insensitive (RFC 9110, 11.1), so `bearer` and `BEARER` are read too.
+fn bearer_token(authorization: &str) -> Option<&str> {
+    let (scheme, token) = authorization.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 /// Compares digests rather than the strings, so the time taken says nothing about the token.
@@ -231,6 +239,16 @@ pub async fn operator_only(request: Request, next: Next) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        for header in ["Bearer t0k", "bearer t0k", "BEARER  t0k ", " Bearer t0k"] {
+            assert_eq!(bearer_token(header), Some("t0k"), "{header:?}");
+        }
+        for header in ["Basic t0k", "Bearer", "Bearer ", "Bearert0k", "t0k", ""] {
+            assert_eq!(bearer_token(header), None, "{header:?}");
+        }
+    }
 
     #[test]
     fn hosts_are_the_address_localhost_and_the_named_ones() {
