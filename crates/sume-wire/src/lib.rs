@@ -29,7 +29,8 @@ pub use signature::{
 pub use status::{JobState, Status};
 #[cfg(feature = "client")]
 pub use status_client::{
-    ClientError, JobPage, KeyCheck, ListReply, StatusClient, DEFAULT_API_URL, MAX_ANSWER_BYTES,
+    error_chain, ClientError, JobPage, KeyCheck, ListReply, StatusClient, DEFAULT_API_URL,
+    MAX_ANSWER_BYTES,
 };
 pub use surrogates::mend_lone_surrogates;
 

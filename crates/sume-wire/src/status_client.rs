@@ -251,8 +251,26 @@ fn classify(e: reqwest::Error) -> ClientError {
     if e.is_timeout() {
         ClientError::Timeout
     } else {
-        ClientError::Transport(e.to_string())
+        ClientError::Transport(error_chain(&e))
     }
+}
+
+/// An error with its causes, `: ` between each: reqwest's own text ("error sending request for
+/// url (...)") leaves out what went wrong (a refused connection, a name that does not resolve,
+/// a certificate refused), which only its sources say. A cause whose text the line already
+/// holds is left out.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        source = cause.source();
+    }
+    line
 }
 
 /// Reads an answer's JSON; one `serde_json` refuses for a lone surrogate in a string (a caption
@@ -294,5 +312,22 @@ mod tests {
         assert_eq!(result["url"], "https://cdn.example/1.mp4");
         assert!(read_json::<JobObject>(br#"{"id":"job_1","status":"#).is_err());
         assert!(read_json::<JobObject>(b"\xff\\ud83d").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_transport_error_says_what_went_wrong() {
+        // A port nothing listens on: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = reqwest::get(format!("http://127.0.0.1:{port}/"))
+            .await
+            .unwrap_err();
+        let line = error_chain(&e);
+        assert!(line.contains("error sending request"), "{line}");
+        assert!(line.to_lowercase().contains("connection refused"), "{line}");
+        assert_eq!(line.matches("Connection refused").count(), 1, "{line}");
     }
 }

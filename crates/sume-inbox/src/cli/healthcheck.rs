@@ -22,7 +22,8 @@ pub async fn healthcheck(args: HealthcheckArgs) -> Result<(), CliError> {
     let addr = crate::config::local_listen_addr(args.settings.values())?;
     let path = if args.ready { "readyz" } else { "healthz" };
     let url = format!("http://{addr}/{path}");
-    let fail = |e: reqwest::Error| CliError::Failed(format!("GET {url}: {e}"));
+    let fail =
+        |e: reqwest::Error| CliError::Failed(format!("GET {url}: {}", sume_wire::error_chain(&e)));
     let response = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(3))
         .build()

@@ -85,9 +85,22 @@ impl Remote {
             req = req.bearer_auth(t.expose());
         }
         let failed = |e: String| CliError::Failed(format!("{url}: {e}"));
-        let r = req.send().await.map_err(|e| failed(e.to_string()))?;
+        let r = req
+            .send()
+            .await
+            .map_err(|e| failed(sume_wire::error_chain(&e)))?;
         let status = r.status();
-        let body: Value = r.json().await.map_err(|e| failed(e.to_string()))?;
+        let text = r
+            .text()
+            .await
+            .map_err(|e| failed(sume_wire::error_chain(&e)))?;
+        let body: Value = serde_json::from_str(&text).map_err(|_| {
+            let start: String = text.chars().take(80).collect();
+            failed(format!(
+                "{status}, and the answer is not the admin API's JSON ({start:?}): is this the \
+                 daemon's ADMIN_ADDR, not its webhook port or a proxy?"
+            ))
+        })?;
         if status.as_u16() == 404 && path.ends_with("/detail") {
             return Ok(None);
         }

@@ -204,13 +204,13 @@ pub fn parse_count_in(
     Ok(n)
 }
 
-/// The API base URL: http(s), no query, no trailing slash kept.
-pub fn parse_api_url(name: &'static str, raw: &str) -> Result<String, ConfigError> {
+/// A base URL: http(s), no query, no trailing slash kept; `example` shows one in a refusal.
+pub fn parse_http_url(name: &'static str, example: &str, raw: &str) -> Result<String, ConfigError> {
     let trimmed = raw.trim().trim_end_matches('/');
     let bad = |why: &str| {
         ConfigError::new(
             name,
-            format!("{raw:?} is not an http(s) URL such as https://www.sume.so/api/v1: {why}"),
+            format!("{raw:?} is not an http(s) URL such as {example}: {why}"),
         )
     };
     let url = url::Url::parse(trimmed).map_err(|e| bad(&e.to_string()))?;
@@ -224,7 +224,9 @@ pub fn parse_api_url(name: &'static str, raw: &str) -> Result<String, ConfigErro
         return Err(bad("no query or fragment allowed"));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(bad("credentials belong in SUME_API_KEYS, not in the URL"));
+        return Err(bad(
+            "no credentials in the URL (Sume's keys go in SUME_API_KEYS, the admin API's token in SUME_INBOX_ADMIN_TOKEN)",
+        ));
     }
     Ok(trimmed.to_owned())
 }
@@ -268,7 +270,7 @@ mod tests {
 
     #[test]
     fn api_urls() {
-        let ok = |raw: &str| parse_api_url("SUME_API_URL", raw);
+        let ok = |raw: &str| parse_http_url("SUME_API_URL", "https://www.sume.so/api/v1", raw);
         assert_eq!(
             ok("https://www.sume.so/api/v1/").as_deref(),
             Ok("https://www.sume.so/api/v1")
@@ -355,10 +357,15 @@ mod tests {
     #[test]
     fn urls_and_addresses() {
         assert_eq!(
-            parse_api_url("U", "https://www.sume.so/api/v1/").unwrap(),
+            parse_http_url(
+                "U",
+                "https://www.sume.so/api/v1",
+                "https://www.sume.so/api/v1/"
+            )
+            .unwrap(),
             "https://www.sume.so/api/v1"
         );
-        assert!(parse_api_url("U", "www.sume.so").is_err());
+        assert!(parse_http_url("U", "https://www.sume.so/api/v1", "www.sume.so").is_err());
         assert!(parse_addr("A", "0.0.0.0:8080").is_ok());
         assert!(parse_addr("A", "localhost").is_err());
         assert!(check_database_url("DATABASE_URL", "postgres://u:p@127.0.0.1:5432/db").is_ok());

@@ -89,7 +89,7 @@ impl Rate {
 /// explicitly: every status request carries an API key.
 pub fn check_plaintext(api_url: &str, allowed: bool) -> Result<(), ConfigError> {
     let Ok(url) = url::Url::parse(api_url) else {
-        return Ok(()); // parse_api_url has refused it already
+        return Ok(()); // parse_http_url has refused it already
     };
     let loopback = match url.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),

@@ -66,8 +66,11 @@ pub enum Form {
     Choice(&'static [&'static str]),
     /// `IP:PORT`.
     Address,
-    /// An `http(s)://` URL without credentials, query or fragment.
-    HttpUrl,
+    /// An `http(s)://` URL without credentials, query or fragment, like `example`.
+    HttpUrl {
+        /// What such a URL looks like for this setting, quoted in its refusal.
+        example: &'static str,
+    },
     /// A PostgreSQL connection URL (libpq's keywords, `sslmode`, `sslrootcert`).
     PostgresUrl,
     /// Secrets separated by commas.
@@ -132,11 +135,12 @@ impl Form {
             Form::Switch => "1, true, yes or on; 0, false, no or off".into(),
             Form::Choice(words) => format!("one of {}", quoted(words)),
             Form::Address => "IP:PORT, such as 0.0.0.0:8080 or [::1]:9090".into(),
-            Form::HttpUrl => {
-                "an http(s) URL without credentials, query or fragment, such as https://www.sume.so/api/v1".into()
+            Form::HttpUrl { example } => {
+                format!("an http(s) URL without credentials, query or fragment, such as {example}")
             }
             Form::PostgresUrl => {
-                "a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=verify-full".into()
+                "a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=verify-full"
+                    .into()
             }
             Form::Secrets => "secrets separated by commas".into(),
             Form::ApiKeys => {

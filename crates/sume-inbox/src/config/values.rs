@@ -215,7 +215,11 @@ impl Values {
 
     /// An http(s) URL, without its trailing `/`.
     pub fn http_url(&self, s: &'static Setting) -> Result<String, ConfigError> {
-        forms::parse_api_url(s.name, self.required(s)?)
+        let example = match s.form {
+            Form::HttpUrl { example } => example,
+            _ => "https://host:port",
+        };
+        forms::parse_http_url(s.name, example, self.required(s)?)
     }
 
     /// An optional http(s) URL.

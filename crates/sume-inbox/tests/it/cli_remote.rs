@@ -103,3 +103,39 @@ async fn the_admin_commands_work_through_the_admin_api() {
     assert!(!ok && err.contains("unauthorized"), "{err}");
     daemon.stop().await;
 }
+
+/// Runs `sume-inbox stats` against `url` as the admin API.
+fn stats_at(url: &str) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("stats")
+        .env_remove("DATABASE_URL")
+        .env("SUME_INBOX_ADMIN_URL", url)
+        .env("SUME_INBOX_ADMIN_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    (out.status.success(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_admin_url_is_named_with_what_went_wrong() {
+    let db = TestDb::new().await;
+    let mut c = config(&db.url);
+    c.admin_token = Some(sume_wire::Secret::new(TOKEN));
+    let daemon = Daemon::start(c).await;
+    // The webhook port given for the admin port: an answer, but not the API's.
+    let (ok, err) = stats_at(&daemon.url(""));
+    assert!(!ok);
+    assert!(err.contains("404 Not Found"), "{err}");
+    assert!(err.contains("is this the daemon's ADMIN_ADDR"), "{err}");
+    // A port nothing listens on: the cause, not only "error sending request".
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let (ok, err) = stats_at(&format!("http://127.0.0.1:{port}"));
+    assert!(!ok);
+    assert!(err.contains("Connection refused"), "{err}");
+    // Not a URL at all: an example of one for this setting.
+    let (ok, err) = stats_at("127.0.0.1:9090");
+    assert!(!ok);
+    assert!(err.contains("such as http://127.0.0.1:9090"), "{err}");
+}

@@ -7,7 +7,7 @@ use crate::config::setting::{Form, Setting};
 declare! { TRACES, "Traces (OpenTelemetry)",
     /// Where spans are sent; unset: no export.
     OTEL_EXPORTER_OTLP_ENDPOINT {
-        form: Form::HttpUrl,
+        form: Form::HttpUrl { example: "http://127.0.0.1:4318" },
         about: "an OTLP/HTTP collector's base URL (e.g. `http://127.0.0.1:4318`; spans go to its `/v1/traces`, protobuf); unset: no traces are made or exported (environment only, `serve`)",
     }
     /// The `service.name` resource attribute.

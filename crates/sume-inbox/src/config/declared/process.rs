@@ -36,7 +36,7 @@ declare! { ADMIN_COMMANDS, "Admin commands (stats, jobs show, replay, ...)",
     /// A daemon's admin API, instead of the database.
     SUME_INBOX_ADMIN_URL {
         flag: Some("admin-url"),
-        form: Form::HttpUrl,
+        form: Form::HttpUrl { example: "http://127.0.0.1:9090" },
         about: "a daemon's admin API (e.g. `http://127.0.0.1:9090`) for the admin commands, used instead of `DATABASE_URL`",
     }
     /// The operator's token of that API.

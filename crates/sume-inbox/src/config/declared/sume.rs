@@ -17,7 +17,7 @@ declare! { SUME, "Sume",
     SUME_API_URL {
         flag: Some("sume-api-url"),
         default: Some(sume_wire::DEFAULT_API_URL),
-        form: Form::HttpUrl,
+        form: Form::HttpUrl { example: sume_wire::DEFAULT_API_URL },
         about: "Sume's API base",
     }
     /// An `http://` API URL to another host.
