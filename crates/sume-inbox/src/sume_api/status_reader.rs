@@ -79,14 +79,26 @@ impl StatusReader {
             self.api.checked(&key.name, usable, Instant::now());
             self.metrics.sume_api_key_usable(&key.name, usable);
             if !usable {
-                self.report_unusable(key, &code, check.ok().and_then(|c| c.request_id));
+                match check {
+                    Ok(c) => self.report_unusable(key, &code, c.request_id, None),
+                    Err(e) => self.report_unusable(key, &code, None, Some(e.to_string())),
+                }
             }
         }
         Ok(())
     }
 
-    fn report_unusable(&self, key: &ApiKey, code: &str, request_id: Option<String>) {
+    /// Logs why a key's check failed: Sume's answer (`code`, its `request_id`), or the error of
+    /// a call that got none (`error`: a refused connection, a name that does not resolve).
+    fn report_unusable(
+        &self,
+        key: &ApiKey,
+        code: &str,
+        request_id: Option<String>,
+        error: Option<String>,
+    ) {
         let request_id = request_id.as_deref().unwrap_or("-");
+        let error = error.as_deref().unwrap_or("-");
         let url = self.client.base_url();
         match code {
             "404" => {
@@ -99,7 +111,7 @@ impl StatusReader {
                 tracing::error!(key = %key.name, code, request_id, "Sume says the workspace of API key {} is out of credits (402); no job is set aside or given up until reads work again", key.name)
             }
             _ => {
-                tracing::warn!(%url, key = %key.name, code, request_id, "the check of an API key failed; no job is set aside or given up until it answers 200")
+                tracing::warn!(%url, key = %key.name, code, request_id, error, "the check of an API key failed; no job is set aside or given up until it answers 200")
             }
         }
     }
