@@ -47,6 +47,7 @@ impl Config {
         check_plaintext(&self.sume_api_url, self.sume_api_allow_plaintext)?;
         self.check_database()?;
         for rule in [
+            Config::ports,
             Config::timeouts,
             Config::body_memory,
             Config::polls,
@@ -106,6 +107,21 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The two listeners cannot share a port: the second bind would fail at start with
+    /// "address in use", which names no cause.
+    fn ports(&self, v: &Values) -> Option<Broken> {
+        let (listen, admin) = (self.listen_addr, self.admin_addr);
+        share_a_port(listen, admin).then(|| Broken {
+            a: &ADMIN_ADDR,
+            b: &LISTEN_ADDR,
+            why: format!(
+                "{} and {} take the same port: the admin API needs a port of its own (the default is 127.0.0.1:9090)",
+                v.quote(&ADMIN_ADDR, &admin.to_string()),
+                v.quote(&LISTEN_ADDR, &listen.to_string()),
+            ),
+        })
     }
 
     fn timeouts(&self, v: &Values) -> Option<Broken> {
@@ -252,5 +268,37 @@ impl Config {
                 v.quote(&MAX_WAITERS, &w.max_waiters.to_string()),
             ),
         })
+    }
+}
+
+/// Whether binding both addresses would collide: the same port (not 0, which the system picks),
+/// on the same address or where one is a wildcard that covers the other (`0.0.0.0` covers every
+/// IPv4 address, `[::]` every address, IPv4 too on a dual-stack system).
+fn share_a_port(a: std::net::SocketAddr, b: std::net::SocketAddr) -> bool {
+    use std::net::IpAddr;
+    if a.port() != b.port() || a.port() == 0 {
+        return false;
+    }
+    let covers =
+        |wide: IpAddr, other: IpAddr| wide.is_unspecified() && (wide.is_ipv6() || other.is_ipv4());
+    a.ip() == b.ip() || covers(a.ip(), b.ip()) || covers(b.ip(), a.ip())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share_a_port;
+
+    #[test]
+    fn two_listeners_collide_on_one_port_where_their_addresses_meet() {
+        let collide = |a: &str, b: &str| share_a_port(a.parse().unwrap(), b.parse().unwrap());
+        assert!(collide("127.0.0.1:8080", "127.0.0.1:8080"));
+        assert!(collide("0.0.0.0:8080", "127.0.0.1:8080"));
+        assert!(collide("127.0.0.1:8080", "0.0.0.0:8080"));
+        assert!(collide("[::]:8080", "127.0.0.1:8080"));
+        assert!(collide("[::]:8080", "[::1]:8080"));
+        assert!(!collide("127.0.0.1:8080", "127.0.0.1:9090"));
+        assert!(!collide("127.0.0.1:8080", "10.0.0.1:8080"));
+        assert!(!collide("0.0.0.0:8080", "[::1]:8080"));
+        assert!(!collide("127.0.0.1:0", "127.0.0.1:0"));
     }
 }

@@ -192,6 +192,44 @@ fn secrets_are_never_quoted() {
 }
 
 #[test]
+fn every_count_has_a_ceiling_a_machine_can_hold() {
+    // An unbounded count became a panic at start (a semaphore of 2^64 permits) or tens of GiB
+    // of tasks (INGEST_WRITERS=100000000): every count stops at a number that can work.
+    let counts = declared::all().filter_map(|s| match s.form {
+        Form::Count { min, max } => Some((s, min, max)),
+        _ => None,
+    });
+    let mut seen = 0;
+    for (s, min, max) in counts {
+        seen += 1;
+        assert!(max <= i32::MAX as usize, "{} takes up to {max}", s.name);
+        let read = |text: &str| Values::defaults().with(s, text).count(s);
+        assert_eq!(read(&max.to_string()), Ok(max), "{}", s.name);
+        assert_eq!(read(&min.to_string()), Ok(min), "{}", s.name);
+        for past in [(max + 1).to_string(), usize::MAX.to_string()] {
+            let e = read(&past).unwrap_err();
+            assert_eq!(e.name, s.name);
+            assert!(e.to_string().contains(&format!("to {max}")), "{e}");
+        }
+    }
+    assert!(seen >= 10, "{seen} counts");
+}
+
+#[test]
+fn the_two_listeners_cannot_share_a_port() {
+    let e = refused(&[(&LISTEN_ADDR, "0.0.0.0:9090")]);
+    assert_eq!(e.name, "LISTEN_ADDR");
+    assert!(e.to_string().contains("take the same port"), "{e}");
+    let e = refused(&[(&ADMIN_ADDR, "127.0.0.1:8080")]);
+    assert_eq!(e.name, "ADMIN_ADDR");
+    assert!(Config::read(&values(&[
+        (&LISTEN_ADDR, "127.0.0.1:0"),
+        (&ADMIN_ADDR, "127.0.0.1:0")
+    ]))
+    .is_ok());
+}
+
+#[test]
 fn worker_threads_are_one_to_sixty_four() {
     let read = |text: &str| {
         Values::defaults()

@@ -54,14 +54,14 @@ declare! { PUBLIC_PORT, "Public port (webhooks)",
     MAX_CONNECTIONS {
         flag: Some("max-connections"),
         default: Some("10000"),
-        form: Form::Count { min: 1, max: usize::MAX },
+        form: Form::Count { min: 1, max: 1_000_000 },
         about: "open connections on `LISTEN_ADDR`; beyond, the oldest one still sending (or not yet sending) its headers is closed to make room, or the new one if every connection is busy with a request",
     }
     /// Requests handled at once.
     MAX_IN_FLIGHT {
         flag: Some("max-in-flight"),
         default: Some("1024"),
-        form: Form::Count { min: 1, max: usize::MAX },
+        form: Form::Count { min: 1, max: 1_000_000 },
         about: "requests handled at once on `LISTEN_ADDR`; at the limit the oldest webhook still reading its body is shed for the newcomer, else 503 with `Retry-After` at once",
     }
     /// Bytes of bodies held at once.
@@ -106,14 +106,14 @@ declare! { ADMIN_PORT, "Admin port (admin API, console, metrics)",
     MAX_ADMIN_CONNECTIONS {
         flag: Some("max-admin-connections"),
         default_note: Some("`MAX_WAITERS` + 100"),
-        form: Form::Count { min: 1, max: usize::MAX },
+        form: Form::Count { min: 1, max: 1_000_000 },
         about: "open connections on `ADMIN_ADDR`, more than `MAX_WAITERS` (each `?wait=` holds one); beyond, the oldest one sending no request (headers pending, or idle) is closed to make room, or the new one if every connection is busy with a request; cut at start to what the open-file limit leaves beside `MAX_CONNECTIONS` and the pool",
     }
     /// Requests waiting for a close.
     MAX_WAITERS {
         flag: Some("max-waiters"),
         default: Some("1000"),
-        form: Form::Count { min: 0, max: usize::MAX },
+        form: Form::Count { min: 0, max: 100_000 },
         about: "admin requests waiting at once for a job to close (`?wait=`); beyond, 503 with `Retry-After`; `0` refuses every wait",
     }
     /// The longest wait.

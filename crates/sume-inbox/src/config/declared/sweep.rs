@@ -66,7 +66,7 @@ declare! { SWEEP, "Sweep",
     SWEEP_BATCH {
         flag: Some("sweep-batch"),
         default: Some("100"),
-        form: Form::Count { min: 1, max: usize::MAX },
+        form: Form::Count { min: 1, max: 10_000 },
         about: "jobs (and inbox checks) one claim takes",
     }
     /// How long a claim holds.
@@ -80,7 +80,7 @@ declare! { SWEEP, "Sweep",
     SWEEP_CONCURRENCY {
         flag: Some("sweep-concurrency"),
         default: Some("4"),
-        form: Form::Count { min: 1, max: usize::MAX },
+        form: Form::Count { min: 1, max: 1_000 },
         about: "status calls in flight per instance",
     }
 }
@@ -111,7 +111,7 @@ declare! { RETENTION_GROUP, "Retention",
     RETENTION_BATCH {
         flag: Some("retention-batch"),
         default: Some("1000"),
-        form: Form::Count { min: 1, max: usize::MAX },
+        form: Form::Count { min: 1, max: 1_000_000 },
         about: "rows one retention statement removes",
     }
     /// How long closed jobs are kept.

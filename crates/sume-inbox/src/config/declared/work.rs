@@ -8,14 +8,14 @@ declare! { INGEST_ATTACH, "Ingest and attach",
     INGEST_WRITERS {
         flag: Some("ingest-writers"),
         default: Some("2"),
-        form: Form::Count { min: 1, max: usize::MAX },
+        form: Form::Count { min: 1, max: 64 },
         about: "ingest writer tasks: while one commits, the next collects its batch",
     }
     /// The most events one transaction takes.
     INGEST_BATCH_MAX {
         flag: Some("ingest-batch-max"),
         default: Some("512"),
-        form: Form::Count { min: 1, max: usize::MAX },
+        form: Form::Count { min: 1, max: 100_000 },
         about: "most deliveries per ingest transaction",
     }
     /// How long a webhook waits for its commit.
