@@ -44,7 +44,7 @@ pub fn months_hint(raw: &str) -> &'static str {
     }
 }
 
-/// Reads a size in bytes: `1048576`, `512KiB`, `1MiB`, `1MB`.
+/// Reads a size in bytes: `1048576`, `512KiB`, `1MiB`, `1MB`, `1GiB`.
 pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> {
     let s = raw.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -64,10 +64,12 @@ pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> 
         "kib" | "k" => 1 << 10,
         "mb" => 1_000_000,
         "mib" | "m" => 1 << 20,
+        "gb" => 1_000_000_000,
+        "gib" | "g" => 1 << 30,
         _ => {
             return Err(ConfigError::new(
                 name,
-                format!("{raw:?}: unknown unit {unit:?} (units: B, KB, KiB, MB, MiB)"),
+                format!("{raw:?}: unknown unit {unit:?} (units: B, KB, KiB, MB, MiB, GB, GiB)"),
             ))
         }
     };
@@ -316,7 +318,9 @@ mod tests {
         assert_eq!(parse_bytes("M", "2MB"), Ok(2_000_000));
         assert!(parse_bytes("M", "0").is_err());
         assert!(parse_bytes("M", "lots").is_err());
-        assert!(parse_bytes("M", "1GiB").is_err());
+        assert_eq!(parse_bytes("M", "1GiB"), Ok(1 << 30));
+        assert_eq!(parse_bytes("M", "2GB"), Ok(2_000_000_000));
+        assert!(parse_bytes("M", "1TiB").is_err());
     }
 
     #[test]
