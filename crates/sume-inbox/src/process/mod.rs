@@ -18,6 +18,7 @@ pub mod runtime;
 pub mod signal;
 pub mod sockets;
 pub mod systemd;
+pub mod trace_export;
 pub mod traces;
 
 pub use runtime::{runtime, tune_allocator};

@@ -103,6 +103,7 @@ where
         )
         .with_service_name(config.service_name.clone())
         .build();
+    let exporter = super::trace_export::Reporting::new(exporter, config.traces_url.clone());
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
         .with_sampler(sampler(config))

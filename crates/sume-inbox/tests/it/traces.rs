@@ -5,7 +5,7 @@
 //! the links from the commit to the delivery and from the close to the delivery and to the
 //! application's trace, their attributes, and the ids on the log lines are checked. Then a
 //! collector that accepts connections and never answers: deliveries are answered all the same,
-//! and the daemon still exits on SIGTERM.
+//! and the daemon still exits on SIGTERM; and one out of reach, which the log names.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -492,5 +492,44 @@ async fn a_collector_that_never_answers_delays_no_delivery() {
         .scalar("select count(*)::bigint from sume.events where job_id like 'job_silent_%'")
         .await;
     assert_eq!(stored, sent);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_collector_out_of_reach_is_said_in_the_log() {
+    let db = TestDb::new().await;
+    // A port nothing listens on: every export is refused.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let collector = closed.local_addr().unwrap();
+    drop(closed);
+    let daemon = Traced::start(&db, collector, "warn").await;
+    let http = reqwest::Client::new();
+    let url = format!("{}/webhooks/sume", daemon.webhook);
+    let r = Delivery::completed("job_unexported")
+        .send(&http, &url)
+        .await;
+    assert_eq!(r.status(), 204);
+    let said = |logs: &[String]| {
+        logs.iter()
+            .any(|l| l.contains("spans could not be sent to OTEL_EXPORTER_OTLP_ENDPOINT"))
+    };
+    wait_for(
+        "the failed export in the log",
+        Duration::from_secs(20),
+        || std::future::ready(said(&daemon.logs())),
+    )
+    .await;
+    let line = daemon
+        .logs()
+        .into_iter()
+        .find(|l| said(std::slice::from_ref(l)));
+    let line: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+    assert_eq!(line["level"], "WARN", "{line}");
+    assert!(line["dropped"].as_u64().unwrap() >= 1, "{line}");
+    assert_eq!(
+        line["endpoint"],
+        format!("http://{collector}/v1/traces"),
+        "{line}"
+    );
     daemon.stop().await;
 }
