@@ -10,7 +10,13 @@ use super::{pg_message, DbError};
 
 /// The target of a URL without its password: `postgres://user@host:5432,host2:5432/db`.
 pub fn redacted(url: &str) -> String {
-    let Ok(config) = url.parse::<tokio_postgres::Config>() else {
+    // Without the TLS keywords this crate reads itself (`verify-full`, `sslrootcert`), which
+    // tokio-postgres's parser refuses.
+    let plain = super::tls::split_tls_params(url).map(|(rest, _, _)| rest);
+    let Some(config) = plain
+        .ok()
+        .and_then(|u| u.parse::<tokio_postgres::Config>().ok())
+    else {
         return "(an unreadable URL)".into();
     };
     let user = config
@@ -115,5 +121,9 @@ mod tests {
             "postgres://u@a:5432,b:5433/app"
         );
         assert!(!redacted("postgres://u:pw@h/db").contains("pw"));
+        assert_eq!(
+            redacted("postgres://u:pw@db:5432/app?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem"),
+            "postgres://u@db:5432/app"
+        );
     }
 }

@@ -78,7 +78,7 @@ pub struct Target {
 
 /// Splits `sslmode` and `sslrootcert` out of a URL (`postgres://...?a=b`) or a key-value
 /// string (`host=... sslmode=...`); answers the rest for the driver.
-fn split_tls_params(url: &str) -> Result<(String, SslMode, Option<String>), DbError> {
+pub(super) fn split_tls_params(url: &str) -> Result<(String, SslMode, Option<String>), DbError> {
     let mut mode = SslMode::Prefer;
     let mut root = None;
     let mut take = |key: &str, value: &str| -> Result<bool, DbError> {
