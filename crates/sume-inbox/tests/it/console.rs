@@ -2,7 +2,9 @@
 //! the token for a session cookie (never the token), its limit, CSRF on every write, the Host
 //! check, the Content-Security-Policy, and every page rendering a hostile delivery inert.
 
-use reqwest::header::{HeaderMap, CONTENT_SECURITY_POLICY, COOKIE, LOCATION, SET_COOKIE};
+use reqwest::header::{
+    HeaderMap, CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE,
+};
 use reqwest::redirect::Policy;
 use reqwest::StatusCode;
 use serde_json::json;
@@ -127,6 +129,42 @@ async fn without_admin_token_the_console_says_how_to_set_one() {
         .post("/console/sign-in", &[("token", ""), ("csrf", "")])
         .await;
     assert_eq!(s, StatusCode::FORBIDDEN);
+    console.daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_browser_at_the_port_finds_the_console_and_a_wrong_address_says_so() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    // The port's root leads to the console, not to the admin API's 401.
+    let (s, h, _) = console.get("/").await;
+    assert_eq!(s, StatusCode::SEE_OTHER);
+    assert_eq!(h[LOCATION], "/console");
+    // A console address with no page: a page, signed in or not, never JSON.
+    for signed_in in [false, true] {
+        if signed_in {
+            console.sign_in().await;
+        }
+        for path in [
+            "/console/nope",
+            "/console/jobs/x/y",
+            "/console/static/other.css",
+        ] {
+            let (s, h, body) = console.get(path).await;
+            assert_eq!(s, StatusCode::NOT_FOUND, "{path}");
+            assert!(
+                h[CONTENT_TYPE].to_str().unwrap().starts_with("text/html"),
+                "{path}"
+            );
+            assert!(body.contains("No such page"), "{path}: {body}");
+            assert!(h.contains_key(CONTENT_SECURITY_POLICY), "{path}");
+        }
+    }
+    // The admin API's own unknown routes keep their JSON.
+    let r = reqwest::get(console.daemon.admin_url("/v1/nope"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     console.daemon.stop().await;
 }
 

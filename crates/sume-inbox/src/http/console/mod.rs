@@ -81,8 +81,20 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/dead-letters/replay", post(actions::replay))
         .route("/console/dead-letters/drop", post(actions::drop))
         .route("/console/static/console.css", get(stylesheet))
+        .route("/console/{*rest}", get(no_such_page))
+        // The port's root, where a browser pointed at the admin address lands first.
+        .route("/", get(|| async { Redirect::to("/console") }))
         .with_state(state.clone());
     guarded.layer(middleware::from_fn_with_state(state, guard))
+}
+
+/// A console address that names no page: a page saying so, not the admin API's JSON.
+async fn no_such_page() -> Response {
+    layout::message(
+        StatusCode::NOT_FOUND,
+        "No such page",
+        "The console has no page at this address: start from /console.",
+    )
 }
 
 /// A request id, the `Host` check, ADMIN_TOKEN, and the security headers on every answer.
