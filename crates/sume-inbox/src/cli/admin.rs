@@ -156,7 +156,10 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
         .job_detail(job_id)
         .await?;
     let (out, known) = render::render_job_detail(&detail, admin.json);
-    print!("{out}");
+    // Nothing known: the text would repeat the error line; the JSON still says it to a script.
+    if known || admin.json {
+        print!("{out}");
+    }
     if !known {
         return Err(CliError::Failed(format!(
             "no job and no event for {job_id}"

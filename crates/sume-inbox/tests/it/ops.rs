@@ -140,8 +140,12 @@ fn jobs_show_a_job_and_its_events(db: &TestDb) {
     let j = json(&out);
     assert!(j["job"].is_null());
     assert_eq!(j["events"][0]["event_id"], "job_wait/job.completed");
-    let (ok, _, err) = admin(db, &["jobs", "show", "job_nobody"]);
+    let (ok, out, err) = admin(db, &["jobs", "show", "job_nobody"]);
     assert!(!ok && err.contains("no job and no event"));
+    assert_eq!(out, "", "said once, on stderr");
+    let (ok, out, _) = admin(db, &["jobs", "show", "job_nobody", "--json"]);
+    assert!(!ok);
+    assert_eq!(json(&out)["job_id"], "job_nobody");
 }
 
 fn inbox_ls_lists_the_waiting_events(db: &TestDb) {
