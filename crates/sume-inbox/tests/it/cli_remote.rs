@@ -10,13 +10,18 @@ use crate::support::*;
 
 const TOKEN: &str = "operator-token-for-the-cli";
 
-/// Runs `sume-inbox ARGS --admin-url URL` with the token and no DATABASE_URL at all.
+/// Runs `sume-inbox ARGS` against `daemon`'s admin API with the token and no DATABASE_URL.
 fn remote(daemon: &Daemon, token: &str, args: &[&str]) -> (bool, String, String) {
+    remote_at(&daemon.admin_url(""), token, args)
+}
+
+/// Runs `sume-inbox ARGS` with `SUME_INBOX_ADMIN_URL=url`, the token, and no DATABASE_URL.
+fn remote_at(url: &str, token: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
         .args(args)
         .env_remove("DATABASE_URL")
         .env_remove("SUME_WEBHOOK_SECRET")
-        .env("SUME_INBOX_ADMIN_URL", daemon.admin_url(""))
+        .env("SUME_INBOX_ADMIN_URL", url)
         .env("SUME_INBOX_ADMIN_TOKEN", token)
         .env("USER", "alice")
         .output()
@@ -104,16 +109,10 @@ async fn the_admin_commands_work_through_the_admin_api() {
     daemon.stop().await;
 }
 
-/// Runs `sume-inbox stats` against `url` as the admin API.
+/// Runs `sume-inbox stats` against `url` as the admin API: whether it succeeded, its stderr.
 fn stats_at(url: &str) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .arg("stats")
-        .env_remove("DATABASE_URL")
-        .env("SUME_INBOX_ADMIN_URL", url)
-        .env("SUME_INBOX_ADMIN_TOKEN", TOKEN)
-        .output()
-        .unwrap();
-    (out.status.success(), String::from_utf8(out.stderr).unwrap())
+    let (ok, _, err) = remote_at(url, TOKEN, &["stats"]);
+    (ok, err)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -128,10 +127,7 @@ async fn a_wrong_admin_url_is_named_with_what_went_wrong() {
     assert!(err.contains("404 Not Found"), "{err}");
     assert!(err.contains("is this the daemon's ADMIN_ADDR"), "{err}");
     // A port nothing listens on: the cause, not only "error sending request".
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
-    let (ok, err) = stats_at(&format!("http://127.0.0.1:{port}"));
+    let (ok, err) = stats_at(&format!("http://127.0.0.1:{}", free_port()));
     assert!(!ok);
     assert!(err.contains("Connection refused"), "{err}");
     // Not a URL at all: an example of one for this setting.

@@ -499,9 +499,7 @@ async fn a_collector_that_never_answers_delays_no_delivery() {
 async fn a_collector_out_of_reach_is_said_in_the_log() {
     let db = TestDb::new().await;
     // A port nothing listens on: every export is refused.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let collector = closed.local_addr().unwrap();
-    drop(closed);
+    let collector: SocketAddr = ([127, 0, 0, 1], free_port()).into();
     let daemon = Traced::start(&db, collector, "warn").await;
     let http = reqwest::Client::new();
     let url = format!("{}/webhooks/sume", daemon.webhook);
