@@ -3,6 +3,7 @@
 //! with `--admin-url`, a daemon's admin API ([`super::source`]); [`super::render`] renders their
 //! answers.
 
+use clap::builder::{NonEmptyStringValueParser, RangedI64ValueParser};
 use clap::{ArgGroup, Args, Subcommand};
 
 use super::render;
@@ -13,7 +14,13 @@ use crate::config::declared::{
     DATABASE_URL, SUME_INBOX_ADMIN_TOKEN, SUME_INBOX_ADMIN_URL, SUME_WEBHOOK_SECRET,
 };
 use crate::config::{self, ConfigError, Values};
-use crate::db::Store;
+use crate::db::{Store, PAGE_LIMIT_MAX};
+use crate::operations::replay::REPLAY_LIMIT_MAX;
+
+/// `--limit` of a listing: what one page of the admin API answers.
+fn page_limit() -> RangedI64ValueParser<i64> {
+    clap::value_parser!(i64).range(1..=PAGE_LIMIT_MAX)
+}
 
 /// What every admin command takes: the database, or a daemon's admin API.
 #[derive(Debug, Args)]
@@ -32,6 +39,7 @@ pub enum JobsCommand {
     /// A job, every event of it, its disagreements and inbox check.
     Show {
         /// The job id (Sume's).
+        #[arg(value_parser = NonEmptyStringValueParser::new())]
         job_id: String,
         /// The database and the output format.
         #[command(flatten)]
@@ -47,8 +55,8 @@ pub enum InboxCommand {
         /// Only events at least this old, e.g. 10m.
         #[arg(long, default_value = "0s")]
         older_than: String,
-        /// The most events to list.
-        #[arg(long, default_value_t = 100)]
+        /// The most events to list, 1 to 1000.
+        #[arg(long, default_value_t = 100, value_parser = page_limit())]
         limit: i64,
         /// The database and the output format.
         #[command(flatten)]
@@ -62,7 +70,7 @@ pub enum DeadLettersCommand {
     /// Removes dead letters nobody wants replayed (by id, as `ls` shows them).
     Drop {
         /// The dead letters' ids.
-        #[arg(required = true)]
+        #[arg(required = true, value_parser = NonEmptyStringValueParser::new())]
         ids: Vec<String>,
         /// The database and the output format.
         #[command(flatten)]
@@ -70,8 +78,8 @@ pub enum DeadLettersCommand {
     },
     /// Newest first.
     Ls {
-        /// The most dead letters to list.
-        #[arg(long, default_value_t = 100)]
+        /// The most dead letters to list, 1 to 1000.
+        #[arg(long, default_value_t = 100, value_parser = page_limit())]
         limit: i64,
         /// The database and the output format.
         #[command(flatten)]
@@ -84,8 +92,8 @@ pub enum DeadLettersCommand {
 pub enum AuditCommand {
     /// What operators did (replay, drop), newest first.
     Ls {
-        /// The most entries to list.
-        #[arg(long, default_value_t = 100)]
+        /// The most entries to list, 1 to 1000.
+        #[arg(long, default_value_t = 100, value_parser = page_limit())]
         limit: i64,
         /// The database and the output format.
         #[command(flatten)]
@@ -98,12 +106,13 @@ pub enum AuditCommand {
 #[command(group(ArgGroup::new("what").required(true).args(["event_id", "dead_letters"])))]
 pub struct ReplayArgs {
     /// The event to replay.
+    #[arg(value_parser = NonEmptyStringValueParser::new())]
     pub event_id: Option<String>,
     /// Replay every dead letter not replayed yet.
     #[arg(long)]
     pub dead_letters: bool,
-    /// The most dead letters to replay in one run.
-    #[arg(long, default_value_t = 1000)]
+    /// The most dead letters to replay in one run, 1 to 10000.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i64).range(1..=REPLAY_LIMIT_MAX))]
     pub limit: i64,
     /// Print JSON instead of text.
     #[arg(long)]

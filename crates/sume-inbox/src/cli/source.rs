@@ -168,7 +168,7 @@ impl Source {
                 let path = format!(
                     "/v1/inbox?older_than={}s&limit={}",
                     older_than.as_secs(),
-                    limit.clamp(1, 1000)
+                    limit
                 );
                 api.rows(&path, "events").await
             }
@@ -180,7 +180,7 @@ impl Source {
         match self {
             Source::Db(store) => Ok(store.dead_letters_list(limit).await?),
             Source::Api(api) => {
-                let path = format!("/v1/dead-letters?limit={}", limit.clamp(1, 1000));
+                let path = format!("/v1/dead-letters?limit={}", limit);
                 api.rows(&path, "dead_letters").await
             }
         }
@@ -191,7 +191,7 @@ impl Source {
         match self {
             Source::Db(store) => Ok(store.audit_log_page(None, limit).await?),
             Source::Api(api) => {
-                let path = format!("/v1/audit?limit={}", limit.clamp(1, 1000));
+                let path = format!("/v1/audit?limit={}", limit);
                 api.rows(&path, "entries").await
             }
         }

@@ -59,7 +59,7 @@ pub use jobs_list::JobFilter;
 pub use jobs_poll::{Claim, ClaimedJob, GiveUp, PollDone};
 pub use key_sweeps::{KeyLoad, KeySweep};
 pub use notifications::Listener;
-pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent};
+pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent, PAGE_LIMIT_MAX};
 pub use rate_buckets::{KeyReadsToday, Take};
 pub use retention_deletes::{Ages, Removed};
 pub use statement::{sql, Params, Statement};

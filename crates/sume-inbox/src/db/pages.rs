@@ -9,6 +9,9 @@ use serde_json::Value;
 
 use super::{sql, DbError, DeadLetterRow, Store, WaitingEvent};
 
+/// The most rows one page or listing answers: the admin API's `limit` and the CLI's `--limit`.
+pub const PAGE_LIMIT_MAX: i64 = 1000;
+
 /// A keyset position of a page ordered by a time then an id, written `<rfc3339>|<id>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageKey {

@@ -93,6 +93,9 @@ pub async fn replay_event(
     ))
 }
 
+/// The most dead letters one `replay --dead-letters` run takes (and the admin API's `limit`).
+pub const REPLAY_LIMIT_MAX: i64 = 10_000;
+
 /// `replay --dead-letters`: each dead letter is verified and read again (a newer version may
 /// understand it); one that now names a job goes into the inbox and is attached.
 pub async fn replay_dead_letters(

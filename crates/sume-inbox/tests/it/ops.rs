@@ -235,3 +235,46 @@ async fn an_operator_drops_dead_letters_nobody_wants() {
     assert!(!ok);
     assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);
 }
+
+/// A listing's `--limit` takes what one page of the admin API answers, a replay run's what the
+/// API's replay takes, and an id is never empty: refused by the command line, with the range,
+/// before any database or daemon is asked (here there is none to ask).
+#[test]
+fn limits_out_of_range_and_empty_ids_are_refused_with_the_range() {
+    let refused = [
+        (&["inbox", "ls", "--limit", "0"][..], "0 is not in 1..=1000"),
+        (&["inbox", "ls", "--limit=-3"][..], "-3 is not in 1..=1000"),
+        (
+            &["dead-letters", "ls", "--limit", "1001"][..],
+            "1001 is not in 1..=1000",
+        ),
+        (
+            &["audit", "ls", "--limit", "99999999999"][..],
+            "is not in 1..=1000",
+        ),
+        (
+            &["replay", "--dead-letters", "--limit", "10001"][..],
+            "10001 is not in 1..=10000",
+        ),
+        (
+            &["jobs", "show", ""][..],
+            "a value is required for '<JOB_ID>'",
+        ),
+        (&["replay", ""][..], "a value is required for '[EVENT_ID]'"),
+        (
+            &["dead-letters", "drop", "dl_1", ""][..],
+            "a value is required for '<IDS>...'",
+        ),
+    ];
+    for (args, said) in refused {
+        let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .args(args)
+            .env("DATABASE_URL", "postgres://sume@127.0.0.1:1/nowhere")
+            .env("SUME_WEBHOOK_SECRET", SECRET)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+    }
+}

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::openapi::ErrorBody;
 use super::{unavailable, AdminState};
-use crate::db::{FeedCursor, FeedPage, JobFilter, JobRow, NewJob, Registered};
+use crate::db::{FeedCursor, FeedPage, JobFilter, JobRow, NewJob, Registered, PAGE_LIMIT_MAX};
 use crate::http::{error, ApiError};
 
 /// The body of `POST /v1/jobs`.
@@ -259,21 +259,19 @@ pub struct ListQuery {
     closed_to: Option<DateTime<Utc>>,
 }
 
-/// Most rows one page answers; also the default.
-pub(super) const MAX_LIMIT: i64 = 1000;
 const DEFAULT_LIMIT: i64 = 100;
 
 fn bad_query(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message)
 }
 
-/// `limit` when given, checked: 1 to [`MAX_LIMIT`].
+/// `limit` when given, checked: 1 to [`PAGE_LIMIT_MAX`].
 pub(super) fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
     match limit {
         None => Ok(DEFAULT_LIMIT),
-        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        Some(n) if (1..=PAGE_LIMIT_MAX).contains(&n) => Ok(n),
         Some(n) => Err(bad_query(format!(
-            "limit must be 1 to {MAX_LIMIT}, not {n}"
+            "limit must be 1 to {PAGE_LIMIT_MAX}, not {n}"
         ))),
     }
 }

@@ -124,11 +124,11 @@ pub(super) async fn replay_dead_letters(
         Ok(Json(b)) => b.limit.unwrap_or(1000),
         Err(e) => return body_error(e),
     };
-    if !(1..=10_000).contains(&limit) {
+    if !(1..=replay::REPLAY_LIMIT_MAX).contains(&limit) {
         return ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_field",
-            "limit must be 1 to 10000",
+            format!("limit must be 1 to {}", replay::REPLAY_LIMIT_MAX),
         )
         .into_response();
     }
