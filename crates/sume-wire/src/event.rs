@@ -56,7 +56,10 @@ pub struct ParsedEvent {
     pub result: Option<String>,
 }
 
-fn usable_id(s: &str) -> bool {
+/// Whether `s` can be a job or event id: not blank, at most [`MAX_ID_LEN`] bytes of UTF-8, no
+/// control character. The admin API registers only such job ids, so that a webhook can name any
+/// job it registers.
+pub fn usable_id(s: &str) -> bool {
     !s.trim().is_empty() && s.len() <= MAX_ID_LEN && !s.chars().any(char::is_control)
 }
 

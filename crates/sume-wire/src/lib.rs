@@ -19,7 +19,9 @@ pub mod status_client;
 pub mod surrogates;
 
 pub use client::{RateLimit, StatusOutcome, StatusReply};
-pub use event::{body_key, dedupe_key, parse_event, usable_header_id, ParseError, ParsedEvent};
+pub use event::{
+    body_key, dedupe_key, parse_event, usable_header_id, usable_id, ParseError, ParsedEvent,
+};
 pub use job::{ErrorBody, ErrorEnvelope, JobObject};
 pub use secret::Secret;
 pub use signature::{

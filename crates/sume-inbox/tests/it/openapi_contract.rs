@@ -487,3 +487,84 @@ async fn a_nul_character_anywhere_is_answered_as_documented() {
     assert!(sent > 10, "only {sent} requests sent");
     served.daemon.stop().await;
 }
+
+/// The bounds the document declares on what a write takes are the ones the daemon keeps: a
+/// value at each bound is taken, one past it refused (422 `invalid_field`), so a client made from
+/// the document neither sends what is refused nor refuses what is taken. An id's bound is in
+/// bytes (the ids a webhook can name); the document's `maxLength` counts characters, so an id of
+/// two-byte characters within it is refused with a message that says bytes.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bounds_the_document_declares_are_the_ones_kept() {
+    use sume_inbox::db::PAGE_LIMIT_MAX;
+    use sume_inbox::operations::replay::REPLAY_LIMIT_MAX;
+    let db = TestDb::new().await;
+    let served = Served::start(&db).await;
+    let doc = Document::new(served.doc.clone());
+    let checked = Checked {
+        served: &served,
+        doc: &doc,
+    };
+    let schemas = &served.doc["components"]["schemas"];
+    let registration = &schemas["Registration"]["properties"];
+    for field in ["job_id", "order_id", "api_key"] {
+        let s = &registration[field];
+        let bounds = (s["minLength"].as_u64(), s["maxLength"].as_u64());
+        assert_eq!(bounds, (Some(1), Some(255)), "{field}");
+    }
+    let at = |c: &str| c.repeat(255);
+    let register = |body: Value| Call::new("post", "/v1/jobs", Some(APP)).json(body);
+    let full = json!({"job_id": at("j"), "order_id": at("o"), "api_key": at("k")});
+    checked.expect(201, register(full)).await;
+    for past in [
+        json!({"job_id": at("j") + "j"}),
+        json!({"job_id": "j2", "order_id": at("o") + "o"}),
+        json!({"job_id": "j3", "api_key": at("k") + "k"}),
+        json!({"job_id": ""}),
+        json!({"job_id": "é".repeat(128)}),
+    ] {
+        let body = checked.expect(422, register(past.clone())).await;
+        assert_eq!(body["error"]["code"], "invalid_field", "{past}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("1 to 255 bytes"), "{past}: {message}");
+    }
+
+    let limit = &schemas["ReplayDeadLetters"]["properties"]["limit"];
+    assert_eq!(limit["minimum"].as_i64(), Some(1));
+    assert_eq!(limit["maximum"].as_i64(), Some(REPLAY_LIMIT_MAX));
+    let replay = |n: i64| {
+        Call::new("post", "/v1/dead-letters/replay", Some(OPERATOR)).json(json!({"limit": n}))
+    };
+    checked.expect(200, replay(1)).await;
+    checked.expect(200, replay(REPLAY_LIMIT_MAX)).await;
+    checked.expect(422, replay(0)).await;
+    checked.expect(422, replay(REPLAY_LIMIT_MAX + 1)).await;
+
+    let ids = &schemas["DropDeadLetters"]["properties"]["ids"];
+    assert_eq!(ids["minItems"].as_u64(), Some(1));
+    let max_ids = ids["maxItems"].as_u64().unwrap() as usize;
+    let drop = |n: usize| {
+        let ids: Vec<String> = (0..n).map(|i| format!("dl_{i}")).collect();
+        Call::new("post", "/v1/dead-letters/drop", Some(OPERATOR)).json(json!({ "ids": ids }))
+    };
+    checked.expect(200, drop(max_ids)).await;
+    checked.expect(422, drop(max_ids + 1)).await;
+    checked.expect(422, drop(0)).await;
+
+    // Every listing's `limit` parameter declares the page's bound the daemon keeps.
+    let mut listings = 0;
+    for (template, methods) in served.doc["paths"].as_object().unwrap() {
+        let Some(params) = methods["get"]["parameters"].as_array() else {
+            continue;
+        };
+        for p in params.iter().filter(|p| p["name"] == "limit") {
+            let bounds = (
+                p["schema"]["minimum"].as_i64(),
+                p["schema"]["maximum"].as_i64(),
+            );
+            assert_eq!(bounds, (Some(1), Some(PAGE_LIMIT_MAX)), "{template}");
+            listings += 1;
+        }
+    }
+    assert!(listings >= 7, "{listings} listings take a limit");
+    served.daemon.stop().await;
+}

@@ -27,13 +27,17 @@ use crate::http::{error, ApiError};
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Registration {
-    /// Sume's job id, 1 to 255 characters.
+    /// Sume's job id: 1 to 255 bytes of UTF-8 (so at most 255 characters), not blank, no
+    /// control characters; the ids a webhook can name.
+    #[schema(min_length = 1, max_length = 255)]
     job_id: String,
-    /// The application's own reference.
+    /// The application's own reference, under the same rule as `job_id`.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 255)]
     order_id: Option<String>,
     /// The name of a key of SUME_API_KEYS.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 255)]
     api_key: Option<String>,
 }
 
@@ -69,13 +73,16 @@ pub enum JobsAnswer {
 
 /// `None` when the id is usable, else the 422 to answer.
 fn bad_id(field: &str, value: &str) -> Option<Response> {
-    let usable =
-        !value.trim().is_empty() && value.len() <= 255 && !value.chars().any(char::is_control);
-    (!usable).then(|| {
+    (!sume_wire::usable_id(value)).then(|| {
         error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_field",
-            format!("{field} must be 1 to 255 characters without control characters"),
+            format!(
+                "{field} must be 1 to {} bytes of UTF-8, not blank, without control characters \
+                 (got {} bytes)",
+                sume_wire::event::MAX_ID_LEN,
+                value.len()
+            ),
         )
     })
 }

@@ -96,8 +96,9 @@ pub(super) async fn replay_event(
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayDeadLetters {
-    /// The most dead letters to replay (default 1000).
+    /// The most dead letters to replay, 1 to 10000 (default 1000).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 10000)]
     pub limit: Option<i64>,
 }
 
@@ -148,6 +149,7 @@ pub(super) async fn replay_dead_letters(
 #[serde(deny_unknown_fields)]
 pub struct DropDeadLetters {
     /// The dead letters' ids, 1 to 1000.
+    #[schema(min_items = 1, max_items = 1000)]
     pub ids: Vec<String>,
 }
 
