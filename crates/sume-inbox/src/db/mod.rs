@@ -54,7 +54,10 @@ pub use instance_minutes::{FleetMinute, MinuteCounts};
 pub use instances::{Heartbeat, InstanceRow, PendingMinute};
 pub use job_closes::{BadCursor, ClosesListener, FeedCursor, FeedEntry, FeedPage};
 pub use job_polls::{kept_answer, PollRow, PolledCall, ANSWER_MAX_CHARS, POLL_HISTORY};
-pub use jobs::{JobDetail, JobRow, JobsListener, NewJob, Registered};
+pub use jobs::{
+    CloserName, JobDetail, JobRow, JobStateName, JobsListener, NewJob, Registered, CLOSERS,
+    JOB_STATES,
+};
 pub use jobs_list::JobFilter;
 pub use jobs_poll::{Claim, ClaimedJob, GiveUp, PollDone};
 pub use key_sweeps::{KeyLoad, KeySweep};

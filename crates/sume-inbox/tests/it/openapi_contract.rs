@@ -488,13 +488,14 @@ async fn a_nul_character_anywhere_is_answered_as_documented() {
     served.daemon.stop().await;
 }
 
-/// The bounds the document declares on what a write takes are the ones the daemon keeps: a
-/// value at each bound is taken, one past it refused (422 `invalid_field`), so a client made from
-/// the document neither sends what is refused nor refuses what is taken. An id's bound is in
+/// The bounds and values the document declares on what a request takes are the ones the daemon
+/// keeps: a value at each bound, or of each listed value, is taken, one past it refused (422
+/// `invalid_field`, 400 for a query), so a client made from the document neither sends what is
+/// refused nor refuses what is taken. An id's bound is in
 /// bytes (the ids a webhook can name); the document's `maxLength` counts characters, so an id of
 /// two-byte characters within it is refused with a message that says bytes.
 #[tokio::test(flavor = "multi_thread")]
-async fn the_bounds_the_document_declares_are_the_ones_kept() {
+async fn the_bounds_and_values_the_document_declares_are_the_ones_kept() {
     use sume_inbox::db::PAGE_LIMIT_MAX;
     use sume_inbox::operations::replay::REPLAY_LIMIT_MAX;
     let db = TestDb::new().await;
@@ -549,6 +550,28 @@ async fn the_bounds_the_document_declares_are_the_ones_kept() {
     checked.expect(200, drop(max_ids)).await;
     checked.expect(422, drop(max_ids + 1)).await;
     checked.expect(422, drop(0)).await;
+
+    // The list's filters by state and closer take exactly the values the document lists,
+    // which are those the answers hold.
+    for (param, schema, values) in [
+        ("state", "JobState", &sume_inbox::db::JOB_STATES[..]),
+        ("closed_by", "ClosedBy", &sume_inbox::db::CLOSERS[..]),
+    ] {
+        let listed: Vec<&str> = schemas[schema]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{schema} lists no values"))
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(listed, values, "{schema}");
+        for v in listed.iter().chain(&["closed"]) {
+            let path = format!("/v1/jobs?{param}={v}");
+            let status = if values.contains(v) { 200 } else { 400 };
+            checked
+                .expect(status, Call::new("get", &path, Some(APP)))
+                .await;
+        }
+    }
 
     // Every listing's `limit` parameter declares the page's bound the daemon keeps.
     let mut listings = 0;

@@ -20,7 +20,10 @@ use serde::{Deserialize, Serialize};
 
 use super::openapi::ErrorBody;
 use super::{unavailable, AdminState};
-use crate::db::{FeedCursor, FeedPage, JobFilter, JobRow, NewJob, Registered, PAGE_LIMIT_MAX};
+use crate::db::{
+    CloserName, FeedCursor, FeedPage, JobFilter, JobRow, JobStateName, NewJob, Registered, CLOSERS,
+    JOB_STATES, PAGE_LIMIT_MAX,
+};
 use crate::http::{error, ApiError};
 
 /// The body of `POST /v1/jobs`.
@@ -244,13 +247,13 @@ pub struct ListQuery {
     #[param(nullable = false)]
     after: Option<String>,
     /// The list: `open`, `completed`, `failed`, `canceled` or `expired`.
-    #[param(nullable = false)]
+    #[param(nullable = false, value_type = Option<JobStateName>)]
     state: Option<String>,
     /// The list: the application's reference.
     #[param(nullable = false)]
     order_id: Option<String>,
     /// The list: `webhook`, `poll` or `give_up`.
-    #[param(nullable = false)]
+    #[param(nullable = false, value_type = Option<CloserName>)]
     closed_by: Option<String>,
     /// The list: registered at or after (RFC 3339).
     #[param(nullable = false)]
@@ -306,16 +309,8 @@ impl ListQuery {
     }
 
     fn filter(self) -> Result<(JobFilter, String), ApiError> {
-        one_of(
-            "state",
-            &self.state,
-            &["open", "completed", "failed", "canceled", "expired"],
-        )?;
-        one_of(
-            "closed_by",
-            &self.closed_by,
-            &["webhook", "poll", "give_up"],
-        )?;
+        one_of("state", &self.state, &JOB_STATES)?;
+        one_of("closed_by", &self.closed_by, &CLOSERS)?;
         for (field, value) in [("order_id", &self.order_id), ("after", &self.after)] {
             if !value.as_deref().is_none_or(crate::db::text_can_hold) {
                 return Err(bad_query(format!(

@@ -9,12 +9,10 @@ use serde::Deserialize;
 
 use super::layout::{at, at_opt};
 use super::list_pages::urlencode;
-use crate::db::{JobFilter, JobRow, Store};
+use crate::db::{JobFilter, JobRow, Store, CLOSERS, JOB_STATES};
 
 /// Jobs one page shows.
 const ROWS: i64 = 50;
-const STATES: [&str; 5] = ["open", "completed", "failed", "canceled", "expired"];
-const CLOSERS: [&str; 3] = ["webhook", "poll", "give_up"];
 
 /// The list's filters as the form sends them (an empty field is no filter).
 #[derive(Debug, Default, Deserialize)]
@@ -70,7 +68,7 @@ impl ListForm {
             }
         }
         Ok(JobFilter {
-            state: one_of("state", &self.state, &STATES)?,
+            state: one_of("state", &self.state, &JOB_STATES)?,
             closed_by: one_of("closed by", &self.closed_by, &CLOSERS)?,
             order_id: some(&self.order_id),
             created_from: time("registered from", &self.created_from)?,
@@ -116,7 +114,7 @@ fn form(f: &ListForm) -> Markup {
     };
     html! {
         form.filters method="get" action="/console/jobs" {
-            label { "state " (select("state", &f.state, &STATES)) } " "
+            label { "state " (select("state", &f.state, &JOB_STATES)) } " "
             label { "closed by " (select("closed_by", &f.closed_by, &CLOSERS)) } " "
             label { "order " (text("order_id", &f.order_id, "order id")) } br;
             label { "registered " (text("created_from", &f.created_from, "from (RFC 3339)")) }
