@@ -50,7 +50,9 @@ pub struct EventRow {
     pub received_at: DateTime<Utc>,
     /// When it was applied to its job.
     pub applied_at: Option<DateTime<Utc>>,
-    /// What applying it did (`closed`, `duplicate`, `disagreement`, ...).
+    /// What applying it did: `closed` (it closed the job), `status` (an in-flight status of the
+    /// open job), `ignored` (nothing to do) or `disagreement` (a terminal state other than the
+    /// job's).
     pub outcome: Option<String>,
     /// When it was set aside as not ours.
     pub set_aside_at: Option<DateTime<Utc>>,
