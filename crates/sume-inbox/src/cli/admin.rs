@@ -179,7 +179,7 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
 
 /// `inbox ls`.
 pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
-    let older_than = config::parse_duration("--older-than", older_than)?;
+    let older_than = config::parse_bounded_duration("--older-than", older_than)?;
     let rows = open(admin.settings.values())
         .await?
         .inbox(older_than, limit)

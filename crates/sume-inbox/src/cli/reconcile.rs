@@ -52,8 +52,8 @@ impl ReconcileArgs {
         let rate = v.rate(&SUME_READ_RATE)?;
         let daily = v.count(&SUME_READ_DAILY)? as u32;
         let timeout = v.duration(&SUME_TIMEOUT)?;
-        let since = config::parse_duration("--since", &self.since)?;
-        let max_wait = config::parse_duration("--max-wait", &self.max_wait)?;
+        let since = config::parse_bounded_duration("--since", &self.since)?;
+        let max_wait = config::parse_bounded_duration("--max-wait", &self.max_wait)?;
         let database_url = v.postgres_url(&DATABASE_URL)?;
         let client = sume_wire::StatusClient::new(&url, timeout)
             .map_err(|e| ConfigError::new(SUME_API_URL.name, e.to_string()))?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use sume_wire::Secret;
 
-use super::setting::{human, DURATION_FORM};
+use super::setting::{human, longest_text, DURATION_FORM, MAX_DURATION};
 use super::{ApiKey, ConfigError, Rate};
 
 /// Reads `250ms`, `30s`, `5m`, `1h`, `14d` (and combinations such as `1m30s`; humantime's
@@ -19,6 +19,23 @@ pub fn parse_duration(name: &'static str, raw: &str) -> Result<Duration, ConfigE
             format!("{raw:?} is not a duration ({e}): write {DURATION_FORM}"),
         )
     })
+}
+
+/// [`parse_duration`] for a command's option, refused past [`MAX_DURATION`] (ten years): no
+/// age or span an operator asks about is longer, and a longer one overflows a date.
+pub fn parse_bounded_duration(name: &'static str, raw: &str) -> Result<Duration, ConfigError> {
+    let d = parse_duration(name, raw)?;
+    if d > MAX_DURATION {
+        return Err(ConfigError::new(
+            name,
+            format!(
+                "{} is longer than {}, the longest it takes",
+                read_as(raw, d),
+                longest_text(MAX_DURATION)
+            ),
+        ));
+    }
+    Ok(d)
 }
 
 /// How a duration's text was read, for a message: `"2M" (read as 60days 21h ...; M is months,

@@ -573,6 +573,18 @@ async fn the_bounds_and_values_the_document_declares_are_the_ones_kept() {
         }
     }
 
+    // An age asked about is at most ten years (longer overflowed a date: 503).
+    let inbox = |age: &'static str| Call::new("get", age, Some(OPERATOR));
+    checked
+        .expect(200, inbox("/v1/inbox?older_than=3650d"))
+        .await;
+    checked
+        .expect(400, inbox("/v1/inbox?older_than=3651d"))
+        .await;
+    checked
+        .expect(400, inbox("/v1/inbox?older_than=100000000y"))
+        .await;
+
     // Every listing's `limit` parameter declares the page's bound the daemon keeps.
     let mut listings = 0;
     for (template, methods) in served.doc["paths"].as_object().unwrap() {

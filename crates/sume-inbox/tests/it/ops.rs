@@ -278,3 +278,39 @@ fn limits_out_of_range_and_empty_ids_are_refused_with_the_range() {
         assert!(stderr.contains(said), "{args:?}: {stderr}");
     }
 }
+
+/// An age or a span asked for on the command line is at most ten years: longer overflowed a
+/// date (`reconcile --since` panicked, `inbox ls --older-than` was a database error). Refused as
+/// a setting is, naming the option (exit 78), before anything is asked.
+#[test]
+fn durations_past_ten_years_are_refused_naming_the_option() {
+    for (args, name) in [
+        (
+            &["inbox", "ls", "--older-than", "100000000y"][..],
+            "--older-than",
+        ),
+        (
+            &["inbox", "ls", "--older-than", "3651d"][..],
+            "--older-than",
+        ),
+        (&["reconcile", "--since", "100000000y"][..], "--since"),
+        (&["reconcile", "--max-wait", "3651d"][..], "--max-wait"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .args(args)
+            .env("DATABASE_URL", "postgres://sume@127.0.0.1:1/nowhere")
+            .env("SUME_API_KEYS", "main:sk_test")
+            .env("SUME_API_URL", "http://127.0.0.1:1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        let said = format!("{name}: ");
+        assert!(stderr.contains(&said), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("the longest it takes"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::job_routes::page_limit;
 use super::openapi::ErrorBody;
 use super::{unavailable, AdminState};
+use crate::config::setting::MAX_DURATION;
 use crate::db::{
     AuditEntry, DbError, DeadLetterRow, Disagreement, JobDetail, Orphan, PageKey, SetAsideEvent,
     Stats, WaitingEvent,
@@ -45,7 +46,7 @@ pub struct InboxQuery {
     /// `next_after` of the previous page.
     #[param(nullable = false)]
     pub after: Option<String>,
-    /// Events at least this old, e.g. `10m`.
+    /// Events at least this old, e.g. `10m`; at most `3650d`.
     #[param(nullable = false, example = "10m")]
     pub older_than: Option<String>,
 }
@@ -192,8 +193,12 @@ pub(super) async fn inbox(
     };
     let older_than = match q.older_than.as_deref().map(humantime::parse_duration) {
         None => Duration::ZERO,
-        Some(Ok(d)) => d,
-        Some(Err(_)) => return bad_query("older_than must be a duration like 10m").into_response(),
+        Some(Ok(d)) if d <= MAX_DURATION => d,
+        Some(_) => {
+            let longest = crate::config::setting::longest_text(MAX_DURATION);
+            let message = format!("older_than must be a duration like 10m, at most {longest}");
+            return bad_query(message).into_response();
+        }
     };
     let rows = state
         .store
