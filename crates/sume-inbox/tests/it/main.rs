@@ -18,6 +18,7 @@ mod health;
 mod ingest;
 mod metrics;
 mod migrations;
+mod openapi_bounds;
 mod openapi_check;
 mod openapi_clients;
 mod openapi_contract;

@@ -90,13 +90,13 @@ async fn the_served_document_passes_the_reference_validator() {
 }
 
 /// Requests whose answers are checked against the document as they come.
-struct Checked<'a> {
-    served: &'a Served,
-    doc: &'a Document,
+pub(crate) struct Checked<'a> {
+    pub(crate) served: &'a Served,
+    pub(crate) doc: &'a Document,
 }
 
 /// A request: the method, the path, the token, the body and the content type it is sent as.
-struct Call<'a> {
+pub(crate) struct Call<'a> {
     method: Method,
     path: &'a str,
     token: Option<&'a str>,
@@ -105,7 +105,7 @@ struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
-    fn new(method: &str, path: &'a str, token: Option<&'a str>) -> Call<'a> {
+    pub(crate) fn new(method: &str, path: &'a str, token: Option<&'a str>) -> Call<'a> {
         Call {
             method: method.to_ascii_uppercase().parse().unwrap(),
             path,
@@ -115,7 +115,7 @@ impl<'a> Call<'a> {
         }
     }
 
-    fn json(mut self, body: Value) -> Self {
+    pub(crate) fn json(mut self, body: Value) -> Self {
         self.body = Some(("application/json", body.to_string()));
         self
     }
@@ -157,7 +157,7 @@ impl Checked<'_> {
         (status, body)
     }
 
-    async fn expect(&self, status: u16, call: Call<'_>) -> Value {
+    pub(crate) async fn expect(&self, status: u16, call: Call<'_>) -> Value {
         let what = format!("{} {}", call.method, call.path);
         let (s, body) = self.send(call).await;
         assert_eq!(s, status, "{what}: {body}");
@@ -485,121 +485,5 @@ async fn a_nul_character_anywhere_is_answered_as_documented() {
         sent += 1;
     }
     assert!(sent > 10, "only {sent} requests sent");
-    served.daemon.stop().await;
-}
-
-/// The bounds and values the document declares on what a request takes are the ones the daemon
-/// keeps: a value at each bound, or of each listed value, is taken, one past it refused (422
-/// `invalid_field`, 400 for a query), so a client made from the document neither sends what is
-/// refused nor refuses what is taken. An id's bound is in
-/// bytes (the ids a webhook can name); the document's `maxLength` counts characters, so an id of
-/// two-byte characters within it is refused with a message that says bytes.
-#[tokio::test(flavor = "multi_thread")]
-async fn the_bounds_and_values_the_document_declares_are_the_ones_kept() {
-    use sume_inbox::db::PAGE_LIMIT_MAX;
-    use sume_inbox::operations::replay::REPLAY_LIMIT_MAX;
-    let db = TestDb::new().await;
-    let served = Served::start(&db).await;
-    let doc = Document::new(served.doc.clone());
-    let checked = Checked {
-        served: &served,
-        doc: &doc,
-    };
-    let schemas = &served.doc["components"]["schemas"];
-    let registration = &schemas["Registration"]["properties"];
-    for field in ["job_id", "order_id", "api_key"] {
-        let s = &registration[field];
-        let bounds = (s["minLength"].as_u64(), s["maxLength"].as_u64());
-        assert_eq!(bounds, (Some(1), Some(255)), "{field}");
-    }
-    let at = |c: &str| c.repeat(255);
-    let register = |body: Value| Call::new("post", "/v1/jobs", Some(APP)).json(body);
-    let full = json!({"job_id": at("j"), "order_id": at("o"), "api_key": at("k")});
-    checked.expect(201, register(full)).await;
-    for past in [
-        json!({"job_id": at("j") + "j"}),
-        json!({"job_id": "j2", "order_id": at("o") + "o"}),
-        json!({"job_id": "j3", "api_key": at("k") + "k"}),
-        json!({"job_id": ""}),
-        json!({"job_id": "é".repeat(128)}),
-    ] {
-        let body = checked.expect(422, register(past.clone())).await;
-        assert_eq!(body["error"]["code"], "invalid_field", "{past}");
-        let message = body["error"]["message"].as_str().unwrap();
-        assert!(message.contains("1 to 255 bytes"), "{past}: {message}");
-    }
-
-    let limit = &schemas["ReplayDeadLetters"]["properties"]["limit"];
-    assert_eq!(limit["minimum"].as_i64(), Some(1));
-    assert_eq!(limit["maximum"].as_i64(), Some(REPLAY_LIMIT_MAX));
-    let replay = |n: i64| {
-        Call::new("post", "/v1/dead-letters/replay", Some(OPERATOR)).json(json!({"limit": n}))
-    };
-    checked.expect(200, replay(1)).await;
-    checked.expect(200, replay(REPLAY_LIMIT_MAX)).await;
-    checked.expect(422, replay(0)).await;
-    checked.expect(422, replay(REPLAY_LIMIT_MAX + 1)).await;
-
-    let ids = &schemas["DropDeadLetters"]["properties"]["ids"];
-    assert_eq!(ids["minItems"].as_u64(), Some(1));
-    let max_ids = ids["maxItems"].as_u64().unwrap() as usize;
-    let drop = |n: usize| {
-        let ids: Vec<String> = (0..n).map(|i| format!("dl_{i}")).collect();
-        Call::new("post", "/v1/dead-letters/drop", Some(OPERATOR)).json(json!({ "ids": ids }))
-    };
-    checked.expect(200, drop(max_ids)).await;
-    checked.expect(422, drop(max_ids + 1)).await;
-    checked.expect(422, drop(0)).await;
-
-    // The list's filters by state and closer take exactly the values the document lists,
-    // which are those the answers hold.
-    for (param, schema, values) in [
-        ("state", "JobState", &sume_inbox::db::JOB_STATES[..]),
-        ("closed_by", "ClosedBy", &sume_inbox::db::CLOSERS[..]),
-    ] {
-        let listed: Vec<&str> = schemas[schema]["enum"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{schema} lists no values"))
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        assert_eq!(listed, values, "{schema}");
-        for v in listed.iter().chain(&["closed"]) {
-            let path = format!("/v1/jobs?{param}={v}");
-            let status = if values.contains(v) { 200 } else { 400 };
-            checked
-                .expect(status, Call::new("get", &path, Some(APP)))
-                .await;
-        }
-    }
-
-    // An age asked about is at most ten years (longer overflowed a date: 503).
-    let inbox = |age: &'static str| Call::new("get", age, Some(OPERATOR));
-    checked
-        .expect(200, inbox("/v1/inbox?older_than=3650d"))
-        .await;
-    checked
-        .expect(400, inbox("/v1/inbox?older_than=3651d"))
-        .await;
-    checked
-        .expect(400, inbox("/v1/inbox?older_than=100000000y"))
-        .await;
-
-    // Every listing's `limit` parameter declares the page's bound the daemon keeps.
-    let mut listings = 0;
-    for (template, methods) in served.doc["paths"].as_object().unwrap() {
-        let Some(params) = methods["get"]["parameters"].as_array() else {
-            continue;
-        };
-        for p in params.iter().filter(|p| p["name"] == "limit") {
-            let bounds = (
-                p["schema"]["minimum"].as_i64(),
-                p["schema"]["maximum"].as_i64(),
-            );
-            assert_eq!(bounds, (Some(1), Some(PAGE_LIMIT_MAX)), "{template}");
-            listings += 1;
-        }
-    }
-    assert!(listings >= 7, "{listings} listings take a limit");
     served.daemon.stop().await;
 }

@@ -15,7 +15,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::openapi::ErrorBody;
@@ -315,6 +315,22 @@ impl ListQuery {
             if !value.as_deref().is_none_or(crate::db::text_can_hold) {
                 return Err(bad_query(format!(
                     "{field} must not hold a NUL character (%00)"
+                )));
+            }
+        }
+        let times = [
+            ("created_from", &self.created_from),
+            ("created_to", &self.created_to),
+            ("closed_from", &self.closed_from),
+            ("closed_to", &self.closed_to),
+        ];
+        for (field, t) in times {
+            // RFC 3339's years; the parser also reads signed years of six digits, which
+            // PostgreSQL's timestamps cannot hold.
+            if let Some(t) = t.filter(|t| !(0..=9999).contains(&t.year())) {
+                return Err(bad_query(format!(
+                    "{field} must be an RFC 3339 date-time, in the years 0000 to 9999, not {}",
+                    t.to_rfc3339()
                 )));
             }
         }
