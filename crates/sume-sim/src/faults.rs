@@ -94,6 +94,11 @@ pub struct Faults {
     /// A read of one job answers 429 though the key is within its limit.
     #[arg(long = "fault-status-429", env = "SIM_FAULT_STATUS_429", default_value_t = 0.0, value_name = "P", value_parser = probability)]
     pub status_429: f64,
+    /// A page of `GET /jobs` read with a cursor answers that same cursor as `next_cursor`, with
+    /// `has_more`: a list that never moves on (a client must notice, not read it for ever).
+    #[arg(long = "fault-list-cursor-stuck", env = "SIM_FAULT_LIST_CURSOR_STUCK", default_value_t = 0.0, value_name = "P", value_parser = probability)]
+    #[serde(default)]
+    pub list_cursor_stuck: f64,
     /// The `Retry-After` of an injected 429 (rounded up to whole seconds, at least 1).
     #[arg(long = "status-429-retry-after", env = "SIM_STATUS_429_RETRY_AFTER", default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
     #[serde(with = "serde_human")]
@@ -116,6 +121,7 @@ impl Faults {
             status_slow_delay: Duration::from_millis(200),
             status_5xx: 0.0,
             status_429: 0.0,
+            list_cursor_stuck: 0.0,
             status_429_retry_after: Duration::from_secs(1),
         }
     }
@@ -136,6 +142,7 @@ impl Faults {
             ("status_slow", self.status_slow),
             ("status_5xx", self.status_5xx),
             ("status_429", self.status_429),
+            ("list_cursor_stuck", self.list_cursor_stuck),
         ];
         for (name, value) in named {
             if !(0.0..=1.0).contains(&value) {
@@ -203,6 +210,11 @@ impl Faults {
             server_error: hit(rng, self.status_5xx),
             rate_limited: hit(rng, self.status_429),
         }
+    }
+
+    /// Whether one list page read with a cursor answers that cursor again.
+    pub fn draw_list_stuck(&self, rng: &mut impl Rng) -> bool {
+        hit(rng, self.list_cursor_stuck)
     }
 }
 

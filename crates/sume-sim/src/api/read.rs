@@ -189,12 +189,16 @@ pub async fn list_jobs(
         kind,
         order: app.list_order,
     };
+    let stuck = query.cursor.clone().filter(|_| {
+        let mut rng = rand::thread_rng();
+        app.faults().draw_list_stuck(&mut rng)
+    });
     let now = Instant::now();
     let (page, has_more) = app.store.list(&caller, now, &query);
-    let next_cursor = if has_more {
-        page.last().map(|j| j.id.clone())
-    } else {
-        None
+    let (next_cursor, has_more) = match stuck {
+        Some(asked) => (Some(asked), true),
+        None if has_more => (page.last().map(|j| j.id.clone()), true),
+        None => (None, false),
     };
     let data: Vec<_> = page.iter().map(|j| j.object(now)).collect();
     Ok(Json(json!({

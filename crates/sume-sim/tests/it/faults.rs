@@ -222,3 +222,32 @@ async fn slow_reads_overlap_and_the_overlap_is_counted() {
         3
     );
 }
+
+/// The stuck list: a page read with a cursor answers that cursor again (with `has_more`), so a
+/// client reading on meets the same page for ever; the first page, read without one, is as
+/// usual. Off again, the list moves on.
+#[tokio::test]
+async fn a_stuck_list_answers_the_cursor_it_was_asked_with() {
+    let sim = Sim::start(config("http://127.0.0.1:9/unused")).await;
+    for _ in 0..3 {
+        sim.create(ALICE, json!({})).await;
+    }
+    sim.patch_faults(json!({"list_cursor_stuck": 1.0})).await;
+    let (first, more) = page(&sim, "/jobs?limit=1".into()).await;
+    let first = first.expect("a first page of one has a cursor");
+    assert_eq!(more, json!(true));
+    for _ in 0..2 {
+        let again = page(&sim, format!("/jobs?limit=1&cursor={first}")).await;
+        assert_eq!(again, (Some(first.clone()), json!(true)));
+    }
+    sim.patch_faults(json!({"list_cursor_stuck": 0.0})).await;
+    let (next, _) = page(&sim, format!("/jobs?limit=1&cursor={first}")).await;
+    assert_ne!(next.as_deref(), Some(first.as_str()));
+}
+
+/// A list page's `next_cursor` and `has_more`.
+async fn page(sim: &Sim, path: String) -> (Option<String>, Value) {
+    let body: Value = sim.get(ALICE, &path).await.json().await.unwrap();
+    let next = body["next_cursor"].as_str().map(str::to_owned);
+    (next, body["has_more"].clone())
+}
