@@ -14,6 +14,7 @@
 //! `fixtures/sume/docs/index.json`), at the last page, or when the budget has nothing left
 //! before `--max-wait` has passed; then the key's report says where it stopped.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -138,6 +139,7 @@ impl Reconcile {
             ..KeyReport::default()
         };
         let mut cursor: Option<String> = None;
+        let mut cursors = HashSet::new();
         loop {
             match self.budget.acquire(&key.name, deadline).await {
                 Ok(_) => {}
@@ -176,6 +178,13 @@ impl Reconcile {
             let (seen, reached_cutoff) = self.read_page(&page.data, cutoff, &mut report);
             self.close(&seen, &mut report).await?;
             cursor = page.next_cursor.filter(|c| !c.is_empty());
+            if let Some(again) = cursor.as_ref().filter(|c| !cursors.insert((*c).clone())) {
+                report.stopped = Some(format!(
+                    "Sume's list answered a cursor it had given before ({again:?}): it does not \
+                     move on, so the rest of it cannot be read"
+                ));
+                break;
+            }
             if reached_cutoff || !page.has_more || cursor.is_none() {
                 report.complete = true;
                 break;

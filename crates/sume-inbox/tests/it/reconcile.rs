@@ -219,3 +219,26 @@ fn reconcile_takes_db_pooler_and_refuses_a_value_it_does_not_know() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("DB_POOLER"), "{err}");
 }
+
+/// A list whose cursor does not move on: the run stops at the first cursor it had seen before
+/// and says so, after two reads, instead of reading the same page until `--max-wait` or the
+/// day's budget (a thousand reads here) runs out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_that_does_not_move_on_stops_the_run_saying_so() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let mut config = sim_config();
+    config.faults.list_cursor_stuck = 1.0;
+    let sim = RunningSim::start(config).await.unwrap();
+    let http = reqwest::Client::new();
+    LostJobs::create(&db, &http, &sim).await;
+    let report = reconcile(&db, &sim, 1000)
+        .run(Duration::from_secs(6 * 3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(!report.complete(), "{report:?}");
+    let stopped = report.keys[0].stopped.as_deref().unwrap_or("");
+    assert!(stopped.contains("cursor it had given before"), "{report:?}");
+    assert_eq!(report.keys[0].pages, 2, "{report:?}");
+    assert_eq!(list_reads(&http, &sim).await, 2);
+}

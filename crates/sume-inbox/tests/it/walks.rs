@@ -43,13 +43,17 @@ async fn singles(http: &reqwest::Client, sim: &RunningSim) -> usize {
 }
 
 async fn walk_with(order: ListOrder) -> (PollStats, usize) {
-    let db = TestDb::new().await;
-    let sim = RunningSim::start(SimConfig {
+    walk_on(SimConfig {
         list_order: order,
         ..sim_config()
     })
     .await
-    .unwrap();
+}
+
+async fn walk_on(config: SimConfig) -> (PollStats, usize) {
+    let order = config.list_order;
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(config).await.unwrap();
     migrate(&db).await;
     let http = reqwest::Client::new();
     // The workspace made 150 jobs this daemon never saw (another application of the key),
@@ -97,6 +101,26 @@ async fn a_walk_settles_a_hundred_jobs_a_read_in_whatever_order_the_list_comes()
     // By update: pages may repeat or skip jobs; what a walk misses is read by itself.
     let (polled, _) = walk_with(ListOrder::Updated).await;
     assert_eq!(polled.closed_by_poll, 120, "{polled:?}");
+}
+
+/// A list whose cursor does not move on (every page read with a cursor answers it again): the
+/// walk stops at the first cursor it had seen before and reads by themselves the jobs it did
+/// not see, instead of reading the same page up to its page cap (119 pages here).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_that_does_not_move_on_is_left_at_once() {
+    let mut config = SimConfig {
+        list_order: ListOrder::Oldest,
+        ..sim_config()
+    };
+    config.faults.list_cursor_stuck = 1.0;
+    // Oldest first: 100 of the others, then 50 more and 50 of ours, whose cursor comes back.
+    let (polled, singles) = walk_on(config).await;
+    assert_eq!(polled.closed_by_poll, 120, "{polled:?}");
+    assert_eq!(
+        (polled.list_pages, polled.seen_in_list, singles),
+        (2, 50, 70),
+        "{polled:?}"
+    );
 }
 
 /// A few open jobs: a walk would cost as much as reading them; they are read one by one, and

@@ -10,7 +10,7 @@
 //! closed; in flight: still open). A job not seen is read by itself afterwards: the list's
 //! order and paging are not documented, so an absence never proves anything.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -141,6 +141,7 @@ impl Poll {
             .map(|o| o - chrono::Duration::from_std(self.config.inbox_grace).unwrap_or_default());
         let mut walked = Walked::default();
         let mut cursor: Option<String> = None;
+        let mut cursors = HashSet::new();
         while !wanted.is_empty() && walked.pages < cap && !shutdown.is_cancelled() {
             let page = match self
                 .reader
@@ -171,6 +172,10 @@ impl Poll {
                 walked.useful_pages = walked.pages;
             }
             cursor = page.next_cursor.filter(|c| !c.is_empty());
+            if let Some(again) = cursor.as_ref().filter(|c| !cursors.insert((*c).clone())) {
+                tracing::warn!(key = %key.name, cursor = %again, "Sume's list answered a cursor it had given before: the walk stops, the jobs it would have shown are read by themselves");
+                break;
+            }
             let past_horizon =
                 horizon.is_some_and(|h| newest_created(&page.data).is_some_and(|n| n < h));
             if !page.has_more || cursor.is_none() || past_horizon {
