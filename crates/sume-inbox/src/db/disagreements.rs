@@ -18,6 +18,7 @@ pub struct DisagreementRow {
     /// Sume's status as observed.
     pub seen_status: String,
     /// `webhook` or `poll`.
+    #[schema(value_type = super::SourceName)]
     pub source: String,
     /// The event that contradicted, for a webhook.
     pub event_id: Option<String>,

@@ -53,6 +53,7 @@ pub struct EventRow {
     /// What applying it did: `closed` (it closed the job), `status` (an in-flight status of the
     /// open job), `ignored` (nothing to do) or `disagreement` (a terminal state other than the
     /// job's).
+    #[schema(value_type = Option<super::OutcomeName>)]
     pub outcome: Option<String>,
     /// When it was set aside as not ours.
     pub set_aside_at: Option<DateTime<Utc>>,
@@ -78,6 +79,7 @@ pub struct WaitingEvent {
     /// Whether the job row exists (attach applies it at its next pass).
     pub job_exists: bool,
     /// The inbox check's verdict so far, if one was made.
+    #[schema(value_type = Option<super::VerdictName>)]
     pub verdict: Option<String>,
 }
 

@@ -54,6 +54,7 @@ pub enum Concluded {
 #[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct CheckRow {
     /// `pending`, `foreign` or `orphan`.
+    #[schema(value_type = super::VerdictName)]
     pub verdict: String,
     /// Each key's last answer.
     pub answers: Value,

@@ -70,8 +70,10 @@ pub struct FeedEntry {
     /// Sume's job id.
     pub job_id: String,
     /// The state this close gave the job.
+    #[schema(value_type = super::JobStateName)]
     pub state: String,
     /// `webhook`, `poll` or `give_up`.
+    #[schema(value_type = super::CloserName)]
     pub closed_by: String,
     /// This close replaced a give-up: the job's state may have changed from `expired`.
     pub supersedes_give_up: bool,

@@ -10,53 +10,6 @@ use sume_wire::JobState;
 use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, PollRow, Store};
 use crate::decisions::job_fold::JobFold;
 
-/// The states a job row holds (`sume.jobs.state`), as the admin API answers and filters them.
-pub const JOB_STATES: [&str; 5] = ["open", "completed", "failed", "canceled", "expired"];
-/// What closed a job (`sume.jobs.closed_by`).
-pub const CLOSERS: [&str; 3] = ["webhook", "poll", "give_up"];
-
-/// [`JOB_STATES`] in the admin API's document: a string that is one of them.
-pub struct JobStateName;
-/// [`CLOSERS`] in the admin API's document.
-pub struct CloserName;
-
-fn one_of_schema(
-    values: &[&str],
-    what: &str,
-) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-    use utoipa::openapi::schema::{ObjectBuilder, Type};
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(values.iter().copied()))
-        .description(Some(what))
-        .into()
-}
-
-impl utoipa::PartialSchema for JobStateName {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        one_of_schema(
-            &JOB_STATES,
-            "A job's state: `open`, or the terminal state it closed in.",
-        )
-    }
-}
-impl utoipa::ToSchema for JobStateName {
-    fn name() -> std::borrow::Cow<'static, str> {
-        "JobState".into()
-    }
-}
-
-impl utoipa::PartialSchema for CloserName {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        one_of_schema(&CLOSERS, "What closed a job.")
-    }
-}
-impl utoipa::ToSchema for CloserName {
-    fn name() -> std::borrow::Cow<'static, str> {
-        "ClosedBy".into()
-    }
-}
-
 /// A registration through the API.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewJob {
@@ -80,12 +33,12 @@ pub struct JobRow {
     /// The name of the API key that created the job.
     pub api_key: Option<String>,
     /// `open` or a terminal state.
-    #[schema(value_type = JobStateName)]
+    #[schema(value_type = super::JobStateName)]
     pub state: String,
     /// Sume's last status, as spelt by Sume.
     pub sume_status: Option<String>,
     /// `webhook`, `poll` or `give_up`, once closed.
-    #[schema(value_type = Option<CloserName>)]
+    #[schema(value_type = Option<super::CloserName>)]
     pub closed_by: Option<String>,
     /// When the row was committed.
     pub created_at: DateTime<Utc>,

@@ -36,6 +36,7 @@ mod retention_deletes;
 mod statement;
 mod stats;
 pub mod tls;
+mod value_names;
 
 use std::time::Duration;
 
@@ -54,10 +55,7 @@ pub use instance_minutes::{FleetMinute, MinuteCounts};
 pub use instances::{Heartbeat, InstanceRow, PendingMinute};
 pub use job_closes::{BadCursor, ClosesListener, FeedCursor, FeedEntry, FeedPage};
 pub use job_polls::{kept_answer, PollRow, PolledCall, ANSWER_MAX_CHARS, POLL_HISTORY};
-pub use jobs::{
-    CloserName, JobDetail, JobRow, JobStateName, JobsListener, NewJob, Registered, CLOSERS,
-    JOB_STATES,
-};
+pub use jobs::{JobDetail, JobRow, JobsListener, NewJob, Registered};
 pub use jobs_list::JobFilter;
 pub use jobs_poll::{Claim, ClaimedJob, GiveUp, PollDone};
 pub use key_sweeps::{KeyLoad, KeySweep};
@@ -67,6 +65,10 @@ pub use rate_buckets::{KeyReadsToday, Take};
 pub use retention_deletes::{Ages, Removed};
 pub use statement::{sql, Params, Statement};
 pub use stats::{Gauges, Stats, NO_KEYS};
+pub use value_names::{
+    CloserName, JobStateName, OutcomeName, SourceName, VerdictName, CLOSERS, JOB_STATES, OUTCOMES,
+    SOURCES, VERDICTS,
+};
 
 /// A database failure, naming the statement that failed.
 #[derive(Debug, Error)]

@@ -101,6 +101,7 @@ pub struct Disagreement {
     /// Sume's status as seen.
     pub seen_status: String,
     /// `webhook` or `poll`.
+    #[schema(value_type = super::SourceName)]
     pub source: String,
     /// The contradicting event, for a webhook.
     pub event_id: Option<String>,

@@ -5,7 +5,7 @@
 //! document ([`Checked`]).
 
 use serde_json::{json, Value};
-use sume_inbox::db::{CLOSERS, JOB_STATES, PAGE_LIMIT_MAX};
+use sume_inbox::db::{CLOSERS, JOB_STATES, OUTCOMES, PAGE_LIMIT_MAX, SOURCES, VERDICTS};
 use sume_inbox::operations::replay::REPLAY_LIMIT_MAX;
 
 use crate::openapi_check::Document;
@@ -25,6 +25,7 @@ async fn the_bounds_and_values_the_document_declares_are_the_ones_kept() {
     registration(&checked, schemas).await;
     replay_and_drop(&checked, schemas).await;
     list_filters(&checked, schemas).await;
+    value_lists(schemas);
     ages_and_times(&checked).await;
     page_limits(&served.doc);
     served.daemon.stop().await;
@@ -101,6 +102,45 @@ async fn list_filters(checked: &Checked<'_>, schemas: &Value) {
             checked
                 .expect(status, Call::new("get", &path, Some(APP)))
                 .await;
+        }
+    }
+}
+
+/// Every field of a closed set of values is an enum of exactly that set, wherever it appears;
+/// the answers of every route are checked against them (`openapi_contract`).
+fn value_lists(schemas: &Value) {
+    for (schema, values) in [
+        ("JobState", &JOB_STATES[..]),
+        ("ClosedBy", &CLOSERS[..]),
+        ("EventOutcome", &OUTCOMES[..]),
+        ("CheckVerdict", &VERDICTS[..]),
+        ("ObservationSource", &SOURCES[..]),
+    ] {
+        let listed = schemas[schema]["enum"].as_array();
+        let listed: Vec<&str> = listed
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert_eq!(listed, values, "{schema}");
+    }
+    for (field, schema) in [
+        ("state", "JobState"),
+        ("closed_by", "ClosedBy"),
+        ("outcome", "EventOutcome"),
+        ("verdict", "CheckVerdict"),
+        ("source", "ObservationSource"),
+    ] {
+        for (name, s) in schemas.as_object().unwrap() {
+            let Some(v) = s["properties"].get(field) else {
+                continue;
+            };
+            let text = v.to_string();
+            let reference = format!("#/components/schemas/{schema}");
+            assert!(
+                text.contains(&reference),
+                "{name}.{field} is not a {schema}: {text}"
+            );
         }
     }
 }
