@@ -11,7 +11,7 @@
 //!   &closed_to=&after=&limit=`: jobs in id order, `{"jobs":[...],"next_after"}`.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -19,7 +19,7 @@ use chrono::{DateTime, Datelike, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::openapi::ErrorBody;
-use super::{unavailable, AdminState};
+use super::{unavailable, AdminState, PathId};
 use crate::db::{
     CloserName, FeedCursor, FeedPage, JobFilter, JobRow, JobStateName, NewJob, Registered, CLOSERS,
     JOB_STATES, PAGE_LIMIT_MAX,
@@ -197,7 +197,7 @@ pub struct ShowQuery {
                 Retry-After), or the database cannot answer (`unavailable`)", body = ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AdminState>,
-    Path(job_id): Path<String>,
+    PathId(job_id): PathId,
     query: Result<Query<ShowQuery>, QueryRejection>,
 ) -> Response {
     let wait = match query {

@@ -1,12 +1,13 @@
 //! The admin API on ADMIN_ADDR: its state and its routes. What guards them is [`access`]; the
-//! handlers live in a file per concern (`jobs.rs`: registering, reading and listing jobs, the
-//! feed of closes; `wait.rs`: waiting for a close; `operator.rs`: the operator's reads;
-//! `fleet.rs`: the fleet's instances and last hour; `replay.rs`: the operator's writes and
-//! their audit); [`openapi`] describes them all.
+//! handlers live in a file per concern (`job_routes.rs`: registering, reading and listing jobs,
+//! the feed of closes; `wait.rs`: waiting for a close; `operator.rs`: the operator's reads;
+//! `instance_routes.rs`: the fleet's instances and last hour; `replay_routes.rs`: the
+//! operator's writes and their audit); [`openapi`] describes them all.
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -92,6 +93,26 @@ pub fn router(state: AdminState, access: Access) -> Router {
             Arc::new(access),
             access::guard,
         ))
+}
+
+/// The one id of a route's path (`{job_id}`, `{event_id}`). An id that is not UTF-8 (`%FF`)
+/// names nothing: answered 404 `not_found` in JSON, as an id holding a NUL is, never the
+/// router's plain-text 400.
+pub(super) struct PathId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathId {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(id)) => Ok(PathId(id)),
+            Err(e) => Err(error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("the id in the path names nothing: {}", e.body_text()),
+            )),
+        }
+    }
 }
 
 async fn not_found() -> Response {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::job_routes::page_limit;
 use super::openapi::ErrorBody;
-use super::{unavailable, AdminState};
+use super::{unavailable, AdminState, PathId};
 use crate::config::setting::MAX_DURATION;
 use crate::db::{
     AuditEntry, DbError, DeadLetterRow, Disagreement, JobDetail, Orphan, PageKey, SetAsideEvent,
@@ -152,7 +152,7 @@ fn respond<T: Serialize>(what: &str, result: Result<T, DbError>) -> Response {
                (status = 404, description = "No job and no event (`not_found`)", body = ErrorBody)))]
 pub(super) async fn job_detail(
     State(state): State<AdminState>,
-    Path(job_id): Path<String>,
+    PathId(job_id): PathId,
 ) -> Response {
     let none = || {
         ApiError::new(

@@ -5,7 +5,7 @@
 //! nothing the second time.
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::openapi::ErrorBody;
-use super::{current_request_id, unavailable, AdminState};
+use super::{current_request_id, unavailable, AdminState, PathId};
 use crate::http::ApiError;
 use crate::operations::replay::{self, Replayed};
 
@@ -68,7 +68,7 @@ pub struct ReplayEvent {}
                (status = 404, description = "No such event (`not_found`)", body = ErrorBody)))]
 pub(super) async fn replay_event(
     State(state): State<AdminState>,
-    Path(event_id): Path<String>,
+    PathId(event_id): PathId,
     headers: HeaderMap,
     body: Result<Json<ReplayEvent>, JsonRejection>,
 ) -> Response {
