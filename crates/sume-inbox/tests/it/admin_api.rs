@@ -166,6 +166,36 @@ async fn the_bearer_scheme_is_read_in_any_case() {
     }
 }
 
+/// A write is read as sent: one that says it is compressed is refused (415) before anything
+/// happens, rather than read as if it were not; `identity` is no compression.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compressed_write_is_refused_not_misread() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    for (encoding, job, want) in [
+        ("gzip", "job_gzip", 415),
+        ("br", "job_br", 415),
+        ("identity", "job_identity", 201),
+    ] {
+        let r = api
+            .http
+            .post(api.daemon.admin_url("/v1/jobs"))
+            .bearer_auth(APP)
+            .header("content-type", "application/json")
+            .header("content-encoding", encoding)
+            .body(json!({ "job_id": job }).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), want, "{encoding}");
+        let body: serde_json::Value = r.json().await.unwrap();
+        if want == 415 {
+            assert_eq!(body["error"]["code"], "unsupported_media_type", "{body}");
+            assert_eq!(job_state(&db, job).await, None, "{encoding}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     let db = TestDb::new().await;

@@ -220,6 +220,14 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
             "a write must be sent with Content-Type: application/json",
         ));
     }
+    let encoding = header(header::CONTENT_ENCODING).map(str::trim);
+    if let Some(coding) = encoding.filter(|c| write && !c.eq_ignore_ascii_case("identity")) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!("a write is read as sent: Content-Encoding {coding:?} is not decoded"),
+        ));
+    }
     Ok(scope)
 }
 

@@ -122,7 +122,8 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
             ("400", "The body is not JSON (`invalid_body`)"),
             (
                 "415",
-                "Not sent as Content-Type: application/json (`unsupported_media_type`)",
+                "Not sent as Content-Type: application/json, or sent compressed \
+                 (`unsupported_media_type`)",
             ),
             (
                 "422",
