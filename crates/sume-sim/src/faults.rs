@@ -94,15 +94,15 @@ pub struct Faults {
     /// A read of one job answers 429 though the key is within its limit.
     #[arg(long = "fault-status-429", env = "SIM_FAULT_STATUS_429", default_value_t = 0.0, value_name = "P", value_parser = probability)]
     pub status_429: f64,
+    /// The `Retry-After` of an injected 429 (rounded up to whole seconds, at least 1).
+    #[arg(long = "status-429-retry-after", env = "SIM_STATUS_429_RETRY_AFTER", default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
+    #[serde(with = "serde_human")]
+    pub status_429_retry_after: Duration,
     /// A page of `GET /jobs` read with a cursor answers that same cursor as `next_cursor`, with
     /// `has_more`: a list that never moves on (a client must notice, not read it for ever).
     #[arg(long = "fault-list-cursor-stuck", env = "SIM_FAULT_LIST_CURSOR_STUCK", default_value_t = 0.0, value_name = "P", value_parser = probability)]
     #[serde(default)]
     pub list_cursor_stuck: f64,
-    /// The `Retry-After` of an injected 429 (rounded up to whole seconds, at least 1).
-    #[arg(long = "status-429-retry-after", env = "SIM_STATUS_429_RETRY_AFTER", default_value = "2s", value_name = "DURATION", value_parser = parse_duration)]
-    #[serde(with = "serde_human")]
-    pub status_429_retry_after: Duration,
 }
 
 impl Faults {
@@ -121,8 +121,8 @@ impl Faults {
             status_slow_delay: Duration::from_millis(200),
             status_5xx: 0.0,
             status_429: 0.0,
-            list_cursor_stuck: 0.0,
             status_429_retry_after: Duration::from_secs(1),
+            list_cursor_stuck: 0.0,
         }
     }
 
