@@ -236,6 +236,21 @@ async fn an_operator_drops_dead_letters_nobody_wants() {
     assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);
 }
 
+/// Runs the binary with settings that name no reachable database or Sume: what it answered
+/// (exit code, stderr) can only come from reading its command line.
+fn run_unreachable(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(args)
+        .env("DATABASE_URL", "postgres://sume@127.0.0.1:1/nowhere")
+        .env("SUME_WEBHOOK_SECRET", SECRET)
+        .env("SUME_API_KEYS", "main:sk_test")
+        .env("SUME_API_URL", "http://127.0.0.1:1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
 /// A listing's `--limit` takes what one page of the admin API answers, a replay run's what the
 /// API's replay takes, and an id is never empty: refused by the command line, with the range,
 /// before any database or daemon is asked (here there is none to ask).
@@ -267,14 +282,8 @@ fn limits_out_of_range_and_empty_ids_are_refused_with_the_range() {
         ),
     ];
     for (args, said) in refused {
-        let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-            .args(args)
-            .env("DATABASE_URL", "postgres://sume@127.0.0.1:1/nowhere")
-            .env("SUME_WEBHOOK_SECRET", SECRET)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let (code, stderr) = run_unreachable(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(said), "{args:?}: {stderr}");
     }
 }
@@ -296,15 +305,8 @@ fn durations_past_ten_years_are_refused_naming_the_option() {
         (&["reconcile", "--since", "100000000y"][..], "--since"),
         (&["reconcile", "--max-wait", "3651d"][..], "--max-wait"),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-            .args(args)
-            .env("DATABASE_URL", "postgres://sume@127.0.0.1:1/nowhere")
-            .env("SUME_API_KEYS", "main:sk_test")
-            .env("SUME_API_URL", "http://127.0.0.1:1")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(78), "{args:?}: {stderr}");
+        let (code, stderr) = run_unreachable(args);
+        assert_eq!(code, Some(78), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         let said = format!("{name}: ");
         assert!(stderr.contains(&said), "{args:?}: {stderr}");
