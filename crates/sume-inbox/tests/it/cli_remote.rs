@@ -37,12 +37,17 @@ fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
+/// A daemon whose admin API takes `TOKEN`.
+async fn with_admin_token(db: &TestDb) -> Daemon {
+    let mut c = config(&db.url);
+    c.admin_token = Some(sume_wire::Secret::new(TOKEN));
+    Daemon::start(c).await
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_admin_commands_work_through_the_admin_api() {
     let db = TestDb::new().await;
-    let mut c = config(&db.url);
-    c.admin_token = Some(sume_wire::Secret::new(TOKEN));
-    let daemon = Daemon::start(c).await;
+    let daemon = with_admin_token(&db).await;
     let http = reqwest::Client::new();
     let hook = daemon.url("/webhooks/sume");
     Delivery::completed("job_done").send(&http, &hook).await;
@@ -118,9 +123,7 @@ fn stats_at(url: &str) -> (bool, String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wrong_admin_url_is_named_with_what_went_wrong() {
     let db = TestDb::new().await;
-    let mut c = config(&db.url);
-    c.admin_token = Some(sume_wire::Secret::new(TOKEN));
-    let daemon = Daemon::start(c).await;
+    let daemon = with_admin_token(&db).await;
     // The webhook port given for the admin port: an answer, but not the API's.
     let (ok, err) = stats_at(&daemon.url(""));
     assert!(!ok);
