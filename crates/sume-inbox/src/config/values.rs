@@ -215,9 +215,8 @@ impl Values {
 
     /// An http(s) URL, without its trailing `/`.
     pub fn http_url(&self, s: &'static Setting) -> Result<String, ConfigError> {
-        let example = match s.form {
-            Form::HttpUrl { example } => example,
-            _ => "https://host:port",
+        let Form::HttpUrl { example } = s.form else {
+            panic!("{} is not declared as an http(s) URL", s.name)
         };
         forms::parse_http_url(s.name, example, self.required(s)?)
     }
