@@ -103,6 +103,12 @@ pub struct Faults {
     #[arg(long = "fault-list-cursor-stuck", env = "SIM_FAULT_LIST_CURSOR_STUCK", default_value_t = 0.0, value_name = "P", value_parser = probability)]
     #[serde(default)]
     pub list_cursor_stuck: f64,
+    /// A read of one job answers `307 Temporary Redirect` to the same path under `/moved` on
+    /// the same host, where no route is (404 `not_found`): a proxy or CDN in front of Sume that
+    /// sends a request elsewhere. What answers there says nothing about the job.
+    #[arg(long = "fault-status-redirect", env = "SIM_FAULT_STATUS_REDIRECT", default_value_t = 0.0, value_name = "P", value_parser = probability)]
+    #[serde(default)]
+    pub status_redirect: f64,
 }
 
 impl Faults {
@@ -123,6 +129,7 @@ impl Faults {
             status_429: 0.0,
             status_429_retry_after: Duration::from_secs(1),
             list_cursor_stuck: 0.0,
+            status_redirect: 0.0,
         }
     }
 
@@ -143,6 +150,7 @@ impl Faults {
             ("status_5xx", self.status_5xx),
             ("status_429", self.status_429),
             ("list_cursor_stuck", self.list_cursor_stuck),
+            ("status_redirect", self.status_redirect),
         ];
         for (name, value) in named {
             if !(0.0..=1.0).contains(&value) {
@@ -209,6 +217,7 @@ impl Faults {
             slow: hit(rng, self.status_slow).then_some(self.status_slow_delay),
             server_error: hit(rng, self.status_5xx),
             rate_limited: hit(rng, self.status_429),
+            redirected: hit(rng, self.status_redirect),
         }
     }
 
@@ -228,6 +237,7 @@ pub struct ReadFaults {
     pub slow: Option<Duration>,
     pub server_error: bool,
     pub rate_limited: bool,
+    pub redirected: bool,
 }
 
 /// `true`/`false` or a count, for `"duplicate"`.

@@ -83,7 +83,7 @@ pub struct RequestRecord {
     /// The HTTP status answered.
     pub status: u16,
     /// The faults injected into this answer, comma separated: `status_slow`, `status_5xx`,
-    /// `status_429`; `None` when there were none.
+    /// `status_429`, `status_redirect`; `None` when there were none.
     pub fault: Option<String>,
     /// The `X-Request-Id` answered, which an error body repeats as its `request_id`.
     pub request_id: Option<String>,

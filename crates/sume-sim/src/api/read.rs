@@ -2,13 +2,13 @@
 //! and the list `GET /jobs?limit=&cursor=&status=&type=`.
 //!
 //! A key sees only the jobs its own member created in its own workspace; any other id answers
-//! 404, exactly as an id nobody created. The status faults (slow, 5xx, 429) apply to every
-//! read of one job, drawn afresh per request from the fault settings in force.
+//! 404, exactly as an id nobody created. The status faults (slow, 5xx, 429, redirect) apply to
+//! every read of one job, drawn afresh per request from the fault settings in force.
 
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{header::LOCATION, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use rand::Rng;
@@ -27,8 +27,10 @@ use crate::store::ListQuery;
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 100;
 
-/// Applies the status faults to one read: may wait, may fail. Answers the faults injected.
-async fn read_faults(app: &App, job_id: &str) -> Result<Vec<&'static str>, ApiError> {
+/// Applies the status faults to one read of `path` (below the API's base): may wait, may fail,
+/// may send elsewhere.
+/// Answers the faults injected, or the answer a fault gives instead of the job.
+async fn read_faults(app: &App, job_id: &str, path: &str) -> Result<Vec<&'static str>, Response> {
     let drawn = app.faults().draw_read(&mut rand::thread_rng());
     let mut faults = Vec::new();
     if let Some(delay) = drawn.slow {
@@ -46,17 +48,27 @@ async fn read_faults(app: &App, job_id: &str) -> Result<Vec<&'static str>, ApiEr
             StatusCode::BAD_GATEWAY,
             StatusCode::SERVICE_UNAVAILABLE,
         ][rand::thread_rng().gen_range(0..3)];
-        return Err(ApiError::new(
-            status,
-            "internal_error",
-            "Something went wrong on our side. Try again later.",
-        )
-        .with_tag(tag(&faults)));
+        return Err(fault_answer(
+            ApiError::new(
+                status,
+                "internal_error",
+                "Something went wrong on our side. Try again later.",
+            )
+            .with_tag(tag(&faults)),
+        ));
     }
     if drawn.rate_limited {
         faults.push("status_429");
         let secs = ceil_secs(app.faults().status_429_retry_after).max(1);
-        return Err(ApiError::rate_limited(secs).with_tag(tag(&faults)));
+        return Err(fault_answer(
+            ApiError::rate_limited(secs).with_tag(tag(&faults)),
+        ));
+    }
+    if drawn.redirected {
+        faults.push("status_redirect");
+        let moved = [(LOCATION, format!("/moved{path}"))];
+        let response = (StatusCode::TEMPORARY_REDIRECT, moved).into_response();
+        return Err(tag(&faults).attach(response));
     }
     Ok(faults)
 }
@@ -97,10 +109,11 @@ pub async fn get_job(
     State(app): State<Shared>,
     Extension(caller): Extension<Arc<Caller>>,
     Path(id): Path<String>,
+    uri: Uri,
 ) -> Response {
-    let faults = match read_faults(&app, &id).await {
+    let faults = match read_faults(&app, &id, uri.path()).await {
         Ok(f) => f,
-        Err(e) => return fault_answer(e),
+        Err(answer) => return answer,
     };
     match visible(&app, &caller, &id) {
         Ok(job) => tagged(
@@ -117,10 +130,11 @@ pub async fn get_result(
     State(app): State<Shared>,
     Extension(caller): Extension<Arc<Caller>>,
     Path(id): Path<String>,
+    uri: Uri,
 ) -> Response {
-    let faults = match read_faults(&app, &id).await {
+    let faults = match read_faults(&app, &id, uri.path()).await {
         Ok(f) => f,
-        Err(e) => return fault_answer(e),
+        Err(answer) => return answer,
     };
     let job = match visible(&app, &caller, &id) {
         Ok(job) => job,

@@ -245,6 +245,43 @@ async fn a_stuck_list_answers_the_cursor_it_was_asked_with() {
     assert_ne!(next.as_deref(), Some(first.as_str()));
 }
 
+/// The redirect fault: a read of a job answers 307 to the same path under `/moved`, on the
+/// same host, where nothing serves it: a client that follows meets a 404 for a job that
+/// exists. The answer is logged with its fault; off again, the read answers the job.
+#[tokio::test]
+async fn a_redirected_read_leads_to_a_404_that_is_not_about_the_job() {
+    let sim = Sim::start(config("http://127.0.0.1:9/unused")).await;
+    let id = sim.create(ALICE, json!({})).await;
+    let path = format!("/jobs/{id}/status");
+    sim.patch_faults(json!({"status_redirect": 1.0})).await;
+    let raw = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let moved = raw
+        .get(sim.api(&path))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(moved.status(), StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(moved.headers()["location"], format!("/moved{path}"));
+    let followed = sim.get(ALICE, &path).await;
+    assert_eq!(followed.status(), StatusCode::NOT_FOUND);
+    let body: ErrorEnvelope = followed.json().await.unwrap();
+    assert_eq!(body.error.code, "not_found");
+    let faults: Vec<Option<String>> = sim
+        .requests(&id)
+        .await
+        .into_iter()
+        .filter(|r| r.route.ends_with("/status"))
+        .map(|r| r.fault)
+        .collect();
+    assert_eq!(faults, vec![Some("status_redirect".to_owned()); 2]);
+    sim.patch_faults(json!({"status_redirect": 0.0})).await;
+    assert_eq!(sim.get(ALICE, &path).await.status(), StatusCode::OK);
+}
+
 /// A list page's `next_cursor` and `has_more`.
 async fn page(sim: &Sim, path: String) -> (Option<String>, Value) {
     let body: Value = sim.get(ALICE, &path).await.json().await.unwrap();
