@@ -4,6 +4,11 @@
 //!
 //! It makes exactly one request per call and reports what came back, rate-limit headers
 //! included; deciding when to call again (budgets, `Retry-After`, backoff) is the caller's job.
+//!
+//! Redirects are not followed. Sume's API answers at its own URL; a `3xx` comes from something
+//! in front of it (a proxy, a CDN, a moved or mistyped `SUME_API_URL`), and whatever answers at
+//! the place it names says nothing about Sume's jobs: a 404 there is no verdict. A `3xx` is
+//! reported as such, with its `Location`, and counts as no answer.
 
 use std::time::Duration;
 
@@ -15,6 +20,9 @@ use crate::{mend_lone_surrogates, JobObject, RateLimit, Secret, StatusOutcome, S
 /// The most of an answer's body read: a job object or an error envelope is a few KiB, so
 /// anything past this (a misconfigured URL answering a web page, a hostile proxy) is cut.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// The most of a redirect's `Location` kept for the logs and the recorded answer.
+const MAX_LOCATION_CHARS: usize = 200;
 
 /// Why a status call got no HTTP answer at all. An answer with an error status is not a
 /// `ClientError` but a [`StatusReply`].
@@ -56,6 +64,7 @@ impl StatusClient {
             .timeout(timeout)
             .connect_timeout(timeout)
             .user_agent(concat!("sume-inbox/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ClientError::Transport(e.to_string()))?;
         Ok(StatusClient { http, base })
@@ -65,7 +74,12 @@ impl StatusClient {
     /// percent-encoded as one path segment. Every HTTP answer, error statuses included, is
     /// `Ok`; `Err` means none came back.
     pub async fn job_status(&self, key: &Secret, job_id: &str) -> Result<StatusReply, ClientError> {
-        let (status, rate, body) = self.get(key, &["jobs", job_id, "status"], &[]).await?;
+        let Answered {
+            status,
+            rate,
+            location,
+            body,
+        } = self.get(key, &["jobs", job_id, "status"], &[]).await?;
         let request_id = (!status.is_success())
             .then(|| serde_json::from_slice::<crate::ErrorEnvelope>(&body).ok())
             .flatten()
@@ -82,6 +96,7 @@ impl StatusClient {
             StatusCode::UNAUTHORIZED => StatusOutcome::Unauthorized,
             StatusCode::TOO_MANY_REQUESTS => StatusOutcome::RateLimited,
             s if s.is_server_error() => StatusOutcome::ServerError,
+            s if s.is_redirection() => StatusOutcome::Unexpected(redirected(s, location)),
             s => StatusOutcome::Unexpected(s.as_u16().to_string()),
         };
         Ok(StatusReply {
@@ -95,13 +110,14 @@ impl StatusClient {
 
 impl StatusClient {
     /// One authenticated `GET {base}/{segments...}[?query]` (each segment percent-encoded):
-    /// the status, the rate-limit headers and at most [`MAX_ANSWER_BYTES`] of the body.
+    /// the status, the rate-limit headers, a redirect's `Location` and at most
+    /// [`MAX_ANSWER_BYTES`] of the body.
     async fn get(
         &self,
         key: &Secret,
         segments: &[&str],
         query: &[(&str, &str)],
-    ) -> Result<(StatusCode, RateLimit, Vec<u8>), ClientError> {
+    ) -> Result<Answered, ClientError> {
         let mut url = self.base.clone();
         url.path_segments_mut()
             .map_err(|_| ClientError::BadUrl(self.base.to_string()))?
@@ -121,8 +137,18 @@ impl StatusClient {
             .map_err(classify)?;
         let status = response.status();
         let rate = RateLimit::from_headers(response.headers());
+        let location = status
+            .is_redirection()
+            .then(|| response.headers().get(http::header::LOCATION))
+            .flatten()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         let body = read_capped(response, MAX_ANSWER_BYTES).await?;
-        Ok((status, rate, body))
+        Ok(Answered {
+            status,
+            rate,
+            location,
+            body,
+        })
     }
 
     /// The base URL calls go to (SUME_API_URL).
@@ -135,7 +161,12 @@ impl StatusClient {
     /// is wrong (no such route), a 401 or 403 that the key is: while this fails, a 404 about a
     /// job proves nothing.
     pub async fn check_key(&self, key: &Secret) -> Result<KeyCheck, ClientError> {
-        let (status, rate, body) = self.get(key, &["jobs"], &[("limit", "1")]).await?;
+        let Answered {
+            status,
+            rate,
+            location,
+            body,
+        } = self.get(key, &["jobs"], &[("limit", "1")]).await?;
         let json = read_json::<serde_json::Value>(&body).ok();
         let request_id = json
             .as_ref()
@@ -147,6 +178,9 @@ impl StatusClient {
             usable: status == StatusCode::OK && json.is_some_and(|v| v.is_object()),
             rate,
             request_id,
+            redirect: status
+                .is_redirection()
+                .then(|| redirected(status, location)),
         })
     }
 }
@@ -170,7 +204,9 @@ impl StatusClient {
         if let Some(s) = status {
             query.push(("status", s));
         }
-        let (status, rate, body) = self.get(key, &["jobs"], &query).await?;
+        let Answered {
+            status, rate, body, ..
+        } = self.get(key, &["jobs"], &query).await?;
         let request_id = serde_json::from_slice::<crate::ErrorEnvelope>(&body)
             .ok()
             .and_then(|e| e.request_id);
@@ -229,6 +265,29 @@ pub struct KeyCheck {
     pub rate: RateLimit,
     /// Sume's `request_id`, when the answer carries one.
     pub request_id: Option<String>,
+    /// For a `3xx`, not followed: the status and where it pointed (`"307 to https://..."`).
+    pub redirect: Option<String>,
+}
+
+/// What one call got back.
+struct Answered {
+    status: StatusCode,
+    rate: RateLimit,
+    /// A `3xx`'s `Location`, as sent.
+    location: Option<String>,
+    body: Vec<u8>,
+}
+
+/// A redirect as recorded: its status and where it pointed, cut at [`MAX_LOCATION_CHARS`].
+fn redirected(status: StatusCode, location: Option<String>) -> String {
+    match location {
+        Some(l) => {
+            let cut: String = l.chars().take(MAX_LOCATION_CHARS).collect();
+            let more = if cut.len() < l.len() { "..." } else { "" };
+            format!("{} to {cut:?}{more}", status.as_u16())
+        }
+        None => format!("{} with no Location", status.as_u16()),
+    }
 }
 
 /// Reads at most `limit` bytes of a body; the rest is dropped unread (the connection closes).
@@ -312,6 +371,60 @@ mod tests {
         assert_eq!(result["url"], "https://cdn.example/1.mp4");
         assert!(read_json::<JobObject>(br#"{"id":"job_1","status":"#).is_err());
         assert!(read_json::<JobObject>(b"\xff\\ud83d").is_err());
+    }
+
+    /// Something in front of Sume answering every call with a redirect to another host: no
+    /// call follows it (the key would not go there, and what answers there is not Sume); each
+    /// says where it pointed, cut and quoted.
+    #[tokio::test]
+    async fn a_redirect_is_reported_not_followed() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let far = format!("https://elsewhere.example/{}", "x".repeat(300));
+        let answer = format!(
+            "HTTP/1.1 308 Permanent Redirect\r\nlocation: {far}\r\ncontent-length: 0\r\n\r\n"
+        );
+        let served = tokio::spawn(async move {
+            let mut calls = 0;
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.ends_with(b"\r\n\r\n") {
+                    let n = socket.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                }
+                socket.write_all(answer.as_bytes()).await.unwrap();
+                calls += 1;
+                if calls == 3 {
+                    return calls;
+                }
+            }
+            calls
+        });
+        let client =
+            StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+        let key = Secret::new("sk_test");
+        let shown = format!(
+            "308 to \"https://elsewhere.example/{}\"...",
+            "x".repeat(174)
+        );
+        let check = client.check_key(&key).await.unwrap();
+        assert!(!check.usable);
+        assert_eq!(check.redirect.as_deref(), Some(shown.as_str()));
+        let status = client.job_status(&key, "job_1").await.unwrap();
+        assert_eq!(status.http_status, 308);
+        assert_eq!(status.outcome, StatusOutcome::Unexpected(shown));
+        let list = client.list_jobs(&key, 100, None, None).await.unwrap();
+        assert_eq!((list.http_status, list.page), (308, None));
+        assert_eq!(
+            served.await.unwrap(),
+            3,
+            "one call each, none sent elsewhere"
+        );
     }
 
     #[tokio::test]

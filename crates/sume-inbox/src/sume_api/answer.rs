@@ -12,7 +12,8 @@ const DEFAULT_RETRY_IN: Duration = Duration::from_secs(60);
 /// One key's answer about one job, as the decisions read it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
-    /// As recorded: `"200 running"`, `"404"`, `"429"`, `"timeout"`, `"error: ..."`.
+    /// As recorded: `"200 running"`, `"404"`, `"429"`, `"307 to \"...\""`, `"timeout"`,
+    /// `"error: ..."`.
     pub text: String,
     /// What it says.
     pub reply: Reply,
@@ -39,7 +40,8 @@ pub enum Reply {
     /// state, never the job's. Inconclusive like [`Reply::Failed`], and besides no give-up
     /// is decided on it: the job waits, however old, until reads work again.
     Refused,
-    /// Anything else: 401, 5xx, an unexpected answer, a timeout, a transport error.
+    /// Anything else: 401, 5xx, a redirect (not followed), an unexpected answer, a timeout, a
+    /// transport error.
     Failed,
 }
 
@@ -70,6 +72,8 @@ impl Answer {
                     _ if matches!(r.http_status, 402 | 403) => {
                         (r.http_status.to_string(), Reply::Refused)
                     }
+                    // A redirect not followed, a 200 that does not read as a job: what it was.
+                    StatusOutcome::Unexpected(what) => (what, Reply::Failed),
                     _ => (r.http_status.to_string(), Reply::Failed),
                 };
                 Answer { text, reply }

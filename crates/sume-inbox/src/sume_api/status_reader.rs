@@ -80,7 +80,7 @@ impl StatusReader {
             self.metrics.sume_api_key_usable(&key.name, usable);
             if !usable {
                 match check {
-                    Ok(c) => self.report_unusable(key, &code, c.request_id, None),
+                    Ok(c) => self.report_unusable(key, &code, c.request_id, c.redirect),
                     Err(e) => self.report_unusable(key, &code, None, Some(e.to_string())),
                 }
             }
@@ -89,7 +89,8 @@ impl StatusReader {
     }
 
     /// Logs why a key's check failed: Sume's answer (`code`, its `request_id`), or the error of
-    /// a call that got none (`error`: a refused connection, a name that does not resolve).
+    /// a call that got none (`error`: a refused connection, a name that does not resolve), or
+    /// where a redirect pointed (`error` again: `"307 to \"...\""`).
     fn report_unusable(
         &self,
         key: &ApiKey,
@@ -106,6 +107,9 @@ impl StatusReader {
             }
             "401" | "403" => {
                 tracing::error!(key = %key.name, code, request_id, "Sume refused API key {}: check SUME_API_KEYS (403: the key lacks the scope to read jobs); no job is set aside or given up until it works", key.name)
+            }
+            c if c.starts_with('3') => {
+                tracing::error!(%url, key = %key.name, redirect = error, "SUME_API_URL answered a redirect, which is not followed (what answers where it points says nothing about Sume's jobs): set SUME_API_URL to the address Sume's API answers at; no job is set aside or given up until it answers 200")
             }
             "402" => {
                 tracing::error!(key = %key.name, code, request_id, "Sume says the workspace of API key {} is out of credits (402); no job is set aside or given up until reads work again", key.name)

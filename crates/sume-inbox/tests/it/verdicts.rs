@@ -11,7 +11,8 @@ use sume_sim::{Faults, RunningSim};
 
 use crate::support::*;
 use crate::sweep::{
-    clocked_config, count, create, migrate, register, sim_config, wait_ended, Sweep, MAIN_KEY,
+    clocked_config, count, create, daemon_without_keys, migrate, register, sim_config, wait_ended,
+    Sweep, MAIN_KEY,
 };
 
 async fn set_faults(http: &reqwest::Client, sim: &RunningSim, faults: Value) {
@@ -165,5 +166,82 @@ async fn the_breaker_counts_jobs_without_a_key_and_is_read_per_batch() {
     assert!(
         count(&db, "select count(*) from sume.jobs where state = 'open'").await >= 150,
         "{polled:?}"
+    );
+}
+
+/// A read that Sume's front sends elsewhere (a 307 to a path where nothing is served) is not
+/// Sume's answer about the job: the 404 met there neither stands as a give-up's verdict (the
+/// job is given up blind and asked about again) nor sets a waiting event aside as foreign.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirected_read_is_not_an_answer_about_the_job() {
+    let db = TestDb::new().await;
+    let mut sc = sim_config();
+    sc.faults = Faults {
+        status_redirect: 1.0,
+        ..Faults::none()
+    };
+    let sim = RunningSim::start(sc).await.unwrap();
+    let daemon = Daemon::start(daemon_without_keys(&db, &sim)).await;
+    let http = reqwest::Client::new();
+    let registered = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 50})).await;
+    register(&db, &registered).await;
+    let hook = daemon.url("/webhooks/sume");
+    let waiting = create(
+        &http,
+        &sim,
+        MAIN_KEY,
+        Some(&hook),
+        json!({"duration_ms": 50}),
+    )
+    .await;
+    wait_for(
+        "the unregistered job's event stored",
+        Duration::from_secs(30),
+        || async { count(&db, "select count(*) from sume.events").await == 1 },
+    )
+    .await;
+    daemon.stop().await;
+
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    sweep.advance(sweep.config.poll_give_up.max(sweep.config.inbox_grace) + Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_eq!(polled.given_up, 1, "{polled:?}");
+    assert_eq!(
+        count(&db, "select count(*) from sume.give_up_rechecks").await,
+        1,
+        "given up with no answer about the job: to be asked about again"
+    );
+    let answer: String = db
+        .client()
+        .await
+        .query_one("select answer from sume.job_polls", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        answer,
+        format!("307 to \"/moved/jobs/{registered}/status\""),
+        "the call's timeline says where it was sent"
+    );
+    let checked = sweep.check_once().await;
+    assert_eq!(
+        (
+            checked.foreign,
+            checked.events_set_aside,
+            checked.checks_inconclusive
+        ),
+        (0, 0, 1),
+        "{checked:?}"
+    );
+    assert_eq!(
+        count(
+            &db,
+            &format!(
+                "select count(*) from sume.events
+                 where job_id = '{waiting}' and set_aside_at is null"
+            )
+        )
+        .await,
+        1
     );
 }
