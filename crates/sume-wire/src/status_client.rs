@@ -21,8 +21,9 @@ use crate::{mend_lone_surrogates, JobObject, RateLimit, Secret, StatusOutcome, S
 /// anything past this (a misconfigured URL answering a web page, a hostile proxy) is cut.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 
-/// The most of a redirect's `Location` kept for the logs and the recorded answer.
-const MAX_LOCATION_CHARS: usize = 200;
+/// The most of a redirect's `Location`, or of the id in an answer about another job, kept for
+/// the logs and the recorded answer.
+const MAX_SHOWN_CHARS: usize = 200;
 
 /// Why a status call got no HTTP answer at all. An answer with an error status is not a
 /// `ClientError` but a [`StatusReply`].
@@ -72,7 +73,8 @@ impl StatusClient {
 
     /// `GET {base}/jobs/{job_id}/status` with `key` as a bearer token; `job_id` is
     /// percent-encoded as one path segment. Every HTTP answer, error statuses included, is
-    /// `Ok`; `Err` means none came back.
+    /// `Ok`; `Err` means none came back. A 200 whose object names another job is
+    /// [`StatusOutcome::Unexpected`]: it says nothing about the job asked.
     pub async fn job_status(&self, key: &Secret, job_id: &str) -> Result<StatusReply, ClientError> {
         let Answered {
             status,
@@ -86,7 +88,11 @@ impl StatusClient {
             .and_then(|e| e.request_id);
         let outcome = match status {
             StatusCode::OK => match read_json::<JobObject>(&body).map(JobObject::storable) {
-                Ok(Some(job)) => StatusOutcome::Found(job),
+                Ok(Some(job)) if job.id == job_id => StatusOutcome::Found(job),
+                Ok(Some(job)) => StatusOutcome::Unexpected(format!(
+                    "200 about another job, {:?}",
+                    job.id.chars().take(MAX_SHOWN_CHARS).collect::<String>()
+                )),
                 Ok(None) => StatusOutcome::Unexpected(
                     "200 with a NUL character in the job's id or status".into(),
                 ),
@@ -278,11 +284,11 @@ struct Answered {
     body: Vec<u8>,
 }
 
-/// A redirect as recorded: its status and where it pointed, cut at [`MAX_LOCATION_CHARS`].
+/// A redirect as recorded: its status and where it pointed, cut at [`MAX_SHOWN_CHARS`].
 fn redirected(status: StatusCode, location: Option<String>) -> String {
     match location {
         Some(l) => {
-            let cut: String = l.chars().take(MAX_LOCATION_CHARS).collect();
+            let cut: String = l.chars().take(MAX_SHOWN_CHARS).collect();
             let more = if cut.len() < l.len() { "..." } else { "" };
             format!("{} to {cut:?}{more}", status.as_u16())
         }
@@ -373,21 +379,21 @@ mod tests {
         assert!(read_json::<JobObject>(b"\xff\\ud83d").is_err());
     }
 
-    /// Something in front of Sume answering every call with a redirect to another host: no
-    /// call follows it (the key would not go there, and what answers there is not Sume); each
-    /// says where it pointed, cut and quoted.
-    #[tokio::test]
-    async fn a_redirect_is_reported_not_followed() {
+    /// A server answering its first `calls` requests with `answer` as written; its handle
+    /// answers how many it served.
+    async fn answering(
+        answer: String,
+        calls: usize,
+    ) -> (std::net::SocketAddr, tokio::task::JoinHandle<usize>) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let far = format!("https://elsewhere.example/{}", "x".repeat(300));
-        let answer = format!(
-            "HTTP/1.1 308 Permanent Redirect\r\nlocation: {far}\r\ncontent-length: 0\r\n\r\n"
-        );
         let served = tokio::spawn(async move {
-            let mut calls = 0;
-            while let Ok((mut socket, _)) = listener.accept().await {
+            let mut served = 0;
+            while served < calls {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    break;
+                };
                 let mut request = Vec::new();
                 let mut buf = [0u8; 1024];
                 while !request.ends_with(b"\r\n\r\n") {
@@ -398,13 +404,23 @@ mod tests {
                     request.extend_from_slice(&buf[..n]);
                 }
                 socket.write_all(answer.as_bytes()).await.unwrap();
-                calls += 1;
-                if calls == 3 {
-                    return calls;
-                }
+                served += 1;
             }
-            calls
+            served
         });
+        (addr, served)
+    }
+
+    /// Something in front of Sume answering every call with a redirect to another host: no
+    /// call follows it (the key would not go there, and what answers there is not Sume); each
+    /// says where it pointed, cut and quoted.
+    #[tokio::test]
+    async fn a_redirect_is_reported_not_followed() {
+        let far = format!("https://elsewhere.example/{}", "x".repeat(300));
+        let answer = format!(
+            "HTTP/1.1 308 Permanent Redirect\r\nlocation: {far}\r\ncontent-length: 0\r\n\r\n"
+        );
+        let (addr, served) = answering(answer, 3).await;
         let client =
             StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
         let key = Secret::new("sk_test");
@@ -425,6 +441,29 @@ mod tests {
             3,
             "one call each, none sent elsewhere"
         );
+    }
+
+    /// A 200 whose job is not the one asked about (a cache in front of Sume keyed wrongly, say)
+    /// is not an answer about the job asked: its status must not close it.
+    #[tokio::test]
+    async fn an_answer_about_another_job_is_not_taken_for_the_one_asked() {
+        let body = r#"{"id":"job_other","status":"failed","error":{"code":"x"}}"#;
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let (addr, served) = answering(answer, 2).await;
+        let client =
+            StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+        let key = Secret::new("sk_test");
+        let asked = client.job_status(&key, "job_asked").await.unwrap();
+        assert_eq!(
+            asked.outcome,
+            StatusOutcome::Unexpected("200 about another job, \"job_other\"".into())
+        );
+        let same = client.job_status(&key, "job_other").await.unwrap();
+        assert!(matches!(same.outcome, StatusOutcome::Found(j) if j.status == "failed"));
+        assert_eq!(served.await.unwrap(), 2);
     }
 
     #[tokio::test]
