@@ -52,6 +52,8 @@ pub struct Metrics {
     pub orphan_events_expired: Counter,
     /// Terminal observations that contradicted a job's final state.
     pub disagreements_seen: Counter,
+    /// Statuses from Sume this version does not know (read as in flight), by where.
+    pub unknown_statuses: Family<StatusSourceLabels, Counter>,
     /// Ingest's hints for jobs with no row, answered without the database (no registration
     /// since; see attach.rs).
     pub attach_hints_skipped: Counter,
@@ -138,6 +140,7 @@ impl Metrics {
             orphans_found: Counter::default(),
             orphan_events_expired: Counter::default(),
             disagreements_seen: Counter::default(),
+            unknown_statuses: Family::default(),
             attach_hints_skipped: Counter::default(),
             give_up_rechecks: Family::default(),
             sume_reads: Family::default(),
@@ -231,6 +234,13 @@ impl Metrics {
     /// This instance's reads of Sume's jobs since its start, by the way they went.
     pub fn sume_reads_of(&self, way: ReadWay) -> u64 {
         self.sume_reads.get_or_create(&ReadLabels { way }).get()
+    }
+
+    /// Counts a status this version does not know, read at `source`.
+    pub fn unknown_status(&self, source: StatusSource) {
+        self.unknown_statuses
+            .get_or_create(&StatusSourceLabels { source })
+            .inc();
     }
 
     /// Counts a call to Sume answered `code`, and a refusal (402, 403) apart; answers whether

@@ -92,6 +92,16 @@ impl Status {
         Status::Terminal(terminal)
     }
 
+    /// Whether `raw` is a spelling this version knows, terminal or in flight (`queued`,
+    /// `running`, `processing`); case and surrounding space do not matter. [`Status::parse`]
+    /// reads any other as in flight, which a caller should make visible: a new terminal
+    /// spelling would keep jobs open until they are given up.
+    pub fn is_known(raw: &str) -> bool {
+        const IN_FLIGHT: [&str; 3] = ["queued", "running", "processing"];
+        Status::parse(raw).terminal().is_some()
+            || IN_FLIGHT.contains(&raw.trim().to_ascii_lowercase().as_str())
+    }
+
     /// The final state, or `None` while the job is in flight.
     pub fn terminal(self) -> Option<JobState> {
         match self {
@@ -124,7 +134,11 @@ mod tests {
             ("something_new", None),
         ] {
             assert_eq!(Status::parse(raw).terminal(), want, "{raw}");
+            assert_eq!(Status::is_known(raw), raw != "something_new", "{raw}");
         }
+        assert!(Status::is_known(" Running "));
+        assert!(!Status::is_known("done"));
+        assert!(!Status::is_known(""));
     }
 
     #[test]

@@ -35,8 +35,9 @@ pub use super::body_readers::BodyReaders;
 use super::body_readers::Reading;
 use super::probes::{self, Readiness};
 use crate::actors::ingest::{IngestHandle, Stored};
+use crate::db::NewEvent;
 use crate::decisions::delivery::{check_headers, verify_delivery, Delivery, Received};
-use crate::metrics::{Metrics, TimeoutKind, WebhookOutcome};
+use crate::metrics::{Metrics, StatusSource, TimeoutKind, WebhookOutcome};
 use crate::process::log_budget::LogBudget;
 use crate::process::traces;
 use tracing::{Instrument, Span};
@@ -171,6 +172,9 @@ async fn checked(state: Arc<WebhookState>, request: Request, delivery_span: &Spa
                         "X-Sume-Event-Id differs from the body's event id; stored under the body's"
                     );
                 }
+            }
+            if let Delivery::Event(e) = &verified.delivery {
+                unknown_status(&state, e);
             }
             verified.delivery
         }
@@ -328,6 +332,23 @@ fn too_large(state: &WebhookState) -> Response {
         format!("the body is over MAX_BODY_BYTES ({})", state.max_body_bytes),
     )
         .into_response()
+}
+
+/// Counts, and logs within [`ODD_DELIVERIES_LOG`], a verified event whose status this version
+/// does not know: it is stored and read as in flight, so were it a new terminal spelling the
+/// job would stay open until a poll reads a known one or it is given up.
+fn unknown_status(state: &WebhookState, e: &NewEvent) {
+    let Some(status) = e.status.as_deref() else {
+        return;
+    };
+    if sume_wire::Status::is_known(status) {
+        return;
+    }
+    state.metrics.unknown_status(StatusSource::webhook);
+    if let Some(left_out) = ODD_DELIVERIES_LOG.allow() {
+        let status: String = status.chars().take(100).collect();
+        tracing::warn!(job_id = %e.job_id, ?status, left_out, "a verified webhook carries a job status this version does not know; stored, and read as in flight");
+    }
 }
 
 /// Hands a verified delivery to the ingest actor and answers once it is committed.

@@ -50,6 +50,26 @@ pub struct OutcomeLabels {
     pub outcome: WebhookOutcome,
 }
 
+/// Where a status this version does not know was read (the `source` label of
+/// `sume_inbox_unknown_statuses`).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum StatusSource {
+    /// A verified webhook's body.
+    webhook,
+    /// A status read of one job (a poll, a recheck, an inbox check).
+    status_read,
+    /// A page of a key's list.
+    list,
+}
+
+/// The label of `sume_inbox_unknown_statuses`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatusSourceLabels {
+    /// Where it was read.
+    pub source: StatusSource,
+}
+
 /// The position of the verifying secret in SUME_WEBHOOK_SECRET (never the secret).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SecretLabels {

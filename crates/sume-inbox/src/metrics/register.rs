@@ -70,6 +70,11 @@ impl Metrics {
             self.disagreements_seen.clone(),
         );
         r.register(
+            "unknown_statuses",
+            "Statuses from Sume this version does not know, read as in flight, by where they were read",
+            self.unknown_statuses.clone(),
+        );
+        r.register(
             "attach_hints_skipped",
             "Hints for events whose job had no row and was not registered since: no query",
             self.attach_hints_skipped.clone(),

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use super::StatusReader;
 use crate::config::ApiKey;
 use crate::db::DbError;
-use crate::metrics::ReadWay;
+use crate::metrics::{ReadWay, StatusSource};
 
 /// What asking for one page got.
 #[derive(Debug)]
@@ -57,7 +57,12 @@ impl StatusReader {
         }
         self.observe(key, reply.http_status, &reply.rate).await?;
         Ok(Some(match reply.page {
-            Some(page) => ListAnswer::Page(page),
+            Some(page) => {
+                for job in &page.data {
+                    super::note_status(self.metrics(), StatusSource::list, &job.id, &job.status);
+                }
+                ListAnswer::Page(page)
+            }
             None => ListAnswer::Failed(code),
         }))
     }

@@ -17,3 +17,24 @@ pub use key_checks::{ApiCheck, Hold};
 pub use list_reads::ListAnswer;
 pub use read_budget::{Budget, BudgetError};
 pub use status_reader::StatusReader;
+
+use crate::metrics::{Metrics, StatusSource};
+use crate::process::log_budget::LogBudget;
+
+/// A status this version does not know repeats on every read of its job: logged at most this
+/// often, counted always.
+static UNKNOWN_STATUS_LOG: LogBudget = LogBudget::new(1, std::time::Duration::from_secs(60));
+
+/// Counts, and logs within [`UNKNOWN_STATUS_LOG`], a status Sume answered for `job_id` that
+/// this version does not know ([`sume_wire::Status::is_known`]): it is read as in flight, so
+/// were it a new terminal spelling, the job would stay open until given up.
+pub(crate) fn note_status(metrics: &Metrics, source: StatusSource, job_id: &str, status: &str) {
+    if sume_wire::Status::is_known(status) {
+        return;
+    }
+    metrics.unknown_status(source);
+    if let Some(left_out) = UNKNOWN_STATUS_LOG.allow() {
+        let status: String = status.chars().take(100).collect();
+        tracing::warn!(job_id, ?status, ?source, left_out, "Sume answered a job status this version does not know; it is read as in flight (the job stays open until a known status or its give-up)");
+    }
+}

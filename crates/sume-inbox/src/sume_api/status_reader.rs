@@ -301,23 +301,48 @@ impl StatusReader {
             self.budget
                 .observe(&key.name, r.http_status, &r.rate)
                 .await?;
-            let request_id = r.request_id.as_deref().unwrap_or("-");
-            match r.http_status {
-                401 => {
-                    tracing::error!(key = %key.name, request_id, "Sume refused API key (401): check SUME_API_KEYS")
-                }
-                200 | 404 => {}
-                402 => {
-                    tracing::error!(key = %key.name, job_id, request_id, "Sume answered 402 (out of credits) to a status read: the job stays as it is and is asked again later")
-                }
-                403 => {
-                    tracing::error!(key = %key.name, job_id, request_id, "Sume answered 403 (the key lacks the scope) to a status read: the job stays as it is and is asked again later; check SUME_API_KEYS")
-                }
-                status => {
-                    tracing::warn!(key = %key.name, job_id, status, request_id, "Sume answered a status call with an error")
-                }
-            }
+            self.report(key, job_id, r);
         }
         Ok(Some((Answer::read(reply), latency)))
+    }
+
+    /// Logs what a status call's answer says about the configuration or about Sume: a refused
+    /// key, a redirect, an answer about another job, a status this version does not know.
+    fn report(&self, key: &ApiKey, job_id: &str, r: &sume_wire::StatusReply) {
+        let request_id = r.request_id.as_deref().unwrap_or("-");
+        match r.http_status {
+            401 => {
+                tracing::error!(key = %key.name, request_id, "Sume refused API key (401): check SUME_API_KEYS")
+            }
+            200 => match &r.outcome {
+                sume_wire::StatusOutcome::Found(job) => super::note_status(
+                    &self.metrics,
+                    crate::metrics::StatusSource::status_read,
+                    job_id,
+                    &job.status,
+                ),
+                sume_wire::StatusOutcome::Unexpected(what) => {
+                    tracing::warn!(key = %key.name, job_id, answer = %what, request_id, "Sume's answer to a status call is no answer about the job: it is asked again later")
+                }
+                _ => {}
+            },
+            404 => {}
+            402 => {
+                tracing::error!(key = %key.name, job_id, request_id, "Sume answered 402 (out of credits) to a status read: the job stays as it is and is asked again later")
+            }
+            403 => {
+                tracing::error!(key = %key.name, job_id, request_id, "Sume answered 403 (the key lacks the scope) to a status read: the job stays as it is and is asked again later; check SUME_API_KEYS")
+            }
+            300..=399 => {
+                let answer = match &r.outcome {
+                    sume_wire::StatusOutcome::Unexpected(what) => what.as_str(),
+                    _ => "",
+                };
+                tracing::warn!(key = %key.name, job_id, answer, "a status call was answered with a redirect, which is not followed: no answer about the job; check SUME_API_URL")
+            }
+            status => {
+                tracing::warn!(key = %key.name, job_id, status, request_id, "Sume answered a status call with an error")
+            }
+        }
     }
 }

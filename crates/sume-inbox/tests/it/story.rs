@@ -355,10 +355,86 @@ async fn a_status_no_database_can_store_fails_its_own_poll_not_the_pass() {
     assert_eq!((stats.still_open, stats.requests), (2, 2));
     let store = sume_inbox::db::Store::new(&db.url, 1).unwrap();
     let answer = |d: sume_inbox::db::JobDetail| d.polls[0].answer.clone();
-    assert_eq!(answer(store.job_detail(&bad).await.unwrap()), "200");
+    assert_eq!(
+        answer(store.job_detail(&bad).await.unwrap()),
+        "200 with a NUL character in the job's id or status"
+    );
     assert_eq!(
         answer(store.job_detail(&good).await.unwrap()),
         "200 running"
     );
     assert_eq!(job_state(&db, &bad).await.as_deref(), Some("open"));
+}
+
+/// A status no spelling of this version knows (`thinking`) is read as in flight, and counted
+/// where it was read: a read of the job, a page of the list, a webhook. Known spellings are not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_status_this_version_does_not_know_is_counted_where_it_was_read() {
+    use sume_inbox::metrics::{Metrics, StatusSource, StatusSourceLabels};
+    let counted = |m: &Metrics, source| {
+        m.unknown_statuses
+            .get_or_create(&StatusSourceLabels { source })
+            .get()
+    };
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let http = reqwest::Client::new();
+    let long = json!({"duration_ms": 3_600_000, "queued_ms": 0});
+    let mut odd = long.clone();
+    odd["working_status"] = json!("thinking");
+    let thinking = create(&http, &sim, MAIN_KEY, None, odd).await;
+    let running = create(&http, &sim, MAIN_KEY, None, long).await;
+    let one_by_one = sume_inbox::config::SweepConfig {
+        list_walks: false,
+        ..clocked_config()
+    };
+    let sweep = Sweep::new(&db, &sim, one_by_one).await;
+    register(&db, &thinking).await;
+    register(&db, &running).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(60));
+    let stats = sweep.poll_once().await;
+    assert_eq!((stats.still_open, stats.requests), (2, 2), "{stats:?}");
+    assert_eq!(counted(&sweep.metrics, StatusSource::status_read), 1);
+
+    let store = sume_inbox::db::Store::new(&db.url, 1).unwrap();
+    let client = sume_wire::StatusClient::new(&sim.api_url(), Duration::from_secs(5)).unwrap();
+    let reader = sume_inbox::sume_api::StatusReader::new(
+        store,
+        sweep.metrics.clone(),
+        client,
+        vec![crate::sweep::main_key()],
+        sweep.config.read_rate,
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let page = reader
+        .list_page(&crate::sweep::main_key(), None, deadline)
+        .await
+        .unwrap();
+    assert!(
+        matches!(page, Some(sume_inbox::sume_api::ListAnswer::Page(ref p)) if p.data.len() == 2),
+        "{page:?}"
+    );
+    assert_eq!(counted(&sweep.metrics, StatusSource::list), 1);
+
+    let daemon = Daemon::start(config(&db.url)).await;
+    let hook = daemon.url("/webhooks/sume");
+    for status in ["thinking", "running", "completed"] {
+        let r = Delivery::status(&format!("job_hook_{status}"), status)
+            .send(&http, &hook)
+            .await;
+        assert_eq!(r.status(), StatusCode::NO_CONTENT, "{status}");
+    }
+    let text = http
+        .get(daemon.admin_url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("sume_inbox_unknown_statuses_total{source=\"webhook\"} 1\n"),
+        "{text}"
+    );
+    daemon.stop().await;
 }
