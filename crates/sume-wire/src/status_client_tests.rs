@@ -1,0 +1,129 @@
+//! The status client against servers that answer as Sume, or something in front of it,
+//! might: a bad base, mended bodies, redirects, answers about another job, no answer at all.
+
+use super::*;
+
+#[test]
+fn refuses_a_bad_base() {
+    assert!(StatusClient::new("not a url", Duration::from_secs(1)).is_err());
+    assert!(StatusClient::new("ftp://x/api", Duration::from_secs(1)).is_err());
+    assert!(StatusClient::new("http://127.0.0.1:1/api/v1/", Duration::from_secs(1)).is_ok());
+}
+
+/// A status answer whose caption was cut inside an emoji is still read, the half mended
+/// into U+FFFD; one broken otherwise is still refused.
+#[test]
+fn an_answer_with_a_lone_surrogate_is_read_mended() {
+    let body = br#"{"id":"job_1","status":"completed","result":{"caption":"cut \ud83d","url":"https://cdn.example/1.mp4"}}"#;
+    assert!(
+        serde_json::from_slice::<JobObject>(body).is_err(),
+        "serde_json refuses it"
+    );
+    let job = read_json::<JobObject>(body).unwrap();
+    let result = job.result.unwrap();
+    assert_eq!(result["caption"], "cut \u{fffd}");
+    assert_eq!(result["url"], "https://cdn.example/1.mp4");
+    assert!(read_json::<JobObject>(br#"{"id":"job_1","status":"#).is_err());
+    assert!(read_json::<JobObject>(b"\xff\\ud83d").is_err());
+}
+
+/// A server answering its first `calls` requests with `answer` as written; its handle
+/// answers how many it served.
+async fn answering(
+    answer: String,
+    calls: usize,
+) -> (std::net::SocketAddr, tokio::task::JoinHandle<usize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = tokio::spawn(async move {
+        let mut served = 0;
+        while served < calls {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                break;
+            };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.ends_with(b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buf[..n]);
+            }
+            socket.write_all(answer.as_bytes()).await.unwrap();
+            served += 1;
+        }
+        served
+    });
+    (addr, served)
+}
+
+/// Something in front of Sume answering every call with a redirect to another host: no
+/// call follows it (the key would not go there, and what answers there is not Sume); each
+/// says where it pointed, cut and quoted.
+#[tokio::test]
+async fn a_redirect_is_reported_not_followed() {
+    let far = format!("https://elsewhere.example/{}", "x".repeat(300));
+    let answer =
+        format!("HTTP/1.1 308 Permanent Redirect\r\nlocation: {far}\r\ncontent-length: 0\r\n\r\n");
+    let (addr, served) = answering(answer, 3).await;
+    let client = StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+    let key = Secret::new("sk_test");
+    let shown = format!(
+        "308 to \"https://elsewhere.example/{}\"...",
+        "x".repeat(174)
+    );
+    let check = client.check_key(&key).await.unwrap();
+    assert!(!check.usable);
+    assert_eq!(check.redirect.as_deref(), Some(shown.as_str()));
+    let status = client.job_status(&key, "job_1").await.unwrap();
+    assert_eq!(status.http_status, 308);
+    assert_eq!(status.outcome, StatusOutcome::Unexpected(shown));
+    let list = client.list_jobs(&key, 100, None, None).await.unwrap();
+    assert_eq!((list.http_status, list.page), (308, None));
+    assert_eq!(
+        served.await.unwrap(),
+        3,
+        "one call each, none sent elsewhere"
+    );
+}
+
+/// A 200 whose job is not the one asked about (a cache in front of Sume keyed wrongly, say)
+/// is not an answer about the job asked: its status must not close it.
+#[tokio::test]
+async fn an_answer_about_another_job_is_not_taken_for_the_one_asked() {
+    let body = r#"{"id":"job_other","status":"failed","error":{"code":"x"}}"#;
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let (addr, served) = answering(answer, 2).await;
+    let client = StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+    let key = Secret::new("sk_test");
+    let asked = client.job_status(&key, "job_asked").await.unwrap();
+    assert_eq!(
+        asked.outcome,
+        StatusOutcome::Unexpected("200 about another job, \"job_other\"".into())
+    );
+    let same = client.job_status(&key, "job_other").await.unwrap();
+    assert!(matches!(same.outcome, StatusOutcome::Found(j) if j.status == "failed"));
+    assert_eq!(served.await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn a_transport_error_says_what_went_wrong() {
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = reqwest::get(format!("http://127.0.0.1:{port}/"))
+        .await
+        .unwrap_err();
+    let line = error_chain(&e);
+    assert!(line.contains("error sending request"), "{line}");
+    assert!(line.to_lowercase().contains("connection refused"), "{line}");
+    assert_eq!(line.matches("Connection refused").count(), 1, "{line}");
+}
