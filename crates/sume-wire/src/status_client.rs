@@ -211,7 +211,10 @@ impl StatusClient {
             query.push(("status", s));
         }
         let Answered {
-            status, rate, body, ..
+            status,
+            rate,
+            location,
+            body,
         } = self.get(key, &["jobs"], &query).await?;
         let request_id = serde_json::from_slice::<crate::ErrorEnvelope>(&body)
             .ok()
@@ -228,6 +231,9 @@ impl StatusClient {
             page,
             rate,
             request_id,
+            redirect: status
+                .is_redirection()
+                .then(|| redirected(status, location)),
         })
     }
 }
@@ -258,6 +264,8 @@ pub struct ListReply {
     pub rate: RateLimit,
     /// Sume's `request_id` of an error answer.
     pub request_id: Option<String>,
+    /// For a `3xx`, not followed: the status and where it pointed (`"307 to \"...\""`).
+    pub redirect: Option<String>,
 }
 
 /// What [`StatusClient::check_key`] found.

@@ -79,9 +79,10 @@ async fn a_redirect_is_reported_not_followed() {
     assert_eq!(check.redirect.as_deref(), Some(shown.as_str()));
     let status = client.job_status(&key, "job_1").await.unwrap();
     assert_eq!(status.http_status, 308);
-    assert_eq!(status.outcome, StatusOutcome::Unexpected(shown));
+    assert_eq!(status.outcome, StatusOutcome::Unexpected(shown.clone()));
     let list = client.list_jobs(&key, 100, None, None).await.unwrap();
     assert_eq!((list.http_status, list.page), (308, None));
+    assert_eq!(list.redirect.as_deref(), Some(shown.as_str()));
     assert_eq!(
         served.await.unwrap(),
         3,

@@ -168,10 +168,16 @@ impl Reconcile {
             }
             let Some(page) = reply.page else {
                 let request_id = reply.request_id.as_deref().unwrap_or("-");
-                report.stopped = Some(format!(
-                    "Sume answered {} (request_id {request_id})",
-                    reply.http_status
-                ));
+                report.stopped = Some(match reply.redirect {
+                    Some(moved) => format!(
+                        "the list answered {moved}, a redirect, which is not followed (what \
+                         answers there is not Sume's API): check SUME_API_URL"
+                    ),
+                    None => format!(
+                        "Sume answered {} (request_id {request_id})",
+                        reply.http_status
+                    ),
+                });
                 break;
             };
             report.pages += 1;
