@@ -1,5 +1,5 @@
 //! The two HTTP surfaces: the public webhook endpoint ([`webhook`]) with the health checks
-//! ([`probes`]), and the admin API ([`admin`]) with the console ([`console`]). Handlers only
+//! ([`probes`]) and what other paths get ([`misrouted`]), and the admin API ([`admin`]) with the console ([`console`]). Handlers only
 //! translate HTTP to messages and store calls. Both ports are served by one loop, [`server`],
 //! each with its own connection cap, whose connections keep their timeouts in [`timed_io`]
 //! (and the admin port's request bodies theirs in [`timed_body`]); the webhook bodies the
@@ -9,6 +9,7 @@ pub mod admin;
 pub mod body_budget;
 pub mod body_readers;
 pub mod console;
+pub mod misrouted;
 pub mod probes;
 pub mod server;
 pub mod timed_body;

@@ -80,15 +80,21 @@ impl axum::extract::FromRef<Arc<WebhookState>> for probes::Probes {
     }
 }
 
-/// The public port's routes: the webhook and the health checks. The state is shared behind one
+/// The public port's routes: the webhook and the health checks; any other path is
+/// [`super::misrouted`]'s. The state is shared behind one
 /// `Arc`: every request takes a handle to it, one reference count instead of one per field.
 pub fn router(state: WebhookState) -> Router {
     Router::new()
-        .route("/webhooks/sume", post(receive))
+        .route(WEBHOOK_PATH, post(receive))
+        .route("/webhooks/sume/", post(receive))
         .route("/healthz", get(probes::healthz))
         .route("/readyz", get(probes::readyz))
+        .fallback(super::misrouted::answer)
         .with_state(Arc::new(state))
 }
+
+/// Where Sume's webhooks are received (with a trailing `/` too: a `webhook_url` so written).
+pub const WEBHOOK_PATH: &str = "/webhooks/sume";
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
@@ -173,8 +179,13 @@ async fn checked(state: Arc<WebhookState>, request: Request, delivery_span: &Spa
                     );
                 }
             }
-            if let Delivery::Event(e) = &verified.delivery {
-                unknown_status(&state, e);
+            if let Delivery::Event(NewEvent {
+                job_id,
+                status: Some(status),
+                ..
+            }) = &verified.delivery
+            {
+                crate::sume_api::note_status(&state.metrics, StatusSource::webhook, job_id, status);
             }
             verified.delivery
         }
@@ -191,7 +202,7 @@ async fn checked(state: Arc<WebhookState>, request: Request, delivery_span: &Spa
 /// An answer given before the body was read: the connection cannot carry another request (the
 /// rest of this one is still on the wire), so it closes after the answer, and says so, lest the
 /// client send its next request on it.
-fn unread_body(mut answer: Response) -> Response {
+pub(super) fn unread_body(mut answer: Response) -> Response {
     answer
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -332,23 +343,6 @@ fn too_large(state: &WebhookState) -> Response {
         format!("the body is over MAX_BODY_BYTES ({})", state.max_body_bytes),
     )
         .into_response()
-}
-
-/// Counts, and logs within [`ODD_DELIVERIES_LOG`], a verified event whose status this version
-/// does not know: it is stored and read as in flight, so were it a new terminal spelling the
-/// job would stay open until a poll reads a known one or it is given up.
-fn unknown_status(state: &WebhookState, e: &NewEvent) {
-    let Some(status) = e.status.as_deref() else {
-        return;
-    };
-    if sume_wire::Status::is_known(status) {
-        return;
-    }
-    state.metrics.unknown_status(StatusSource::webhook);
-    if let Some(left_out) = ODD_DELIVERIES_LOG.allow() {
-        let status: String = status.chars().take(100).collect();
-        tracing::warn!(job_id = %e.job_id, ?status, left_out, "a verified webhook carries a job status this version does not know; stored, and read as in flight");
-    }
 }
 
 /// Hands a verified delivery to the ingest actor and answers once it is committed.

@@ -19,6 +19,8 @@ pub enum WebhookOutcome {
     too_large,
     /// Not committed in time: 503.
     unavailable,
+    /// A POST with Sume's signing headers to a path other than `/webhooks/sume`: 404.
+    misrouted,
 }
 
 /// Which timer closed a connection on the public port (the `kind` label of

@@ -25,9 +25,10 @@ use crate::process::log_budget::LogBudget;
 /// often, counted always.
 static UNKNOWN_STATUS_LOG: LogBudget = LogBudget::new(1, std::time::Duration::from_secs(60));
 
-/// Counts, and logs within [`UNKNOWN_STATUS_LOG`], a status Sume answered for `job_id` that
-/// this version does not know ([`sume_wire::Status::is_known`]): it is read as in flight, so
-/// were it a new terminal spelling, the job would stay open until given up.
+/// Counts, and logs within [`UNKNOWN_STATUS_LOG`], a status Sume sent for `job_id` (in a
+/// verified webhook, a status read or a list page) that this version does not know
+/// ([`sume_wire::Status::is_known`]): it is read as in flight, so were it a new terminal
+/// spelling, the job would stay open until given up.
 pub(crate) fn note_status(metrics: &Metrics, source: StatusSource, job_id: &str, status: &str) {
     if sume_wire::Status::is_known(status) {
         return;
@@ -35,6 +36,6 @@ pub(crate) fn note_status(metrics: &Metrics, source: StatusSource, job_id: &str,
     metrics.unknown_status(source);
     if let Some(left_out) = UNKNOWN_STATUS_LOG.allow() {
         let status: String = status.chars().take(100).collect();
-        tracing::warn!(job_id, ?status, ?source, left_out, "Sume answered a job status this version does not know; it is read as in flight (the job stays open until a known status or its give-up)");
+        tracing::warn!(job_id, ?status, ?source, left_out, "Sume sent a job status this version does not know; it is stored and read as in flight (the job stays open until a known status or its give-up)");
     }
 }

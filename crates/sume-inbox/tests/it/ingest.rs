@@ -80,6 +80,56 @@ async fn oversized_bodies_and_wrong_routes_are_refused(
     assert_eq!(http.get(url).send().await.unwrap().status(), 405);
 }
 
+/// A `webhook_url` written with a trailing `/` is served. A signed POST to any other path is
+/// Sume (or a relay) sending to the wrong place: still 404, but counted, logged, and its answer
+/// says where webhooks go; an unsigned one, or a GET, is a stranger's, and only gets its 404.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_trailing_slash_is_served_and_a_signed_post_elsewhere_is_counted() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let slash = Delivery::completed("job_slash");
+    let r = slash.send(&http, &daemon.url("/webhooks/sume/")).await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(
+        db.scalar("select count(*) from sume.events where job_id = 'job_slash'")
+            .await,
+        1
+    );
+    for path in ["/webhook/sume", "/webhooks/sume//", "/"] {
+        let r = Delivery::completed("job_lost")
+            .send(&http, &daemon.url(path))
+            .await;
+        assert_eq!(r.status(), 404, "{path}");
+        let said = r.text().await.unwrap();
+        assert!(said.contains("POST /webhooks/sume"), "{path}: {said}");
+    }
+    let stranger = http.post(daemon.url("/wp-login.php")).body("x").send();
+    assert_eq!(stranger.await.unwrap().status(), 404);
+    assert_eq!(
+        http.get(daemon.url("/x")).send().await.unwrap().status(),
+        404
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.events where job_id = 'job_lost'")
+            .await,
+        0
+    );
+    let text = http
+        .get(daemon.admin_url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("sume_inbox_webhooks_total{outcome=\"misrouted\"} 3\n"),
+        "{text}"
+    );
+    daemon.stop().await;
+}
+
 /// Authentic garbage and authentic JSON naming no job are kept as dead letters; a good event
 /// for a job nobody registered, and its duplicate, are stored once.
 async fn authentic_deliveries_get_204(http: &reqwest::Client, url: &str) {
