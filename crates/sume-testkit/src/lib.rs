@@ -211,6 +211,13 @@ impl Daemon {
     /// `/readyz` answers 200 (panics after 30 seconds). Logs go to the test's output when
     /// RUST_LOG is set.
     pub async fn start(config: Config) -> Daemon {
+        let d = Daemon::serving(config).await;
+        d.wait_ready().await;
+        d
+    }
+
+    /// As [`Daemon::start`], but returns once it serves (`/healthz` answers 200), ready or not.
+    pub async fn serving(config: Config) -> Daemon {
         init_logging();
         let webhook_listener = sume_inbox::process::sockets::bind(config.listen_addr).unwrap();
         let admin_listener = sume_inbox::process::sockets::bind(config.admin_addr).unwrap();
@@ -231,7 +238,11 @@ impl Daemon {
             shutdown,
             task,
         };
-        d.wait_ready().await;
+        let url = d.url("/healthz");
+        wait_for("daemon serving", Duration::from_secs(30), || async {
+            matches!(reqwest::get(&url).await, Ok(r) if r.status() == 200)
+        })
+        .await;
         d
     }
 

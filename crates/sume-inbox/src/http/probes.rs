@@ -23,6 +23,11 @@ pub const READY_TTL: Duration = Duration::from_secs(1);
 /// How long one database check may take before it counts as a failure.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// `/readyz`'s answer while the database takes no writes.
+const READ_ONLY: &str = "database is read-only (a hot standby, or default_transaction_read_only): \
+    no webhook can be stored, every one is answered 503; DATABASE_URL must reach the primary \
+    (naming several hosts: add target_session_attrs=read-write)";
+
 /// The tasks' liveness and the last database check.
 pub struct Readiness {
     tasks: Health,
@@ -66,13 +71,14 @@ impl Readiness {
     }
 
     async fn check(&self) -> Result<(), String> {
-        let missing = tokio::time::timeout(CHECK_TIMEOUT, self.store.schema_migrations_missing());
-        match missing.await {
-            Ok(Ok(missing)) if missing.is_empty() => Ok(()),
-            Ok(Ok(missing)) => Err(format!(
+        let readiness = tokio::time::timeout(CHECK_TIMEOUT, self.store.schema_readiness());
+        match readiness.await {
+            Ok(Ok((missing, _))) if !missing.is_empty() => Err(format!(
                 "schema lacks migration(s) {missing:?}, this binary needs {}",
                 migrate::latest()
             )),
+            Ok(Ok((_, true))) => Err(READ_ONLY.into()),
+            Ok(Ok((_, false))) => Ok(()),
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "readiness: database check failed");
                 Err("database unreachable".into())
@@ -90,8 +96,8 @@ pub async fn healthz(State(Probes(health)): State<Probes>) -> Response {
     health.dead_tasks().unwrap_or_else(|| "ok".into_response())
 }
 
-/// Ready when no task has died, the database answers, and the schema is at least this binary's
-/// version.
+/// Ready when no task has died, the database answers and takes writes, and the schema is at
+/// least this binary's version.
 pub async fn readyz(State(Probes(health)): State<Probes>) -> Response {
     if let Some(dead) = health.dead_tasks() {
         return dead;

@@ -65,3 +65,38 @@ async fn a_flood_of_readiness_checks_costs_the_database_nothing_per_request() {
     );
     daemon.stop().await;
 }
+
+/// A database that takes no writes (a hot standby after a failover, a URL naming the wrong
+/// host; here `default_transaction_read_only`) stores no webhook: `/readyz` says so, naming what
+/// to fix, so that a load balancer stops sending to an instance that can only answer 503.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_only_database_is_not_ready() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let mut migrating = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut migrating)
+        .await
+        .unwrap();
+    c.batch_execute(
+        "do $$ begin
+           execute format('alter database %I set default_transaction_read_only = on',
+                          current_database());
+         end $$",
+    )
+    .await
+    .unwrap();
+    let daemon = Daemon::serving(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let ready = http.get(daemon.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+    let said = ready.text().await.unwrap();
+    assert!(
+        said.contains("read-only") && said.contains("target_session_attrs=read-write"),
+        "{said}"
+    );
+    let refused = Delivery::completed("job_read_only")
+        .send(&http, &daemon.url("/webhooks/sume"))
+        .await;
+    assert_eq!(refused.status(), 503);
+    daemon.stop().await;
+}

@@ -304,12 +304,28 @@ impl super::Store {
             .query(&client, &[])
             .await?;
         let applied: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
-        Ok(MIGRATIONS
-            .iter()
-            .map(|m| m.0)
-            .filter(|v| !applied.contains(v))
-            .collect())
+        Ok(lacking(&applied))
     }
+
+    /// What `/readyz` needs, in one round trip: this binary's migrations the schema lacks, and
+    /// whether the session is read-only (a hot standby, `default_transaction_read_only`).
+    pub async fn schema_readiness(&self) -> Result<(Vec<i32>, bool), DbError> {
+        let client = self.client().await?;
+        let row = super::sql::SCHEMA_MIGRATIONS_READINESS
+            .query_one(&client, &[])
+            .await?;
+        let applied: Vec<i32> = row.get("applied");
+        Ok((lacking(&applied), row.get("read_only")))
+    }
+}
+
+/// This binary's migrations not among `applied`.
+fn lacking(applied: &[i32]) -> Vec<i32> {
+    MIGRATIONS
+        .iter()
+        .map(|m| m.0)
+        .filter(|v| !applied.contains(v))
+        .collect()
 }
 
 #[cfg(test)]
