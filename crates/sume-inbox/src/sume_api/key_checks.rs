@@ -59,6 +59,22 @@ struct State {
     /// The last polls under a job's own key: true for a 404.
     window: VecDeque<bool>,
     open_until: Option<Instant>,
+    /// Keys whose check a pass has claimed and not finished ([`KeyClaim`]).
+    checking: std::collections::HashSet<String>,
+}
+
+/// One pass's claim on a key's due check: while it is held, other passes of this instance
+/// (the inbox check and the poll start together) neither check the key again nor spend a read
+/// on it. Dropped, however the check ended (done, no budget, an error), the key is free again.
+pub struct KeyClaim {
+    api: ApiCheck,
+    key: String,
+}
+
+impl Drop for KeyClaim {
+    fn drop(&mut self) {
+        self.api.state().checking.remove(&self.key);
+    }
 }
 
 /// Why verdicts are not allowed now.
@@ -94,6 +110,17 @@ impl ApiCheck {
             Some((true, at)) => now.duration_since(*at) >= RECHECK_EVERY,
             Some((false, at)) => now.duration_since(*at) >= RECHECK_FAILED_EVERY,
         }
+    }
+
+    /// The claim on `key`'s check when it is due at `now` and no other pass holds it.
+    pub fn claim(&self, key: &str, now: Instant) -> Option<KeyClaim> {
+        if !self.due(key, now) || !self.state().checking.insert(key.to_owned()) {
+            return None;
+        }
+        Some(KeyClaim {
+            api: self.clone(),
+            key: key.to_owned(),
+        })
     }
 
     /// Records a key's check.
@@ -183,6 +210,21 @@ mod tests {
         c.checked("other", true, now);
         assert_eq!(c.verdicts(&keys(), now), Ok(()));
         assert!(c.due("main", now + RECHECK_EVERY));
+    }
+
+    #[test]
+    fn a_due_check_is_claimed_by_one_pass_at_a_time() {
+        let c = ApiCheck::default();
+        let now = Instant::now();
+        let first = c.claim("main", now).expect("never checked: due");
+        assert!(c.claim("main", now).is_none(), "held by the first pass");
+        assert!(c.claim("other", now).is_some(), "each key apart");
+        drop(first); // no budget, say: nothing recorded
+        let again = c.claim("main", now).expect("free again");
+        c.checked("main", true, now);
+        drop(again);
+        assert!(c.claim("main", now).is_none(), "checked: not due");
+        assert!(c.claim("main", now + RECHECK_EVERY).is_some());
     }
 
     #[test]

@@ -58,9 +58,9 @@ impl StatusReader {
     /// budget; a key whose check cannot get a token before `deadline` waits for the next pass.
     pub async fn verify_keys(&self, deadline: Instant) -> Result<(), DbError> {
         for key in self.keys.iter() {
-            if !self.api.due(&key.name, Instant::now()) {
+            let Some(_claim) = self.api.claim(&key.name, Instant::now()) else {
                 continue;
-            }
+            };
             if !self.take(key, deadline).await? {
                 continue;
             }
