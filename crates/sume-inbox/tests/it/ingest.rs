@@ -82,7 +82,8 @@ async fn oversized_bodies_and_wrong_routes_are_refused(
 
 /// A `webhook_url` written with a trailing `/` is served. A signed POST to any other path is
 /// Sume (or a relay) sending to the wrong place: still 404, but counted, logged, and its answer
-/// says where webhooks go; an unsigned one, or a GET, is a stranger's, and only gets its 404.
+/// says where webhooks go (the admin port's too); an unsigned one, or a GET, is a stranger's,
+/// and only gets its 404.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_trailing_slash_is_served_and_a_signed_post_elsewhere_is_counted() {
     let db = TestDb::new().await;
@@ -104,6 +105,12 @@ async fn a_trailing_slash_is_served_and_a_signed_post_elsewhere_is_counted() {
         let said = r.text().await.unwrap();
         assert!(said.contains("POST /webhooks/sume"), "{path}: {said}");
     }
+    let admin = Delivery::completed("job_lost")
+        .send(&http, &daemon.admin_url("/webhooks/sume"))
+        .await;
+    assert_eq!(admin.status(), 404);
+    let said = admin.text().await.unwrap();
+    assert!(said.contains("on LISTEN_ADDR"), "{said}");
     let stranger = http.post(daemon.url("/wp-login.php")).body("x").send();
     assert_eq!(stranger.await.unwrap().status(), 404);
     assert_eq!(

@@ -188,7 +188,12 @@ pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Ne
     response
 }
 
-/// The Host, the content type of a write, and the token's scope.
+/// Webhooks sent to the admin port are logged at most this often.
+static MISROUTED_LOG: crate::process::log_budget::LogBudget =
+    crate::process::log_budget::LogBudget::new(1, std::time::Duration::from_secs(10));
+
+/// Sume's webhooks sent here (a `webhook_url` naming ADMIN_ADDR's port), the Host, the content
+/// type of a write, and the token's scope.
 fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
     let header = |name| {
         request
@@ -196,6 +201,20 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
             .get(name)
             .and_then(|v: &HeaderValue| v.to_str().ok())
     };
+    let signed = request
+        .headers()
+        .contains_key(sume_wire::headers::SIGNATURE);
+    if request.method() == Method::POST && signed {
+        if let Some(left_out) = MISROUTED_LOG.allow() {
+            let path: String = request.uri().path().chars().take(200).collect();
+            tracing::warn!(?path, left_out, "a POST with Sume's signature reached ADMIN_ADDR: the webhook_url Sume sends to names the admin port; webhooks are received on LISTEN_ADDR");
+        }
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "this is the admin API: Sume's webhooks go to POST /webhooks/sume on LISTEN_ADDR",
+        ));
+    }
     if !access.host_allowed(header(header::HOST)) {
         let host = header(header::HOST).unwrap_or("").to_ascii_lowercase();
         return Err(ApiError::new(
