@@ -1,9 +1,10 @@
 //! The two HTTP surfaces: the public webhook endpoint ([`webhook`]) with the health checks
-//! ([`probes`]) and what other paths get ([`misrouted`]), and the admin API ([`admin`]) with the console ([`console`]). Handlers only
-//! translate HTTP to messages and store calls. Both ports are served by one loop, [`server`],
-//! each with its own connection cap, whose connections keep their timeouts in [`timed_io`]
-//! (and the admin port's request bodies theirs in [`timed_body`]); the webhook bodies the
-//! public port holds are bounded by [`body_budget`], and shed through [`body_readers`].
+//! ([`probes`]) and what other paths get ([`misrouted`]), and the admin API ([`admin`]) with
+//! the console ([`console`]). Handlers only translate HTTP to messages and store calls. Both
+//! ports are served by one loop, [`server`], each with its own connection cap, whose
+//! connections keep their timeouts in [`timed_io`] (and the admin port's request bodies theirs
+//! in [`timed_body`]); the webhook bodies the public port holds are bounded by
+//! [`body_budget`], and shed through [`body_readers`].
 
 pub mod admin;
 pub mod body_budget;

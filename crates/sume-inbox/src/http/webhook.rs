@@ -81,8 +81,8 @@ impl axum::extract::FromRef<Arc<WebhookState>> for probes::Probes {
 }
 
 /// The public port's routes: the webhook and the health checks; any other path is
-/// [`super::misrouted`]'s. The state is shared behind one
-/// `Arc`: every request takes a handle to it, one reference count instead of one per field.
+/// [`super::misrouted`]'s. The state is shared behind one `Arc`: every request takes a handle
+/// to it, one reference count instead of one per field.
 pub fn router(state: WebhookState) -> Router {
     Router::new()
         .route(WEBHOOK_PATH, post(receive))
