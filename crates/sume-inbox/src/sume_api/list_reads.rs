@@ -15,8 +15,8 @@ use crate::metrics::{ReadWay, StatusSource};
 pub enum ListAnswer {
     /// The page.
     Page(JobPage),
-    /// Anything else (a 429, a 5xx, a refused key, a timeout): the walk stops here, and the
-    /// jobs it did not see are read by themselves.
+    /// Anything else (a 429, a 5xx, a refused key, a timeout, a redirect: `"307 to \"...\""`):
+    /// the walk stops here, and the jobs it did not see are read by themselves.
     Failed(String),
 }
 
@@ -63,7 +63,7 @@ impl StatusReader {
                 }
                 ListAnswer::Page(page)
             }
-            None => ListAnswer::Failed(code),
+            None => ListAnswer::Failed(reply.redirect.unwrap_or(code)),
         }))
     }
 }
