@@ -208,17 +208,9 @@ async fn a_header_id_that_contradicts_the_body_is_counted_and_kept() {
         row.get::<_, Option<String>>(1).as_deref(),
         Some("evt_header")
     );
-    let text = http
-        .get(daemon.admin_url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        text.contains("sume_inbox_webhook_event_id_mismatch_total 1"),
-        "{text}"
+    assert_eq!(
+        crate::port::metric(&daemon, "sume_inbox_webhook_event_id_mismatch_total").await,
+        1.0
     );
     daemon.stop().await;
 }

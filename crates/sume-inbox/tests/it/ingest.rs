@@ -122,18 +122,8 @@ async fn a_trailing_slash_is_served_and_a_signed_post_elsewhere_is_counted() {
             .await,
         0
     );
-    let text = http
-        .get(daemon.admin_url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        text.contains("sume_inbox_webhooks_total{outcome=\"misrouted\"} 3\n"),
-        "{text}"
-    );
+    let misrouted = r#"sume_inbox_webhooks_total{outcome="misrouted"}"#;
+    assert_eq!(crate::port::metric(&daemon, misrouted).await, 3.0);
     daemon.stop().await;
 }
 
