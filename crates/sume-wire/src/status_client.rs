@@ -79,7 +79,7 @@ impl StatusClient {
         let Answered {
             status,
             rate,
-            location,
+            redirect,
             body,
         } = self.get(key, &["jobs", job_id, "status"], &[]).await?;
         let request_id = (!status.is_success())
@@ -102,8 +102,8 @@ impl StatusClient {
             StatusCode::UNAUTHORIZED => StatusOutcome::Unauthorized,
             StatusCode::TOO_MANY_REQUESTS => StatusOutcome::RateLimited,
             s if s.is_server_error() => StatusOutcome::ServerError,
-            s if s.is_redirection() => StatusOutcome::Unexpected(redirected(s, location)),
-            s => StatusOutcome::Unexpected(s.as_u16().to_string()),
+            // A redirect says where it pointed; anything else, its code.
+            s => StatusOutcome::Unexpected(redirect.unwrap_or_else(|| s.as_u16().to_string())),
         };
         Ok(StatusReply {
             http_status: status.as_u16(),
@@ -116,7 +116,7 @@ impl StatusClient {
 
 impl StatusClient {
     /// One authenticated `GET {base}/{segments...}[?query]` (each segment percent-encoded):
-    /// the status, the rate-limit headers, a redirect's `Location` and at most
+    /// the status, the rate-limit headers, where a redirect pointed and at most
     /// [`MAX_ANSWER_BYTES`] of the body.
     async fn get(
         &self,
@@ -143,16 +143,14 @@ impl StatusClient {
             .map_err(classify)?;
         let status = response.status();
         let rate = RateLimit::from_headers(response.headers());
-        let location = status
+        let redirect = status
             .is_redirection()
-            .then(|| response.headers().get(http::header::LOCATION))
-            .flatten()
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            .then(|| redirected(status, response.headers().get(http::header::LOCATION)));
         let body = read_capped(response, MAX_ANSWER_BYTES).await?;
         Ok(Answered {
             status,
             rate,
-            location,
+            redirect,
             body,
         })
     }
@@ -170,7 +168,7 @@ impl StatusClient {
         let Answered {
             status,
             rate,
-            location,
+            redirect,
             body,
         } = self.get(key, &["jobs"], &[("limit", "1")]).await?;
         let json = read_json::<serde_json::Value>(&body).ok();
@@ -184,9 +182,7 @@ impl StatusClient {
             usable: status == StatusCode::OK && json.is_some_and(|v| v.is_object()),
             rate,
             request_id,
-            redirect: status
-                .is_redirection()
-                .then(|| redirected(status, location)),
+            redirect,
         })
     }
 }
@@ -213,7 +209,7 @@ impl StatusClient {
         let Answered {
             status,
             rate,
-            location,
+            redirect,
             body,
         } = self.get(key, &["jobs"], &query).await?;
         let request_id = serde_json::from_slice::<crate::ErrorEnvelope>(&body)
@@ -231,9 +227,7 @@ impl StatusClient {
             page,
             rate,
             request_id,
-            redirect: status
-                .is_redirection()
-                .then(|| redirected(status, location)),
+            redirect,
         })
     }
 }
@@ -287,14 +281,14 @@ pub struct KeyCheck {
 struct Answered {
     status: StatusCode,
     rate: RateLimit,
-    /// A `3xx`'s `Location`, as sent.
-    location: Option<String>,
+    /// For a `3xx`: the status and where it pointed, as [`redirected`] writes it.
+    redirect: Option<String>,
     body: Vec<u8>,
 }
 
 /// A redirect as recorded: its status and where it pointed, cut at [`MAX_SHOWN_CHARS`].
-fn redirected(status: StatusCode, location: Option<String>) -> String {
-    match location {
+fn redirected(status: StatusCode, location: Option<&http::HeaderValue>) -> String {
+    match location.map(|v| String::from_utf8_lossy(v.as_bytes())) {
         Some(l) => {
             let cut: String = l.chars().take(MAX_SHOWN_CHARS).collect();
             let more = if cut.len() < l.len() { "..." } else { "" };
