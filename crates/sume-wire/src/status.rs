@@ -98,8 +98,8 @@ impl Status {
     /// spelling would keep jobs open until they are given up.
     pub fn is_known(raw: &str) -> bool {
         const IN_FLIGHT: [&str; 3] = ["queued", "running", "processing"];
-        Status::parse(raw).terminal().is_some()
-            || IN_FLIGHT.contains(&raw.trim().to_ascii_lowercase().as_str())
+        let s = raw.trim().to_ascii_lowercase();
+        IN_FLIGHT.contains(&s.as_str()) || Status::parse(&s).terminal().is_some()
     }
 
     /// The final state, or `None` while the job is in flight.
