@@ -238,17 +238,18 @@ impl Daemon {
             shutdown,
             task,
         };
-        let url = d.url("/healthz");
-        wait_for("daemon serving", Duration::from_secs(30), || async {
-            matches!(reqwest::get(&url).await, Ok(r) if r.status() == 200)
-        })
-        .await;
+        d.wait_200("daemon serving", "/healthz").await;
         d
     }
 
     async fn wait_ready(&self) {
-        let url = format!("http://{}/readyz", self.webhook);
-        wait_for("daemon ready", Duration::from_secs(30), || async {
+        self.wait_200("daemon ready", "/readyz").await;
+    }
+
+    /// Waits (30 seconds at most) until `path` on the webhook listener answers 200.
+    async fn wait_200(&self, what: &str, path: &str) {
+        let url = self.url(path);
+        wait_for(what, Duration::from_secs(30), || async {
             matches!(reqwest::get(&url).await, Ok(r) if r.status() == 200)
         })
         .await;
