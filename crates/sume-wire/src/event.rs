@@ -15,6 +15,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
+use crate::readable::readable_json_text;
 use crate::surrogates::mend_lone_surrogates;
 
 /// The longest job or event id accepted; longer ones are treated as garbage, not truncated.
@@ -81,7 +82,8 @@ pub fn parse_event(body: &[u8]) -> Result<ParsedEvent, ParseError> {
 }
 
 /// Drops what a database cannot store as text or jsonb (a NUL character, `\u0000`): such a
-/// status, type or result is treated as absent; the raw body keeps everything. A result's lone
+/// status, type or result is treated as absent; the raw body keeps everything. So is a result
+/// that could not be read back ([`crate::readable`]: nested too deep, a number past `f64`). A result's lone
 /// surrogates (`\udfff`, which `jsonb` refuses too) are mended into U+FFFD instead
 /// ([`mend_lone_surrogates`]): the rest of the result is worth keeping.
 fn storable(mut p: ParsedEvent) -> ParsedEvent {
@@ -96,6 +98,9 @@ fn storable(mut p: ParsedEvent) -> ParsedEvent {
         p.result = Some(mended);
     }
     if p.result.as_deref().is_some_and(json_has_nul) {
+        p.result = None;
+    }
+    if p.result.as_deref().is_some_and(|r| !readable_json_text(r)) {
         p.result = None;
     }
     p
@@ -245,7 +250,9 @@ fn parse_general(body: &[u8]) -> Result<ParsedEvent, ParseError> {
 /// The key an event is deduplicated by, taken only from what the signature covers (the
 /// body): the body's own event `id` (envelope shape), else `"{job_id}/{type}"` (the type, else
 /// the status). Sume's docs make the event id "stable per job and terminal event type", which
-/// is what this encodes, so a redelivery whose body differs still deduplicates.
+/// is what this encodes, so a redelivery whose body differs still deduplicates. A type that is
+/// no usable id (over [`MAX_ID_LEN`] bytes, control characters) is written as its hash, so the
+/// key stays within what the inbox's index holds and is still the same at every redelivery.
 ///
 /// Never the `X-Sume-Event-Id` header: it is not signed, so whoever holds one signed delivery
 /// could replay it under fresh ids, or claim a future event's id in advance.
@@ -258,7 +265,11 @@ pub fn dedupe_key(parsed: &ParsedEvent) -> String {
         .as_deref()
         .or(parsed.status.as_deref())
         .unwrap_or("event");
-    format!("{}/{kind}", parsed.job_id)
+    if usable_id(kind) {
+        format!("{}/{kind}", parsed.job_id)
+    } else {
+        format!("{}/{}", parsed.job_id, body_key(kind.as_bytes()))
+    }
 }
 
 /// The key of a verified body that names no job (a dead letter): `sha256:<hex of the body>`,

@@ -174,3 +174,37 @@ fn lone_surrogates_never_reach_the_database() {
         );
     }
 }
+
+#[test]
+fn a_result_that_could_not_be_read_back_is_left_to_the_raw_body() {
+    let deep = |depth: usize| {
+        format!(
+            r#"{{"event":"job.completed","job_id":"j","result":{}{}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        )
+    };
+    let kept = parse_event(deep(crate::MAX_RESULT_DEPTH).as_bytes()).unwrap();
+    assert!(kept.result.is_some());
+    for body in [
+        deep(crate::MAX_RESULT_DEPTH + 1),
+        deep(127),
+        r#"{"event":"job.completed","job_id":"j","result":{"n":1e400}}"#.to_owned(),
+    ] {
+        let e = parse_event(body.as_bytes()).unwrap();
+        assert_eq!((e.job_id.as_str(), e.result), ("j", None), "{body}");
+        assert_eq!(e.status.as_deref(), Some("completed"));
+    }
+}
+
+#[test]
+fn a_type_too_long_for_an_id_is_keyed_by_its_hash() {
+    let kind = format!("job.{}", "x".repeat(3000));
+    let body = format!(r#"{{"event":"{kind}","job_id":"job_1"}}"#);
+    let key = dedupe_key(&parse_event(body.as_bytes()).unwrap());
+    assert!(key.len() <= 2 * MAX_ID_LEN, "{}", key.len());
+    assert!(key.starts_with("job_1/sha256:"), "{key}");
+    assert_eq!(key, dedupe_key(&parse_event(body.as_bytes()).unwrap()));
+    let other = format!(r#"{{"event":"{kind}y","job_id":"job_1"}}"#);
+    assert_ne!(key, dedupe_key(&parse_event(other.as_bytes()).unwrap()));
+}

@@ -43,13 +43,16 @@ impl JobObject {
     }
 
     /// What a database can store of it, as the webhook path does with an event: a `result` or
-    /// `error` holding a NUL character (`\u0000`, which neither `text` nor `jsonb` holds) is
-    /// dropped; an `id` or `status` holding one makes the object unusable (`None`).
+    /// `error` holding a NUL character (`\u0000`, which neither `text` nor `jsonb` holds) or
+    /// nested deeper than [`crate::MAX_RESULT_DEPTH`] is dropped; an `id` or `status` holding one makes the object unusable (`None`).
     pub fn storable(mut self) -> Option<JobObject> {
         if self.id.contains('\0') || self.status.contains('\0') {
             return None;
         }
-        let nul = |v: &Option<Value>| v.as_ref().is_some_and(value_has_nul);
+        let nul = |v: &Option<Value>| {
+            v.as_ref()
+                .is_some_and(|v| value_has_nul(v) || !crate::readable::readable_value(v))
+        };
         if nul(&self.result) {
             self.result = None;
         }

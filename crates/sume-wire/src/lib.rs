@@ -11,6 +11,7 @@
 pub mod client;
 pub mod event;
 pub mod job;
+pub mod readable;
 pub mod secret;
 pub mod signature;
 pub mod status;
@@ -23,6 +24,7 @@ pub use event::{
     body_key, dedupe_key, parse_event, usable_header_id, usable_id, ParseError, ParsedEvent,
 };
 pub use job::{ErrorBody, ErrorEnvelope, JobObject};
+pub use readable::{readable_json_text, readable_value, MAX_RESULT_DEPTH};
 pub use secret::Secret;
 pub use signature::{
     check_headers, parse_signature, parse_timestamp, sign, signature_header, verify, SignedHeaders,

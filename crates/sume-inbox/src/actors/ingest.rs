@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use opentelemetry::trace::SpanContext;
+use sume_wire::{body_key, usable_id};
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -281,7 +282,12 @@ impl Writer {
                 Err(err) if err.is_bad_data() => {
                     tracing::warn!(event_id = %as_dead.event_id, error = %err, "event cannot be stored as one; keeping it as a dead letter");
                     let letter = NewDeadLetter {
-                        dead_letter_id: as_dead.event_id,
+                        // An id the index may not hold is replaced by the body's hash.
+                        dead_letter_id: if usable_id(&as_dead.event_id) {
+                            as_dead.event_id
+                        } else {
+                            body_key(&as_dead.body)
+                        },
                         reason: format!("could not be stored as an event: {err}"),
                         body: as_dead.body,
                         header_event_id: None,

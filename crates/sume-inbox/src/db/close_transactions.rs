@@ -259,7 +259,7 @@ fn fold_pending(folds: &mut [JobFold], pending: &[Row]) -> Folded {
                 source: Source::Webhook,
                 event_id: Some(row.get("event_id")),
                 status: row.get("status"),
-                result: row.get("result"),
+                result: super::json_columns::sent_json(row, "result"),
             })
             .collect();
         let done = folds[i].apply_together(&observations);

@@ -128,7 +128,7 @@ impl Store {
                     closed_at: r.get("closed_at"),
                     order_id: r.get("order_id"),
                     api_key: r.get("api_key"),
-                    result: r.get("result"),
+                    result: super::json_columns::sent_json(r, "result"),
                 }
             })
             .collect();

@@ -95,9 +95,9 @@ pub(super) fn job_row(r: &tokio_postgres::Row) -> JobRow {
         closed_by: r.get("closed_by"),
         created_at: r.get("created_at"),
         closed_at: r.get("closed_at"),
-        result: r.get("result"),
+        result: super::json_columns::sent_json(r, "result"),
         close_reason: r.get("close_reason"),
-        superseded_give_up: r.get("superseded_give_up"),
+        superseded_give_up: super::json_columns::sent_json(r, "superseded_give_up"),
     }
 }
 
@@ -161,7 +161,9 @@ fn story_part<T: serde::de::DeserializeOwned>(
     row: &tokio_postgres::Row,
     column: &'static str,
 ) -> Result<T, DbError> {
-    let value: Option<Value> = row.get(column);
+    let value: Option<Value> = row
+        .try_get(column)
+        .map_err(|e| DbError::Invariant(format!("jobs_story: {column}: {e}")))?;
     serde_json::from_value(value.unwrap_or(Value::Null))
         .map_err(|e| DbError::Invariant(format!("jobs_story: {column}: {e}")))
 }

@@ -25,6 +25,7 @@ mod job_polls;
 mod jobs;
 mod jobs_list;
 mod jobs_poll;
+mod json_columns;
 mod key_sweeps;
 pub mod migrate;
 mod notifications;
@@ -165,13 +166,13 @@ impl DbError {
         )
     }
 
-    /// The database refused the data itself (a data exception or a constraint, SQLSTATE
-    /// classes 22 and 23): retrying the same row will not help, unlike an outage.
+    /// The database refused the data itself (SQLSTATE 22 data exception, 23 constraint, 54 a
+    /// limit: an index entry too large, a value nested too deep): retrying will not help.
     pub fn is_bad_data(&self) -> bool {
         match self {
             DbError::Query { source, .. } => source
                 .code()
-                .is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23")),
+                .is_some_and(|c| matches!(c.code().get(..2), Some("22" | "23" | "54"))),
             _ => false,
         }
     }

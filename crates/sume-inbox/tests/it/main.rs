@@ -18,6 +18,7 @@ mod health;
 mod ingest;
 mod metrics;
 mod migrations;
+mod odd_values;
 mod openapi_bounds;
 mod openapi_check;
 mod openapi_clients;
