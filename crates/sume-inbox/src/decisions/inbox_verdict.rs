@@ -30,9 +30,16 @@ pub enum CheckDecision {
         /// When to look again, before jitter.
         next_in: Duration,
     },
-    /// A key could not be asked (no budget, shutdown): give the claim back untouched.
+    /// The first key could not be asked (no budget, shutdown): nothing was spent, so give the
+    /// claim back untouched. (A key left unasked after others answered is a [`Retry`]: asking
+    /// the others again at once would spend their reads on every pass.)
+    ///
+    /// [`Retry`]: CheckDecision::Retry
     Release,
 }
+
+/// What a key left unasked is recorded as answering.
+const UNASKED: &str = "not asked: no read left for this key";
 
 /// The answers about one job id, key by key, folded into a [`CheckDecision`].
 #[derive(Debug, Clone, Default)]
@@ -66,14 +73,18 @@ impl CheckFold {
         }
     }
 
-    /// A key was left unasked (no budget before the lease ends, or shutdown).
-    pub fn unasked(&mut self) {
+    /// Key `key_name` was left unasked (no budget before the lease ends, or shutdown).
+    pub fn unasked(&mut self, key_name: &str) {
         self.unasked = true;
+        if !self.answers.is_empty() {
+            self.answers
+                .insert(key_name.to_owned(), Value::String(UNASKED.to_owned()));
+        }
     }
 
     /// The decision for a check tried `attempts` times before, with the poll's timings.
     pub fn decide(self, attempts: i32, first: Duration, cap: Duration) -> CheckDecision {
-        if self.unasked {
+        if self.unasked && self.answers.is_empty() {
             return CheckDecision::Release;
         }
         let answers = Value::Object(self.answers.into_iter().collect());
@@ -81,6 +92,10 @@ impl CheckFold {
             (true, _) => CheckDecision::Conclude {
                 verdict: Verdict::Orphan,
                 answers,
+            },
+            (false, _) if self.unasked => CheckDecision::Retry {
+                answers,
+                next_in: backoff_base(attempts, first, cap),
             },
             (false, false) => CheckDecision::Conclude {
                 verdict: Verdict::Foreign,
@@ -111,6 +126,23 @@ mod tests {
 
     fn not_found() -> Answer {
         answer("404", Reply::NotFound)
+    }
+
+    #[test]
+    fn a_key_left_unasked_after_another_answered_backs_off_not_releases() {
+        let mut fold = CheckFold::new();
+        fold.unasked("a");
+        assert_eq!(fold.decide(0, FIRST, CAP), CheckDecision::Release);
+        let mut fold = CheckFold::new();
+        assert!(fold.read("a", not_found()));
+        fold.unasked("b");
+        assert_eq!(
+            fold.decide(1, FIRST, CAP),
+            CheckDecision::Retry {
+                answers: json!({"a": "404", "b": UNASKED}),
+                next_in: Duration::from_secs(240),
+            }
+        );
     }
 
     #[test]
@@ -166,13 +198,5 @@ mod tests {
             fold.decide(20, FIRST, CAP),
             CheckDecision::Retry { next_in, .. } if next_in == CAP
         ));
-    }
-
-    #[test]
-    fn a_key_left_unasked_releases_the_claim() {
-        let mut fold = CheckFold::new();
-        fold.read("a", not_found());
-        fold.unasked();
-        assert_eq!(fold.decide(0, FIRST, CAP), CheckDecision::Release);
     }
 }

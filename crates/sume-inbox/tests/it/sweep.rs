@@ -129,6 +129,16 @@ impl Sweep {
 
     /// The same against `api_url`, a SUME_API_URL that may be wrong.
     pub(crate) async fn at(db: &TestDb, api_url: &str, config: SweepConfig) -> Sweep {
+        Sweep::with_keys(db, api_url, config, vec![main_key()]).await
+    }
+
+    /// The same with these keys.
+    pub(crate) async fn with_keys(
+        db: &TestDb,
+        api_url: &str,
+        config: SweepConfig,
+        keys: Vec<ApiKey>,
+    ) -> Sweep {
         migrate(db).await;
         let store = Store::new(&db.url, 4).unwrap();
         let metrics = Arc::new(Metrics::new());
@@ -137,7 +147,7 @@ impl Sweep {
             store.clone(),
             metrics.clone(),
             client,
-            vec![main_key()],
+            keys,
             config.read_rate,
         )
         .with_daily_reads(config.daily_reads);

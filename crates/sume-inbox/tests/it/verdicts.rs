@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use sume_inbox::actors::sweep::{PollStats, RecheckStats};
+use sume_inbox::config::ApiKey;
 use sume_sim::{Faults, RunningSim};
+use sume_wire::Secret;
 
 use crate::support::*;
 use crate::sweep::{
-    clocked_config, count, create, daemon_without_keys, migrate, register, sim_config, wait_ended,
-    Sweep, MAIN_KEY,
+    clocked_config, count, create, daemon_without_keys, main_key, migrate, register, sim_config,
+    wait_ended, Sweep, FOREIGN_KEY, MAIN_KEY,
 };
 
 async fn set_faults(http: &reqwest::Client, sim: &RunningSim, faults: Value) {
@@ -243,5 +245,64 @@ async fn a_redirected_read_is_not_an_answer_about_the_job() {
         )
         .await,
         1
+    );
+}
+
+/// A key that cannot be asked (its day's reads spent, or paused by a 429) once sent the check
+/// back untouched after the other keys had answered: every pass asked them again, spending
+/// their reads without end. Now the answers are recorded and the check waits its backoff.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_that_cannot_be_asked_does_not_spend_the_others_reads() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let foreign = ApiKey {
+        name: "foreign".into(),
+        key: Secret::new(FOREIGN_KEY),
+    };
+    let keys = vec![main_key(), foreign];
+    let sweep = Sweep::with_keys(&db, &sim.api_url(), clocked_config(), keys).await;
+    // A first pass with nothing waiting: both keys pass their check.
+    sweep.check_once().await;
+    let c = db.client().await;
+    c.execute(
+        "update sume.rate_buckets set paused_until = now() + interval '1 day' where key_name = 'foreign'",
+        &[],
+    )
+    .await
+    .unwrap();
+    c.execute(
+        "insert into sume.events (event_id, job_id, event_type, status, body, signed_at, signature, received_at)
+         values ('job_nobody_made/job.completed', 'job_nobody_made', 'job.completed', 'completed', '\\x7b7d', 0, 'v1=0', $1)",
+        &[&sweep.now()],
+    )
+    .await
+    .unwrap();
+    sweep.advance(sweep.config.inbox_grace + Duration::from_secs(1));
+    let mut requests = 0;
+    for _ in 0..4 {
+        requests += sweep.check_once().await.requests;
+        sweep.advance(Duration::from_secs(1));
+    }
+    assert_eq!(
+        requests, 1,
+        "the main key is asked once, then the check waits"
+    );
+    let answers: Value = c
+        .query_one(
+            "select answers from sume.inbox_checks where job_id = 'job_nobody_made'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(answers["main"], "404", "{answers}");
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.events where set_aside_at is not null"
+        )
+        .await,
+        0,
+        "no verdict without the other key"
     );
 }

@@ -245,11 +245,11 @@ impl InboxCheck {
         let mut fold = CheckFold::new();
         for key in self.reader.keys() {
             if shutdown.is_cancelled() {
-                fold.unasked();
+                fold.unasked(&key.name);
                 break;
             }
             let Some((answer, _)) = self.reader.call(key, &claim.job_id, deadline).await? else {
-                fold.unasked();
+                fold.unasked(&key.name);
                 break;
             };
             stats.requests += 1;
