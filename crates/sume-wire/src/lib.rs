@@ -33,8 +33,8 @@ pub use signature::{
 pub use status::{JobState, Status};
 #[cfg(feature = "client")]
 pub use status_client::{
-    error_chain, ClientError, JobPage, KeyCheck, ListReply, StatusClient, DEFAULT_API_URL,
-    MAX_ANSWER_BYTES,
+    askable_job_id, error_chain, ClientError, JobPage, KeyCheck, ListReply, StatusClient,
+    DEFAULT_API_URL, MAX_ANSWER_BYTES,
 };
 pub use surrogates::mend_lone_surrogates;
 

@@ -76,6 +76,16 @@ impl StatusClient {
     /// `Ok`; `Err` means none came back. A 200 whose object names another job is
     /// [`StatusOutcome::Unexpected`]: it says nothing about the job asked.
     pub async fn job_status(&self, key: &Secret, job_id: &str) -> Result<StatusReply, ClientError> {
+        if !askable_job_id(job_id) {
+            return Ok(StatusReply {
+                http_status: 0,
+                outcome: StatusOutcome::Unexpected(format!(
+                    "not asked: the job id {job_id:?} cannot be written in a URL path"
+                )),
+                rate: RateLimit::default(),
+                request_id: None,
+            });
+        }
         let Answered {
             status,
             rate,
@@ -179,12 +189,27 @@ impl StatusClient {
             .map(str::to_owned);
         Ok(KeyCheck {
             http_status: status.as_u16(),
-            usable: status == StatusCode::OK && json.is_some_and(|v| v.is_object()),
+            usable: status == StatusCode::OK && json.as_ref().is_some_and(reads_as_a_list),
             rate,
             request_id,
             redirect,
         })
     }
+}
+
+/// Whether a job can be asked about at `/jobs/{id}/status`: not for the ids `.` and `..`,
+/// which a URL path cannot carry (they and their escapes are dot segments, removed before a
+/// request leaves), so the read would be about another path, and its 404 about nothing.
+pub fn askable_job_id(job_id: &str) -> bool {
+    !matches!(job_id, "." | "..")
+}
+
+/// Whether a key check's 200 reads as a list of jobs: an object holding an array, and no
+/// `error` (a proxy's or a mistyped URL's `200 {}`, or an error envelope sent as 200, proves
+/// nothing about the key). The list's field names are not pinned: only that it is one.
+fn reads_as_a_list(v: &serde_json::Value) -> bool {
+    v.as_object()
+        .is_some_and(|o| !o.contains_key("error") && o.values().any(serde_json::Value::is_array))
 }
 
 impl StatusClient {

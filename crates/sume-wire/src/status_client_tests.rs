@@ -128,3 +128,58 @@ async fn a_transport_error_says_what_went_wrong() {
     assert!(line.to_lowercase().contains("connection refused"), "{line}");
     assert_eq!(line.matches("Connection refused").count(), 1, "{line}");
 }
+
+fn ok_answer(body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// A key check passes only on a 200 that reads as a list: a mistyped URL or a proxy answering
+/// `200 {}`, or an error envelope sent as 200, says nothing about the key, and while the
+/// check fails no 404 is a verdict.
+#[tokio::test]
+async fn a_key_check_needs_a_list_not_any_object() {
+    let key = Secret::new("sk_test");
+    for (body, usable) in [
+        (r#"{"data":[],"has_more":false}"#, true),
+        (r#"{"jobs":[{"id":"job_1","status":"queued"}]}"#, true),
+        ("{}", false),
+        (
+            r#"{"error":{"code":"nope","message":"x"},"data":[]}"#,
+            false,
+        ),
+        (r#"{"status":"ok"}"#, false),
+        ("[]", false),
+    ] {
+        let (addr, served) = answering(ok_answer(body), 1).await;
+        let client =
+            StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+        let check = client.check_key(&key).await.unwrap();
+        assert_eq!(check.usable, usable, "{body}");
+        assert_eq!(served.await.unwrap(), 1);
+    }
+}
+
+/// `.` and `..` cannot be written in a URL path (dot segments are removed, escaped or not):
+/// the read would be about `/jobs/status`. No request is sent, and the answer is no answer.
+#[tokio::test]
+async fn a_dot_job_id_is_not_asked_about() {
+    let (addr, served) = answering(ok_answer(r#"{"id":"status","status":"failed"}"#), 1).await;
+    let client = StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+    let key = Secret::new("sk_test");
+    for id in [".", ".."] {
+        let reply = client.job_status(&key, id).await.unwrap();
+        assert!(
+            matches!(&reply.outcome, StatusOutcome::Unexpected(what) if what.contains("cannot be written in a URL path")),
+            "{reply:?}"
+        );
+    }
+    assert!(askable_job_id("..."));
+    assert!(matches!(
+        client.job_status(&key, "...").await.unwrap().outcome,
+        StatusOutcome::Unexpected(_)
+    ));
+    assert_eq!(served.await.unwrap(), 1, "only `...` was asked about");
+}

@@ -105,8 +105,14 @@ impl StatusReader {
             "404" => {
                 tracing::error!(%url, key = %key.name, request_id, "SUME_API_URL looks wrong: listing jobs answered 404; no job is set aside or given up until it answers 200")
             }
-            "401" | "403" => {
-                tracing::error!(key = %key.name, code, request_id, "Sume refused API key {}: check SUME_API_KEYS (403: the key lacks the scope to read jobs); no job is set aside or given up until it works", key.name)
+            "401" => {
+                tracing::error!(key = %key.name, code, request_id, "Sume refused API key {} (401: missing or unknown key): check SUME_API_KEYS; no job is set aside or given up until it works", key.name)
+            }
+            "403" => {
+                tracing::error!(key = %key.name, code, request_id, "Sume refused API key {} (403: the key lacks the scope to read jobs): check SUME_API_KEYS; no job is set aside or given up until it works", key.name)
+            }
+            "200" => {
+                tracing::error!(%url, key = %key.name, request_id, "SUME_API_URL looks wrong: listing jobs answered 200 with something that is not a list of jobs; no job is set aside or given up until it answers one")
             }
             c if c.starts_with('3') => {
                 tracing::error!(%url, key = %key.name, redirect = error, "SUME_API_URL answered a redirect, which is not followed (what answers where it points says nothing about Sume's jobs): set SUME_API_URL to the address Sume's API answers at; no job is set aside or given up until it answers 200")
@@ -262,6 +268,11 @@ impl StatusReader {
         job_id: &str,
         deadline: Instant,
     ) -> Result<Option<(Answer, Duration)>, DbError> {
+        if !sume_wire::askable_job_id(job_id) {
+            // Nothing to spend a read on: the answer would be about another path.
+            let reply = self.client.job_status(&key.key, job_id).await;
+            return Ok(Some((Answer::read(reply), Duration::ZERO)));
+        }
         if !self.take(key, deadline).await? {
             return Ok(None);
         }
