@@ -20,9 +20,19 @@ pub enum VerifyError {
     /// The delivery has no `X-Sume-Timestamp`.
     #[error("missing X-Sume-Timestamp header")]
     MissingTimestamp,
-    /// `X-Sume-Timestamp` is not an integer (the docs say Unix seconds).
-    #[error("X-Sume-Timestamp is not a whole number of seconds")]
+    /// `X-Sume-Timestamp` is not Unix seconds in plain decimal digits (no sign, no leading
+    /// zero): any other spelling of the same number would sign a different string than the
+    /// one kept to re-verify the event.
+    #[error("X-Sume-Timestamp is not Unix seconds written in decimal digits")]
     BadTimestamp,
+    /// A verifying header sent more than once, or not as ASCII text.
+    #[error("{name} {why}")]
+    UnreadableHeader {
+        /// The header, as Sume names it.
+        name: &'static str,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// The signature is authentic but the timestamp is too far from now: a replay, or a clock
     /// out of step. The docs give no tolerance; the caller chooses it.
     #[error("timestamp is {age_secs}s away from now, outside the {tolerance_secs}s tolerance")]
@@ -122,13 +132,18 @@ pub fn parse_signature(header: Option<&str>) -> Result<Vec<[u8; 32]>, VerifyErro
     Ok(values)
 }
 
-/// Reads `X-Sume-Timestamp` (Unix seconds).
+/// Reads `X-Sume-Timestamp` (Unix seconds), written as Sume writes it: decimal digits, no
+/// sign, no leading zero. `+1700000000` or `01700000000` would verify (the signature covers
+/// the string as sent) but could not be re-verified from the number kept.
 pub fn parse_timestamp(header: Option<&str>) -> Result<i64, VerifyError> {
-    header
-        .ok_or(VerifyError::MissingTimestamp)?
-        .trim()
-        .parse()
-        .map_err(|_| VerifyError::BadTimestamp)
+    let text = header.ok_or(VerifyError::MissingTimestamp)?.trim();
+    let canonical = !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'));
+    if !canonical {
+        return Err(VerifyError::BadTimestamp);
+    }
+    text.parse().map_err(|_| VerifyError::BadTimestamp)
 }
 
 fn check_freshness(ts: i64, now: i64, tolerance_secs: u64) -> Result<(), VerifyError> {
@@ -271,10 +286,21 @@ mod tests {
             "a timestamp from the future is refused too"
         );
         assert!(verify(headers(&ts, &good), body, &secrets(), now + 300, 300).is_ok());
-        assert_eq!(
-            verify(headers("soon", &good), body, &secrets(), now, 300),
-            Err(VerifyError::BadTimestamp)
-        );
+        for odd in [
+            "soon",
+            "+1700000000",
+            "01700000000",
+            "-5",
+            "1.7e9",
+            "",
+            "99999999999999999999",
+        ] {
+            assert_eq!(
+                verify(headers(odd, &good), body, &secrets(), now, 300),
+                Err(VerifyError::BadTimestamp),
+                "{odd:?}"
+            );
+        }
         assert_eq!(
             verify(headers(&ts, "sha256=abc"), body, &secrets(), now, 300),
             Err(VerifyError::NoV1Signature)

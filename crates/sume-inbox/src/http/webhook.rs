@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -34,9 +34,10 @@ use super::body_budget::{Held, SHED_WAIT};
 pub use super::body_readers::BodyReaders;
 use super::body_readers::Reading;
 use super::probes::{self, Readiness};
+use super::webhook_headers::{header_str, received, unreadable};
 use crate::actors::ingest::{IngestHandle, Stored};
 use crate::db::NewEvent;
-use crate::decisions::delivery::{check_headers, verify_delivery, Delivery, Received};
+use crate::decisions::delivery::{check_headers, verify_delivery, Delivery};
 use crate::metrics::{Metrics, StatusSource, TimeoutKind, WebhookOutcome};
 use crate::process::log_budget::LogBudget;
 use crate::process::traces;
@@ -96,18 +97,6 @@ pub fn router(state: WebhookState) -> Router {
 /// Where Sume's webhooks are received (with a trailing `/` too: a `webhook_url` so written).
 pub const WEBHOOK_PATH: &str = "/webhooks/sume";
 
-fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-fn received(headers: &HeaderMap) -> Received<'_> {
-    Received {
-        timestamp: header_str(headers, headers::TIMESTAMP),
-        signature: header_str(headers, headers::SIGNATURE),
-        event_id: header_str(headers, headers::EVENT_ID),
-    }
-}
-
 fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -143,7 +132,11 @@ async fn checked(state: Arc<WebhookState>, request: Request, delivery_span: &Spa
     let headers = &parts.headers;
     let tolerance = state.tolerance.as_secs();
     let checks = traces::span!("check headers").entered();
-    if let Err(e) = check_headers(received(headers), unix_now(), tolerance) {
+    let header_check = match unreadable(headers) {
+        Some(e) => Err(e),
+        None => check_headers(received(headers), unix_now(), tolerance),
+    };
+    if let Err(e) = header_check {
         return unread_body(refused(&state, e));
     }
     let declared = header_str(headers, header::CONTENT_LENGTH.as_str())

@@ -35,6 +35,8 @@ async fn unauthentic_deliveries_get_401(http: &reqwest::Client, url: &str) {
     future.timestamp = unix_now() + 301;
     assert_eq!(future.send(http, url).await.status(), 401);
 
+    odd_verifying_headers_get_401_saying_what_is_wrong(http, url).await;
+
     // A body changed after signing: 401.
     let d = Delivery::completed("job_tampered");
     let r = http
@@ -53,6 +55,63 @@ async fn unauthentic_deliveries_get_401(http: &reqwest::Client, url: &str) {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
+}
+
+/// The same number spelt otherwise (`+N`, `0N`) would verify, since the signature covers the
+/// string as sent, but could never be re-verified from the number kept: refused. A verifying
+/// header sent twice, or not as ASCII text, is said to be so, not "missing".
+async fn odd_verifying_headers_get_401_saying_what_is_wrong(http: &reqwest::Client, url: &str) {
+    let d = Delivery::completed("job_odd_headers");
+    let sign = |ts: &str| {
+        let mut mac =
+            <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(SECRET.as_bytes()).unwrap();
+        hmac::Mac::update(&mut mac, format!("{ts}.{}", d.body).as_bytes());
+        format!("v1={}", hex::encode(hmac::Mac::finalize(mac).into_bytes()))
+    };
+    for ts in [format!("+{}", d.timestamp), format!("0{}", d.timestamp)] {
+        let r = http
+            .post(url)
+            .header("x-sume-timestamp", ts.as_str())
+            .header("x-sume-signature", sign(&ts))
+            .body(d.body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{ts}");
+        let text = r.text().await.unwrap();
+        assert!(text.contains("decimal digits"), "{ts}: {text}");
+    }
+    let ts = d.timestamp.to_string();
+    let twice = http
+        .post(url)
+        .header("x-sume-timestamp", ts.as_str())
+        .header("x-sume-timestamp", ts.as_str())
+        .header("x-sume-signature", sign(&ts))
+        .body(d.body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(twice.status(), 401);
+    assert_eq!(
+        twice.text().await.unwrap(),
+        "X-Sume-Timestamp is sent more than once"
+    );
+    let not_ascii = http
+        .post(url)
+        .header("x-sume-timestamp", ts.as_str())
+        .header(
+            "x-sume-signature",
+            reqwest::header::HeaderValue::from_bytes(format!("{}é", sign(&ts)).as_bytes()).unwrap(),
+        )
+        .body(d.body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_ascii.status(), 401);
+    assert_eq!(
+        not_ascii.text().await.unwrap(),
+        "X-Sume-Signature is not ASCII text"
+    );
 }
 
 async fn oversized_bodies_and_wrong_routes_are_refused(
