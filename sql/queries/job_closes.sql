@@ -15,6 +15,12 @@ where (c.xid, c.seq) > ($1::bigint::text::xid8, $2::bigint)
 order by c.xid, c.seq
 limit $3;
 
+-- name: job_closes_cursor_ahead
+-- Whether the cursor's transaction id ($1) is at or past the next one this database will
+-- assign: no close was ever written under it here (a cursor of another database, or saved
+-- before a restore).
+select $1::bigint::text::xid8 >= pg_snapshot_xmax(pg_current_snapshot()) as ahead;
+
 -- name: job_closes_delete_old
 -- Retention: up to $2 entries older than $1 seconds before the clock ($3, or the database's).
 delete from sume.job_closes

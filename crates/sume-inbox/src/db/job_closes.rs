@@ -100,6 +100,16 @@ pub struct FeedPage {
 pub type ClosesListener = super::Listener;
 
 impl Store {
+    /// Whether `cursor` names a transaction this database has not assigned yet: no answer of
+    /// its feed gave it.
+    pub async fn feed_cursor_ahead(&self, cursor: FeedCursor) -> Result<bool, DbError> {
+        let client = self.client().await?;
+        let row = sql::JOB_CLOSES_CURSOR_AHEAD
+            .query_one(&client, &[&cursor.xid])
+            .await?;
+        Ok(row.get("ahead"))
+    }
+
     /// Up to `limit` closes after `after`, oldest first; only closes of transactions that have
     /// ended, so a later answer never holds an entry before this one's last.
     pub async fn job_closes_after(

@@ -260,3 +260,41 @@ async fn the_list_filters_and_pages_and_refuses_bad_queries() {
     }
     daemon.stop().await;
 }
+
+/// A cursor no answer of this database gave (of another database, or saved before a restore)
+/// once answered an empty page and came back as `next_cursor`, for good: every later close
+/// went unread without a word. It is refused; a real cursor with nothing after it is not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cursor_ahead_of_the_database_is_refused() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    register(&db, &["first"]).await;
+    db.client().await.execute(CLOSE, &[&"first"]).await.unwrap();
+    let mut consumer = Consumer::new();
+    consumer.drain_until(&daemon, 1).await;
+    let real = consumer.cursor.clone();
+    let http = reqwest::Client::new();
+    let read = |cursor: String| {
+        let http = http.clone();
+        let url = daemon.admin_url(&format!("/v1/jobs?closed_after={cursor}"));
+        async move { http.get(url).send().await.unwrap() }
+    };
+    let caught_up = read(real.clone()).await;
+    assert_eq!(caught_up.status(), 200);
+    let page: Value = caught_up.json().await.unwrap();
+    assert_eq!(page["next_cursor"], real.as_str());
+    for ahead in ["100000000-0", "9223372036854775807-1"] {
+        let r = read(ahead.to_owned()).await;
+        assert_eq!(r.status(), 400, "{ahead}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_query", "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("ahead of every transaction of this database"),
+            "{body}"
+        );
+    }
+    daemon.stop().await;
+}

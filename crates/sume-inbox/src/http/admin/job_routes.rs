@@ -377,6 +377,16 @@ pub(super) async fn list(
             Err(e) => return bad_query(e.to_string()).into_response(),
         };
         return match state.store.job_closes_after(cursor, limit).await {
+            Ok(page) if page.closes.is_empty() && cursor != FeedCursor::START => {
+                match state.store.feed_cursor_ahead(cursor).await {
+                    Ok(true) => bad_query(format!(
+                        "closed_after={cursor} is ahead of every transaction of this database:                          a cursor of another database, or saved before a restore; resume from                          0 (entries may come again: handle them idempotently)"
+                    ))
+                    .into_response(),
+                    Ok(false) => Json(JobsAnswer::Feed(page)).into_response(),
+                    Err(e) => unavailable("reading the feed of closes failed", &e),
+                }
+            }
             Ok(page) => Json(JobsAnswer::Feed(page)).into_response(),
             Err(e) => unavailable("reading the feed of closes failed", &e),
         };
