@@ -422,15 +422,15 @@ async fn the_overview_shows_each_keys_reads_today_against_the_days_allowance_and
 }
 
 /// A NUL character (`%00`), which PostgreSQL's text cannot hold, in the search, the list's
-/// filters and the forms' ids: answered as finding nothing or as a bad filter, never as the
-/// 503 of a database that is down (which it was).
+/// filters and the forms' ids: answered as a bad query (never written into the page) or as
+/// finding nothing, never as the 503 of a database that is down (which it was).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_nul_character_is_never_taken_for_a_database_down() {
     let db = TestDb::new().await;
     let mut console = Console::start(&db, Some(OPERATOR)).await;
     console.sign_in().await;
     for (path, status) in [
-        ("/console/jobs?q=job_a%00b", 200),
+        ("/console/jobs?q=job_a%00b", 400),
         ("/console/jobs?order_id=o%00", 400),
         ("/console/jobs?after=job_a%00", 400),
         ("/console/inbox?after=a%00", 200),
@@ -439,6 +439,7 @@ async fn a_nul_character_is_never_taken_for_a_database_down() {
     ] {
         let (s, _, body) = console.get(path).await;
         assert_eq!(s, status, "{path}: {body}");
+        assert!(!body.contains('\0'), "{path}: a NUL in the page");
     }
     let (_, _, page) = console.get("/console/dead-letters").await;
     let csrf = csrf_of(&page);

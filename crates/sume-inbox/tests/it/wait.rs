@@ -142,6 +142,12 @@ async fn waiters_are_bounded_and_a_wait_that_runs_out_answers_the_open_job() {
     .await;
     assert_eq!((status, how.as_str()), (200, "timeout"));
     assert_eq!(job["state"], "open");
+    // A wait of zero waits for nothing and still says how it ended.
+    for (job_id, ended) in [("job_never", "timeout"), ("job_slow", "closed")] {
+        let url = daemon.admin_url(&format!("/v1/jobs/{job_id}?wait=0s"));
+        let (status, how, _) = outcome(reqwest::get(url).await.unwrap()).await;
+        assert_eq!((status, how.as_str()), (200, ended), "{job_id}");
+    }
     for (path, code) in [
         ("/v1/jobs/job_none?wait=1s", 404),
         ("/v1/jobs/job_never?wait=forever", 400),

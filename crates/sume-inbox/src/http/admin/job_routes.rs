@@ -203,11 +203,11 @@ pub(super) async fn show(
     let wait = match query {
         Ok(Query(ShowQuery { wait: Some(raw) })) => {
             match super::wait::parse_wait(&raw, state.max_wait) {
-                Ok(d) => d,
+                Ok(d) => Some(d),
                 Err(e) => return e.into_response(),
             }
         }
-        Ok(_) => std::time::Duration::ZERO,
+        Ok(_) => None,
         Err(e) => return bad_query(e.body_text()).into_response(),
     };
     if !crate::db::text_can_hold(&job_id) {
@@ -218,10 +218,12 @@ pub(super) async fn show(
             format!("no job {job_id:?}"),
         );
     }
-    if !wait.is_zero() {
+    if let Some(wait) = wait.filter(|w| !w.is_zero()) {
         return super::wait::wait_for_close(&state, &job_id, wait).await;
     }
     match state.store.jobs_get(&job_id).await {
+        // `wait=0s` waits for nothing, and still says how its wait ended.
+        Ok(Some(row)) if wait.is_some() => super::wait::answered_at_once(row),
         Ok(Some(row)) => Json(row).into_response(),
         Ok(None) => error(
             StatusCode::NOT_FOUND,

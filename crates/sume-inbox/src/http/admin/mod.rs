@@ -88,6 +88,7 @@ pub fn router(state: AdminState, access: Access) -> Router {
         .route_layer(middleware::from_fn(access::operator_only));
     app.merge(operator)
         .fallback(not_found)
+        .layer(middleware::map_response(method_not_allowed))
         .with_state(state)
         .layer(middleware::from_fn_with_state(
             Arc::new(access),
@@ -113,6 +114,23 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
             )),
         }
     }
+}
+
+/// The router's 405 (empty) as the API's error envelope, its `Allow` kept.
+async fn method_not_allowed(response: Response) -> Response {
+    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
+        return response;
+    }
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let mut answer = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method (see Allow)",
+    );
+    if let Some(allow) = allow {
+        answer.headers_mut().insert(header::ALLOW, allow);
+    }
+    answer
 }
 
 async fn not_found() -> Response {

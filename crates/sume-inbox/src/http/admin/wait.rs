@@ -57,6 +57,16 @@ fn not_found(job_id: &str) -> Response {
     .into_response()
 }
 
+/// A job asked with a wait of zero: `closed` when it is, else `timeout`.
+pub(super) fn answered_at_once(job: JobRow) -> Response {
+    let outcome = if job.state == "open" {
+        Outcome::Timeout
+    } else {
+        Outcome::Closed
+    };
+    answer(job, outcome)
+}
+
 fn answer(job: JobRow, outcome: Outcome) -> Response {
     let mut r = Json(job).into_response();
     r.headers_mut()

@@ -5,7 +5,7 @@
 //! disagreements, and the inbox check with every key's answer.
 
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 use maud::{html, Markup};
@@ -64,10 +64,14 @@ pub async fn search(
         return r;
     }
     if !crate::db::text_can_hold(q) {
-        return page(
-            "Jobs",
-            html! { p { "No job and no event for " code { (q) } "." } },
-        );
+        // No id holds one; nor is a NUL written into the page.
+        let body = html! {
+            (search_box(""))
+            p.bad { "The search must not hold a NUL character (%00)." }
+        };
+        let mut r = layout::page(HERE, "Jobs", &operator.csrf, body);
+        *r.status_mut() = StatusCode::BAD_REQUEST;
+        return r;
     }
     let store = &state.admin.store;
     let detail = match store.job_detail(q).await {

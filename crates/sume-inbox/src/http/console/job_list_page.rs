@@ -15,7 +15,7 @@ use crate::db::{JobFilter, JobRow, Store, CLOSERS, JOB_STATES};
 const ROWS: i64 = 50;
 
 /// The list's filters as the form sends them (an empty field is no filter).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 pub struct ListForm {
     #[serde(default)]
     state: String,
@@ -151,7 +151,26 @@ fn table(jobs: &[JobRow]) -> Markup {
 pub async fn list(store: &Store, f: &ListForm) -> (StatusCode, Markup) {
     let filter = match f.filter() {
         Ok(filter) => filter,
-        Err(e) => return (StatusCode::BAD_REQUEST, html! { (form(f)) p.bad { (e) } }),
+        Err(e) => {
+            // Shown again without what no page should carry (a NUL character).
+            let mut shown = f.clone();
+            for v in [
+                &mut shown.state,
+                &mut shown.closed_by,
+                &mut shown.order_id,
+                &mut shown.created_from,
+                &mut shown.created_to,
+                &mut shown.closed_from,
+                &mut shown.closed_to,
+                &mut shown.after,
+            ] {
+                v.retain(|c| c != '\0');
+            }
+            return (
+                StatusCode::BAD_REQUEST,
+                html! { (form(&shown)) p.bad { (e) } },
+            );
+        }
     };
     let jobs = match store.jobs_list(&filter, f.after.trim(), ROWS).await {
         Ok(jobs) => jobs,
