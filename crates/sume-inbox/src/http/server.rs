@@ -303,11 +303,22 @@ impl Server {
             return response;
         }
         self.metrics.timeout(TimeoutKind::body);
-        let mut late = (
-            StatusCode::REQUEST_TIMEOUT,
-            "the request body did not arrive within BODY_TIMEOUT",
-        )
-            .into_response();
+        const LATE: &str = "the request body did not arrive within BODY_TIMEOUT";
+        // The admin API's answers carry a request id: its 408 is its error envelope too.
+        let request_id = response.headers().get("x-request-id").cloned();
+        let mut late = match &request_id {
+            Some(id) => {
+                let body = serde_json::json!({
+                    "error": {"code": "body_timeout", "message": LATE},
+                    "request_id": id.to_str().unwrap_or_default(),
+                });
+                (StatusCode::REQUEST_TIMEOUT, axum::Json(body)).into_response()
+            }
+            None => (StatusCode::REQUEST_TIMEOUT, LATE).into_response(),
+        };
+        if let Some(id) = request_id {
+            late.headers_mut().insert("x-request-id", id);
+        }
         late.headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
         late

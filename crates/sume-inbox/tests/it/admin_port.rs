@@ -56,6 +56,12 @@ async fn stalled_admin_connections_and_bodies_are_closed_by_their_timeouts() {
         .await
         .expect("a stalled admin body keeps its connection open");
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    // In the API's error envelope, with its request id.
+    assert!(answer.contains("\"code\":\"body_timeout\""), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("x-request-id: req_"),
+        "{answer}"
+    );
     let body = "sume_inbox_admin_port_timeouts_total{kind=\"body\"}";
     assert!(metric(&daemon, body).await >= 1.0);
     assert_eq!(db.scalar("select count(*) from sume.jobs").await, 0);

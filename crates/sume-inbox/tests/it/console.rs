@@ -257,6 +257,7 @@ async fn sign_in_is_limited_even_for_the_right_token() {
     }
     let (s, h) = console.try_sign_in(OPERATOR).await;
     assert_eq!(s, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(h["retry-after"], "60");
     assert!(set_cookie(&h, "sume_console").is_none());
     console.daemon.stop().await;
 }

@@ -274,6 +274,9 @@ async fn errors_before_the_handler(checked: &Checked<'_>) {
             checked.expect(415, form).await;
             let torn = Call::new(&method, &path, token).raw("application/json", "not json");
             checked.expect(400, torn).await;
+            let huge = format!("{{\"pad\":\"{}\"}}", "x".repeat(3 << 20));
+            let huge = Call::new(&method, &path, token).raw("application/json", &huge);
+            checked.expect(413, huge).await;
         }
     }
 }

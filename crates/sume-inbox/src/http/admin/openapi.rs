@@ -120,6 +120,7 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
     if write {
         errors.extend([
             ("400", "The body is not JSON (`invalid_body`)"),
+            ("413", "The body is over 2 MiB (`invalid_body`)"),
             (
                 "415",
                 "Not sent as Content-Type: application/json, or sent compressed \

@@ -231,11 +231,17 @@ pub async fn sign_in(
     }
     let client = Client::of(peer.map(|Extension(ConnectInfo(addr))| addr));
     if state.sessions.wrong.spent(client) {
-        return form(
+        let mut r = form(
             &state,
             StatusCode::TOO_MANY_REQUESTS,
             Some("Too many wrong tokens from this address: wait a minute."),
         );
+        // The count is per minute: a minute is the longest wait.
+        r.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("60"),
+        );
+        return r;
     }
     let right = state
         .access
