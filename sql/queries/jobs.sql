@@ -261,13 +261,17 @@ listen sume_jobs;
 -- JOB_RETENTION (off by default; see sweep/retention.rs): at most $2 jobs closed more than $1
 -- seconds ago by the clock ($3, or the database's when null), with their disagreements; answers
 -- how many jobs went. No index serves it (closed jobs have none: the sweep never reads them), so
--- it is a sequential scan that stops at $2 rows, run once an hour rather than every pass.
+-- it is a sequential scan that stops at $2 rows, run once an hour rather than every pass. A
+-- give-up still to be asked about again (its recheck's window not over) is kept: Sume's answer
+-- may yet replace it.
 with gone as (
     delete from sume.jobs
     where job_id = any (array(
-        select job_id from sume.jobs
-        where state <> 'open'
-          and closed_at < coalesce($3, now()) - make_interval(secs => $1)
+        select j.job_id from sume.jobs j
+        where j.state <> 'open'
+          and j.closed_at < coalesce($3, now()) - make_interval(secs => $1)
+          and not exists (select 1 from sume.give_up_rechecks r
+                          where r.job_id = j.job_id and r.until_at > coalesce($3, now()))
         limit $2))
       and state <> 'open'
     returning job_id

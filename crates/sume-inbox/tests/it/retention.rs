@@ -186,7 +186,8 @@ async fn dead_letters_keep_a_retention_of_their_own(
 }
 
 /// JOB_RETENTION (off by default, as every pass above shows): closed jobs older than it go,
-/// with their disagreements; open jobs, recently closed ones and the events never.
+/// with their disagreements; open jobs, recently closed ones, give-ups still to be asked about
+/// again and the events never.
 #[tokio::test(flavor = "multi_thread")]
 async fn job_retention_removes_only_jobs_closed_long_ago() {
     let db = TestDb::new().await;
@@ -206,7 +207,12 @@ async fn job_retention_removes_only_jobs_closed_long_ago() {
                 ('done_recent', 'failed', 'completed', 'completed', 'webhook');
          insert into sume.events (event_id, job_id, status, body, signed_at, signature,
                                   received_at, applied_at, outcome)
-         values ('e_recent', 'done_recent', 'failed', '\\x7b7d', 0, 'v1=00', now(), now(), 'closed');",
+         values ('e_recent', 'done_recent', 'failed', '\\x7b7d', 0, 'v1=00', now(), now(), 'closed');
+         insert into sume.jobs (job_id, state, closed_by, created_at, closed_at, close_reason)
+         values ('given_up_old', 'expired', 'give_up', now() - interval '200 days',
+                 now() - interval '200 days', 'no answer');
+         insert into sume.give_up_rechecks (job_id, until_at, next_at)
+         values ('given_up_old', now() + interval '1 day', now() + interval '1 hour');",
     )
     .await
     .unwrap();
@@ -226,7 +232,8 @@ async fn job_retention_removes_only_jobs_closed_long_ago() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(left, vec!["done_recent", "open_old"]);
+    // A give-up still to be asked about again stays, whatever JOB_RETENTION says.
+    assert_eq!(left, vec!["done_recent", "given_up_old", "open_old"]);
     assert_eq!(
         db.scalar("select count(*) from sume.disagreements where job_id = 'done_recent'")
             .await,
@@ -245,7 +252,7 @@ async fn job_retention_removes_only_jobs_closed_long_ago() {
     .await
     .unwrap();
     assert_eq!(off.run_once().await.unwrap().jobs, 0);
-    assert_eq!(db.scalar("select count(*) from sume.jobs").await, 2);
+    assert_eq!(db.scalar("select count(*) from sume.jobs").await, 3);
 }
 
 /// Closed jobs are looked for at the first pass, then not again until their period is over
