@@ -286,20 +286,18 @@ mod tests {
             "a timestamp from the future is refused too"
         );
         assert!(verify(headers(&ts, &good), body, &secrets(), now + 300, 300).is_ok());
-        for odd in [
+        let huge = "9".repeat(20);
+        for ts in [
             "soon",
             "+1700000000",
             "01700000000",
             "-5",
             "1.7e9",
             "",
-            "99999999999999999999",
+            &huge,
         ] {
-            assert_eq!(
-                verify(headers(odd, &good), body, &secrets(), now, 300),
-                Err(VerifyError::BadTimestamp),
-                "{odd:?}"
-            );
+            let refused = verify(headers(ts, &good), body, &secrets(), now, 300);
+            assert_eq!(refused, Err(VerifyError::BadTimestamp), "{ts:?}");
         }
         assert_eq!(
             verify(headers(&ts, "sha256=abc"), body, &secrets(), now, 300),

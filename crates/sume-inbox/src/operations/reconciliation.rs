@@ -140,11 +140,22 @@ impl Reconcile {
         };
         let mut cursor: Option<String> = None;
         let mut cursors = HashSet::new();
+        // What Sume last said about its limit: when the wait it asked for outlasts --max-wait,
+        // it is Sume refusing, not this fleet's own budget.
+        let mut refused: Option<String> = None;
         loop {
             match self.budget.acquire(&key.name, deadline).await {
                 Ok(_) => {}
                 Err(BudgetError::Deadline) => {
-                    report.stopped = Some("no read budget left within --max-wait (the minute's or the day's): run it again later".into());
+                    report.stopped = Some(match refused.take() {
+                        Some(said) => format!(
+                            "Sume {said} and the wait it asked for does not end within \
+                             --max-wait: run it again later"
+                        ),
+                        None => "no read budget left within --max-wait (the minute's or the \
+                                 day's): run it again later"
+                            .into(),
+                    });
                     break;
                 }
                 Err(BudgetError::Db(e)) => return Err(e),
@@ -163,21 +174,17 @@ impl Reconcile {
             self.budget
                 .observe(&key.name, reply.http_status, &reply.rate)
                 .await?;
+            let request_id = reply.request_id.as_deref().unwrap_or("-");
+            refused = match (reply.http_status, reply.rate.remaining) {
+                (429, _) => Some(format!("answered 429 (request_id {request_id})")),
+                (_, Some(0)) => Some("said no read remains (RateLimit-Remaining: 0)".into()),
+                _ => None,
+            };
             if reply.http_status == 429 {
                 continue; // the pause it asked for is in the budget now
             }
-            let Some(page) = reply.page else {
-                let request_id = reply.request_id.as_deref().unwrap_or("-");
-                report.stopped = Some(match reply.redirect {
-                    Some(moved) => format!(
-                        "the list answered {moved}, a redirect, which is not followed (what \
-                         answers there is not Sume's API): check SUME_API_URL"
-                    ),
-                    None => format!(
-                        "Sume answered {} (request_id {request_id})",
-                        reply.http_status
-                    ),
-                });
+            let Some(page) = reply.page.clone() else {
+                report.stopped = Some(no_page(&reply));
                 break;
             };
             report.pages += 1;
@@ -252,5 +259,24 @@ impl Reconcile {
             }
         }
         Ok(())
+    }
+}
+
+/// Why a list answer that holds no page stops the walk.
+fn no_page(reply: &sume_wire::ListReply) -> String {
+    let request_id = reply.request_id.as_deref().unwrap_or("-");
+    match &reply.redirect {
+        Some(moved) => format!(
+            "the list answered {moved}, a redirect, which is not followed (what answers there \
+             is not Sume's API): check SUME_API_URL"
+        ),
+        None if reply.http_status == 200 => format!(
+            "Sume answered 200 with a body that does not read as a page of jobs (request_id \
+             {request_id}): check SUME_API_URL"
+        ),
+        None => format!(
+            "Sume answered {} (request_id {request_id})",
+            reply.http_status
+        ),
     }
 }

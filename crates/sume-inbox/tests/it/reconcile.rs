@@ -242,3 +242,29 @@ async fn a_list_that_does_not_move_on_stops_the_run_saying_so() {
     assert_eq!(report.keys[0].pages, 2, "{report:?}");
     assert_eq!(list_reads(&http, &sim).await, 2);
 }
+
+/// Sume saying no read remains for a minute (longer than `--max-wait`): the run stops saying
+/// so, not that this fleet's own budget ran out (a 429 is said the same way, with its request
+/// id).
+#[tokio::test(flavor = "multi_thread")]
+async fn sumes_own_limit_outlasting_max_wait_is_reported_as_sume_refusing() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let mut config = sim_config();
+    config.limits.reads_per_window = 1;
+    config.limits.rate_window = Duration::from_secs(60);
+    let sim = RunningSim::start(config).await.unwrap();
+    let http = reqwest::Client::new();
+    LostJobs::create(&db, &http, &sim).await;
+    let report = reconcile(&db, &sim, 1000)
+        .run(Duration::from_secs(6 * 3600), Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert!(!report.complete(), "{report:?}");
+    let stopped = report.keys[0].stopped.as_deref().unwrap_or("");
+    assert!(
+        stopped.starts_with("Sume said no read remains"),
+        "{report:?}"
+    );
+    assert!(stopped.contains("--max-wait"), "{report:?}");
+}

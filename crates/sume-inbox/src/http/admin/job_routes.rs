@@ -382,7 +382,9 @@ pub(super) async fn list(
             Ok(page) if page.closes.is_empty() && cursor != FeedCursor::START => {
                 match state.store.feed_cursor_ahead(cursor).await {
                     Ok(true) => bad_query(format!(
-                        "closed_after={cursor} is ahead of every transaction of this database:                          a cursor of another database, or saved before a restore; resume from                          0 (entries may come again: handle them idempotently)"
+                        "closed_after={cursor} is ahead of every transaction of this database: \
+                         a cursor of another database, or saved before a restore; resume from \
+                         0 (entries may come again: handle them idempotently)"
                     ))
                     .into_response(),
                     Ok(false) => Json(JobsAnswer::Feed(page)).into_response(),
