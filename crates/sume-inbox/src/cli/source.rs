@@ -31,9 +31,17 @@ pub enum Source {
 
 /// `cli:<user>@<host>`: who acts, for the audit log.
 pub fn actor() -> String {
+    // Without USER or LOGNAME (a container, a cron job), the uid this process runs as.
+    let uid = || {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").map(|m| format!("uid {}", m.uid()))
+    };
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into());
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .or_else(|| uid().ok())
+        .unwrap_or_else(|| "unknown".into());
     let host = crate::process::instance_name::kernel_hostname().unwrap_or_else(|| "unknown".into());
     format!("cli:{user}@{host}")
 }

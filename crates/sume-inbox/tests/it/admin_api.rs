@@ -353,3 +353,46 @@ async fn methods_no_route_takes_are_405(api: &Api) {
         assert_eq!(body["error"]["code"], "method_not_allowed", "{method}");
     }
 }
+
+/// `X-Actor` names who acts in the audit log: UTF-8 is kept, control characters left out, a
+/// long one cut to 64 characters (marked), never dropped in silence.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_actor_a_caller_names_is_kept_in_the_audit_log() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let long = "é".repeat(100);
+    for actor in ["ops-bot é漢", long.as_str(), "a\tb"] {
+        let r = api
+            .http
+            .post(api.daemon.admin_url("/v1/dead-letters/drop"))
+            .bearer_auth(OPERATOR)
+            .header(
+                "x-actor",
+                reqwest::header::HeaderValue::from_bytes(actor.as_bytes()).unwrap(),
+            )
+            .json(&json!({"ids": ["sha256:nothing"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{actor}");
+    }
+    let actors: Vec<String> = db
+        .client()
+        .await
+        .query("select actor from sume.audit_log order by id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let cut = format!("api:operator ({}…)", "é".repeat(64));
+    assert_eq!(
+        actors,
+        vec![
+            "api:operator (ops-bot é漢)",
+            cut.as_str(),
+            "api:operator (ab)"
+        ]
+    );
+    api.daemon.stop().await;
+}

@@ -17,14 +17,18 @@ use super::{current_request_id, unavailable, AdminState, PathId};
 use crate::http::ApiError;
 use crate::operations::replay::{self, Replayed};
 
-/// `X-Actor`, when a caller names who acts (1 to 64 printable characters), after `api:operator`.
+/// `X-Actor`, when a caller names who acts, after `api:operator`: its UTF-8 text (anything
+/// else as U+FFFD) without control characters, cut to 64 characters (marked `…`).
 fn actor(headers: &HeaderMap) -> String {
-    let named = headers
-        .get("x-actor")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| (1..=64).contains(&v.len()) && !v.chars().any(char::is_control));
-    match named {
+    let named = headers.get("x-actor").map(|v| {
+        let text = String::from_utf8_lossy(v.as_bytes());
+        let shown: String = text.trim().chars().filter(|c| !c.is_control()).collect();
+        match shown.char_indices().nth(64) {
+            Some((cut, _)) => format!("{}…", &shown[..cut]),
+            None => shown,
+        }
+    });
+    match named.filter(|n| !n.is_empty()) {
         Some(name) => format!("api:operator ({name})"),
         None => "api:operator".to_owned(),
     }
