@@ -160,6 +160,13 @@ async fn open(v: &Values) -> Result<Source, CliError> {
 
 /// `jobs show ID`: fails when nothing at all is known about the id.
 pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> {
+    if job_id.is_empty() || job_id.len() > sume_wire::event::MAX_ID_LEN {
+        // Named by no job or event, and not sent anywhere (a URL may not even carry it).
+        let shown: String = job_id.chars().take(300).collect();
+        return Err(CliError::Failed(format!(
+            "no job and no event for {shown:?}: a job id is 1 to 255 bytes"
+        )));
+    }
     let detail = open(admin.settings.values())
         .await?
         .job_detail(job_id)
@@ -171,7 +178,7 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
     }
     if !known {
         return Err(CliError::Failed(format!(
-            "no job and no event for {job_id}"
+            "no job and no event for {job_id:?}"
         )));
     }
     Ok(())

@@ -80,6 +80,16 @@ async fn the_admin_commands_work_through_the_admin_api() {
     );
     let (ok, _, err) = remote(&daemon, TOKEN, &["jobs", "show", "job_nobody"]);
     assert!(!ok && err.contains("no job and no event"), "{err}");
+    // An id no job can have is said to be so, not sent (a URL could not carry it), and a
+    // control character in it is never written to the terminal.
+    let long = "x".repeat(100_000);
+    let (ok, _, err) = remote(&daemon, TOKEN, &["jobs", "show", &long]);
+    assert!(!ok && err.contains("a job id is 1 to 255 bytes"), "{err}");
+    let (ok, _, err) = remote(&daemon, TOKEN, &["jobs", "show", "job_\u{1}x"]);
+    assert!(
+        !ok && err.contains(r#""job_\u{1}x""#) && !err.contains('\u{1}'),
+        "{err}"
+    );
     let (ok, out, _) = remote(&daemon, TOKEN, &["inbox", "ls"]);
     assert!(ok && out.contains("job_wait"), "{out}");
     let (ok, out, _) = remote(&daemon, TOKEN, &["dead-letters", "ls", "--json"]);
