@@ -88,11 +88,12 @@ pub fn parse_event(body: &[u8]) -> Result<ParsedEvent, ParseError> {
 /// ([`mend_lone_surrogates`]): the rest of the result is worth keeping.
 fn storable(mut p: ParsedEvent) -> ParsedEvent {
     let has_nul = |s: &String| s.contains('\0');
-    if p.status.as_ref().is_some_and(has_nul) {
-        p.status = None;
-    }
     if p.event_type.as_ref().is_some_and(has_nul) {
         p.event_type = None;
+    }
+    if p.status.as_ref().is_some_and(has_nul) {
+        // As for a body with no status: the type's (`job.completed`), when it has one.
+        p.status = p.event_type.as_deref().and_then(status_of_type);
     }
     if let Some(Cow::Owned(mended)) = p.result.as_deref().map(mend_lone_surrogates) {
         p.result = Some(mended);
@@ -104,6 +105,11 @@ fn storable(mut p: ParsedEvent) -> ParsedEvent {
         p.result = None;
     }
     p
+}
+
+/// The status an event type names: the part after `job.`.
+fn status_of_type(kind: &str) -> Option<String> {
+    kind.strip_prefix("job.").map(str::to_owned)
 }
 
 /// Whether JSON text holds a NUL in a string or key (`\u0000`, not an escaped backslash).

@@ -101,6 +101,12 @@ fn nul_characters_never_reach_the_database() {
     let body = br#"{"event":"job.done\u0000","job_id":"j","status":"completed\u0000","result":{"t":"a\u0000b"}}"#;
     let e = parse_event(body).unwrap();
     assert_eq!((e.status, e.event_type, e.result), (None, None, None));
+    // A status holding one is read from the type instead, as when there is none.
+    let body = br#"{"event":"job.completed","job_id":"j","status":"comp\u0000leted"}"#;
+    assert_eq!(
+        parse_event(body).unwrap().status.as_deref(),
+        Some("completed")
+    );
     let e =
         parse_event(br#"{"job_id":"j","status":"completed","result":{"t":"\\u0000"}}"#).unwrap();
     assert!(e.result.is_some(), "an escaped backslash is not a NUL");
