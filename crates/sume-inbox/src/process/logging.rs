@@ -16,7 +16,10 @@ use tracing_subscriber::{EnvFilter, Layer};
 use super::traces::{self, Exporting};
 use crate::config::{ConfigError, TracesConfig};
 
-/// Installs the global subscriber: `json` (one object a line) or `pretty`, to stderr.
+/// Installs the global subscriber: `json` (one object a line) or `pretty`, to stderr. A line
+/// that cannot be written (stderr a pipe whose reader went away) is lost, and nothing else:
+/// the subscriber's own report of it would go to the same stderr, and `eprintln!` panics
+/// there, in whatever task was logging (the one that hears SIGTERM, say).
 pub fn init(format: &str) -> Result<(), ConfigError> {
     init_with_traces(format, None).map(|_| ())
 }
@@ -42,6 +45,7 @@ pub fn init_with_traces(
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
+            .log_internal_errors(false)
             .with_ansi(std::io::stderr().is_terminal());
         let installed = match format {
             "json" => builder.json().flatten_event(true).try_init(),
@@ -61,6 +65,7 @@ pub fn init_with_traces(
     let registry = tracing_subscriber::registry().with(otel);
     let base = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .with_ansi(std::io::stderr().is_terminal());
     match format {
         "json" => registry

@@ -1,5 +1,5 @@
 //! SIGTERM under load: the binary stops accepting, every request it answered 2xx is committed,
-//! and it exits 0 in bounded time.
+//! and it exits 0 in bounded time, also when nobody reads its stderr any more.
 
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -132,4 +132,43 @@ async fn sigterm_and_wait_for_exit(child: &mut Child) -> ExitStatus {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// stderr a pipe whose reader went away (a log shipper restarted, `serve 2>&1 | head`): the
+/// lines are lost, nothing else. The logger's own report of the failed write once went to the
+/// same stderr and panicked the task that logged, the one that hears SIGTERM among them, so
+/// the daemon served on and never stopped.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_is_heard_when_stderr_is_a_pipe_nobody_reads() {
+    let db = TestDb::new().await;
+    let (port, admin) = (free_port(), free_port());
+    let (notify_path, notify) = notify_socket(port);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("serve")
+        .env("NOTIFY_SOCKET", &notify_path)
+        .env("DATABASE_URL", &db.url)
+        .env("SUME_WEBHOOK_SECRET", SECRET)
+        .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
+        .env("ADMIN_ADDR", format!("127.0.0.1:{admin}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let mut message = [0u8; 256];
+    let n = notify.recv(&mut message).expect("READY=1 from the daemon");
+    assert!(String::from_utf8_lossy(&message[..n]).starts_with("READY=1"));
+    // It still serves: a delivery is stored, and its log line lost.
+    let http = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/webhooks/sume");
+    assert_eq!(
+        Delivery::completed("job_unread")
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
+    let status = sigterm_and_wait_for_exit(&mut child).await;
+    assert!(status.success(), "exit status {status}");
+    let _ = std::fs::remove_file(&notify_path);
 }
