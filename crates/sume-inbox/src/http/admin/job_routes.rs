@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use super::openapi::ErrorBody;
 use super::{unavailable, AdminState, PathId};
 use crate::db::{
-    CloserName, FeedCursor, FeedPage, JobFilter, JobRow, JobStateName, NewJob, Registered, CLOSERS,
-    JOB_STATES, PAGE_LIMIT_MAX,
+    CloserName, FeedPage, JobFilter, JobRow, JobStateName, NewJob, Registered, CLOSERS, JOB_STATES,
+    PAGE_LIMIT_MAX,
 };
 use crate::http::{error, ApiError};
 
@@ -273,7 +273,7 @@ pub struct ListQuery {
 
 const DEFAULT_LIMIT: i64 = 100;
 
-fn bad_query(message: impl Into<String>) -> ApiError {
+pub(super) fn bad_query(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message)
 }
 
@@ -374,26 +374,7 @@ pub(super) async fn list(
             )
             .into_response();
         }
-        let cursor: FeedCursor = match cursor.parse() {
-            Ok(c) => c,
-            Err(e) => return bad_query(e.to_string()).into_response(),
-        };
-        return match state.store.job_closes_after(cursor, limit).await {
-            Ok(page) if page.closes.is_empty() && cursor != FeedCursor::START => {
-                match state.store.feed_cursor_ahead(cursor).await {
-                    Ok(true) => bad_query(format!(
-                        "closed_after={cursor} is ahead of every transaction of this database: \
-                         a cursor of another database, or saved before a restore; resume from \
-                         0 (entries may come again: handle them idempotently)"
-                    ))
-                    .into_response(),
-                    Ok(false) => Json(JobsAnswer::Feed(page)).into_response(),
-                    Err(e) => unavailable("reading the feed of closes failed", &e),
-                }
-            }
-            Ok(page) => Json(JobsAnswer::Feed(page)).into_response(),
-            Err(e) => unavailable("reading the feed of closes failed", &e),
-        };
+        return super::feed::page(&state, cursor, limit).await;
     }
     let (filter, after) = match query.filter() {
         Ok(f) => f,

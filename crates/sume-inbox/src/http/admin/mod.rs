@@ -16,6 +16,7 @@ use axum::Router;
 use sume_wire::Secret;
 
 pub mod access;
+mod feed;
 mod instance_routes;
 mod job_routes;
 pub mod openapi;
