@@ -338,3 +338,39 @@ fn traces_are_read_as_opentelemetry_writes_them() {
         assert_eq!(e.name, setting.name, "{bad}: {e}");
     }
 }
+
+/// A token of only spaces is no token: taken as unset it left a loopback admin API open, and
+/// on another address the refusal said the token was missing. Only nothing is unset.
+#[test]
+fn a_blank_token_is_refused_not_taken_as_none() {
+    for setting in [&ADMIN_TOKEN, &ADMIN_APP_TOKEN] {
+        let e = refused(&[(setting, &" ".repeat(20))]);
+        assert_eq!(e.name, setting.name, "{e}");
+        assert!(e.to_string().contains("is blank"), "{e}");
+    }
+    let e = refused(&[(&ADMIN_ADDR, "0.0.0.0:9090"), (&ADMIN_TOKEN, "\t  ")]);
+    assert!(e.to_string().contains("ADMIN_TOKEN: is blank"), "{e}");
+    let config = Config::read(&values(&[(&ADMIN_TOKEN, "")])).unwrap();
+    assert!(config.admin_token.is_none(), "nothing is unset");
+}
+
+/// A token travels in an HTTP header: one with a character outside visible ASCII could never
+/// be sent as written, so it is refused at start, saying which characters are allowed.
+#[test]
+fn a_token_is_visible_ascii() {
+    for setting in [&ADMIN_TOKEN, &ADMIN_APP_TOKEN] {
+        for bad in ["tök0123456789abcdef0123456789", "token with spaces 0123456789"] {
+            let mut extra = vec![(setting, bad)];
+            if setting.name == ADMIN_APP_TOKEN.name {
+                extra.push((&ADMIN_TOKEN, "the-operators-token-0123"));
+            }
+            let e = refused(&extra);
+            assert_eq!(e.name, setting.name, "{e}");
+            assert!(e.to_string().contains("0x21 to 0x7e"), "{e}");
+            assert!(!e.to_string().contains(bad), "a token is never quoted: {e}");
+        }
+    }
+    let ok = values(&[(&ADMIN_TOKEN, "  a~Z!0123456789{}|  ")]);
+    let token = Config::read(&ok).unwrap().admin_token.unwrap();
+    assert_eq!(token.expose(), "a~Z!0123456789{}|");
+}

@@ -45,8 +45,14 @@ impl Values {
     }
 
     /// Records `text` for `setting`; nothing (or only spaces) means unset, so its default holds.
+    /// A token is the exception: only nothing unsets it, and a blank one is refused when read
+    /// (a token of spaces taken as none would leave the admin API open without a word).
     pub fn set(&mut self, setting: &Setting, text: &str, source: Source) {
-        if text.trim().is_empty() {
+        let unset = match setting.form {
+            Form::Token => text.is_empty(),
+            _ => text.trim().is_empty(),
+        };
+        if unset {
             self.given.remove(setting.name);
         } else {
             self.given.insert(setting.name, (text.to_owned(), source));
@@ -249,20 +255,31 @@ impl Values {
         self.text(s).map(|t| Secret::new(t.trim()))
     }
 
-    /// An optional bearer token of at least 16 characters.
+    /// An optional bearer token: at least 16 characters, each visible ASCII (it travels in an
+    /// HTTP header, which holds no other byte a client sends as written). Only nothing is
+    /// unset; a token of spaces is refused, as it would otherwise mean no token at all.
     pub fn token(&self, s: &'static Setting) -> Result<Option<Secret>, ConfigError> {
-        match self.text(s).map(str::trim) {
-            Some(t) if t.chars().count() < 16 => Err(ConfigError::new(
-                s.name,
-                format!(
-                    "is {} characters long: write {}",
-                    t.chars().count(),
-                    s.form.describe()
-                ),
-            )),
-            Some(t) => Ok(Some(Secret::new(t))),
-            None => Ok(None),
-        }
+        let Some(raw) = self.given.get(s.name).map(|g| g.0.as_str()) else {
+            return Ok(None);
+        };
+        let t = raw.trim();
+        let problem = if t.is_empty() {
+            format!(
+                "is blank ({} whitespace characters, no token): write {}, or leave it empty for none",
+                raw.chars().count(),
+                s.form.describe()
+            )
+        } else if !t.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+            format!(
+                "holds a character that is not visible ASCII (a space, an accented letter, a control character): write {}",
+                s.form.describe()
+            )
+        } else if t.len() < 16 {
+            format!("is {} characters long: write {}", t.len(), s.form.describe())
+        } else {
+            return Ok(Some(Secret::new(t)));
+        };
+        Err(ConfigError::new(s.name, problem))
     }
 
     /// `name:key` pairs, or none when unset.

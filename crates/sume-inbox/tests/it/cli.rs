@@ -323,3 +323,40 @@ fn a_first_run_with_nothing_set_says_what_to_set() {
         "{text}"
     );
 }
+
+/// Tokens as the binary reads them from its environment: one of only spaces is refused, not
+/// taken as none (which left a loopback admin API open), and so is one that is not visible ASCII
+/// (it could never be sent in an HTTP header); both exit 78 at once, naming the variable.
+#[test]
+fn a_blank_or_non_ascii_token_stops_the_start() {
+    let blank = " ".repeat(20);
+    for (extra, expected) in [
+        (vec![("ADMIN_TOKEN", blank.as_str())], "ADMIN_TOKEN: is blank"),
+        (
+            vec![
+                ("ADMIN_TOKEN", blank.as_str()),
+                ("ADMIN_ADDR", "0.0.0.0:9090"),
+            ],
+            "ADMIN_TOKEN: is blank",
+        ),
+        (
+            vec![
+                ("ADMIN_TOKEN", "the-operators-token-0123"),
+                ("ADMIN_APP_TOKEN", blank.as_str()),
+            ],
+            "ADMIN_APP_TOKEN: is blank",
+        ),
+        (
+            vec![("ADMIN_TOKEN", "tök0123456789abcdef0123456789")],
+            "ADMIN_TOKEN: holds a character that is not visible ASCII",
+        ),
+    ] {
+        let mut env: Vec<(&str, &str)> = BASE.to_vec();
+        env.extend(extra.iter().copied());
+        let out = serve_with_only(&env);
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{extra:?}: {text}");
+        assert!(text.contains(expected), "{extra:?}: {text}");
+        assert!(!text.contains("tök0"), "{text}");
+    }
+}
