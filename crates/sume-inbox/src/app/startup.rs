@@ -89,7 +89,9 @@ pub async fn migrate_with_retry(
 ) -> Result<Vec<i32>, DbError> {
     patiently(setting, url, shutdown, || async {
         let mut client = db::connect_named(setting, url).await?;
-        migrate::migrate(&mut client).await
+        migrate::migrate(&mut client)
+            .await
+            .map_err(|e| reach::lacking_rights(setting, url, &e).unwrap_or(e))
     })
     .await
 }

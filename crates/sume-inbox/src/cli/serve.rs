@@ -93,7 +93,9 @@ pub async fn migrate(args: MigrateArgs) -> Result<(), CliError> {
         None => (&DATABASE_URL, v.postgres_url(&DATABASE_URL)?),
     };
     let mut client = db::connect_named(setting.name, url.expose()).await?;
-    let applied = db::migrate::migrate(&mut client).await?;
+    let applied = db::migrate::migrate(&mut client)
+        .await
+        .map_err(|e| db::reach::lacking_rights(setting.name, url.expose(), &e).unwrap_or(e))?;
     println!(
         "schema at version {} (applied now: {:?})",
         db::migrate::latest(),

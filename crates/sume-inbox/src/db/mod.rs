@@ -115,6 +115,17 @@ pub enum DbError {
         /// Waiting cannot help (a wrong password, role, database or host name).
         permanent: bool,
     },
+    /// The role behind a setting's URL may not do what was asked (set up the schema): waiting
+    /// cannot help.
+    #[error("{setting} ({target}): {problem}")]
+    Refused {
+        /// The setting holding the URL.
+        setting: &'static str,
+        /// User, hosts, ports and database (never the password).
+        target: String,
+        /// The server's words, and what to do.
+        problem: String,
+    },
     /// DATABASE_URL cannot be used as it is.
     #[error("bad DATABASE_URL: {0}")]
     Config(String),
@@ -162,7 +173,7 @@ impl DbError {
             DbError::Unreachable {
                 permanent: true,
                 ..
-            }
+            } | DbError::Refused { .. }
         )
     }
 

@@ -41,6 +41,24 @@ pub fn redacted(url: &str) -> String {
     format!("postgres://{user}{}/{db}", hosts.join(","))
 }
 
+/// What the connection's own words (no SQLSTATE) say of a refusal waiting cannot fix, with
+/// its hint: the host name does not exist, TLS was asked of a server without it, the server
+/// asks for a password the URL lacks, or the URL asks for what the client cannot do.
+fn permanent_without_code(e: &tokio_postgres::Error) -> Option<&'static str> {
+    let text = format!("{} {e:?}", pg_message(e)).to_ascii_lowercase();
+    if text.contains("name or service not known") || text.contains("nodename nor servname") {
+        Some("check the host name")
+    } else if text.contains("server does not support tls") {
+        Some("the server offers no TLS: enable ssl on it, or on a trusted network lower sslmode (prefer, disable)")
+    } else if text.contains("password missing") {
+        Some("the server asks for a password and the URL has none: write postgres://user:PASSWORD@host/db")
+    } else if text.contains("invalid configuration") {
+        Some("check the URL")
+    } else {
+        None
+    }
+}
+
 /// Whether a connection error is one waiting cannot fix: the server refused who we are or what
 /// we asked for, or the host name does not exist.
 pub fn is_permanent(e: &tokio_postgres::Error) -> bool {
@@ -53,8 +71,7 @@ pub fn is_permanent(e: &tokio_postgres::Error) -> bool {
         ]
         .contains(code);
     }
-    let text = format!("{e:?}").to_ascii_lowercase();
-    text.contains("name or service not known") || text.contains("nodename nor servname")
+    permanent_without_code(e).is_some()
 }
 
 /// The hint that goes with a permanent failure.
@@ -68,7 +85,7 @@ fn hint(e: &tokio_postgres::Error) -> &'static str {
             "check the database name, or create the database"
         }
         Some(c) if *c == SqlState::INSUFFICIENT_PRIVILEGE => "grant the role CONNECT on it",
-        _ => "check the host name",
+        _ => permanent_without_code(e).unwrap_or("check the host name"),
     }
 }
 
@@ -104,6 +121,26 @@ pub fn unreachable_from(setting: &'static str, url: &str, e: &DbError) -> Option
         DbError::Unreachable { .. } => None,
         _ => None,
     }
+}
+
+/// A failure to set up the schema because the role behind `setting`'s URL lacks the right
+/// (SQLSTATE 42501, e.g. `permission denied for database`), as [`DbError::Refused`] naming the
+/// setting and target; `None` for any other failure.
+pub fn lacking_rights(setting: &'static str, url: &str, e: &DbError) -> Option<DbError> {
+    let source = match e {
+        DbError::Query { source, .. }
+        | DbError::Transaction { source, .. }
+        | DbError::Migration(_, source) => source,
+        _ => return None,
+    };
+    (source.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE)).then(|| DbError::Refused {
+        setting,
+        target: redacted(url),
+        problem: format!(
+            "the role may not set up the schema: {}: retrying cannot fix this; run `sume-inbox migrate` with a role that may create the schema (README \"Least privilege\")",
+            pg_message(source)
+        ),
+    })
 }
 
 #[cfg(test)]

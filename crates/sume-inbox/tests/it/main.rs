@@ -38,6 +38,7 @@ mod refusals;
 mod retention;
 mod roles;
 mod settings;
+mod startup_refusals;
 mod shutdown;
 mod story;
 mod support;

@@ -1,0 +1,127 @@
+//! A database that refuses what the daemon asked for, in ways waiting cannot fix, stops the
+//! start at once with exit 78, naming the setting and its target without the password: TLS
+//! asked of a server without it, a password the server asks for and the URL lacks, a role that
+//! may not create the schema.
+
+use std::process::{Command, Output};
+
+use rand::Rng;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// PostgreSQL's SSLRequest code.
+const SSL_REQUEST: u32 = 80_877_103;
+
+/// A server speaking only the first words of PostgreSQL's protocol: `N` (no TLS) to an
+/// SSLRequest, then a request for a cleartext password after the startup message.
+async fn password_asking_server() -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                loop {
+                    let mut head = [0u8; 8];
+                    if s.read_exact(&mut head).await.is_err() {
+                        return;
+                    }
+                    let len = u32::from_be_bytes(head[..4].try_into().unwrap()) as usize;
+                    if u32::from_be_bytes(head[4..].try_into().unwrap()) == SSL_REQUEST {
+                        let _ = s.write_all(b"N").await;
+                        continue;
+                    }
+                    let mut rest = vec![0u8; len.saturating_sub(8)];
+                    if s.read_exact(&mut rest).await.is_err() {
+                        return;
+                    }
+                    let _ = s.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 3]).await;
+                    let _ = s.read(&mut [0u8; 64]).await;
+                    return;
+                }
+            });
+        }
+    });
+    port
+}
+
+/// `sume-inbox <command>` with only `env` (and the listeners on free ports), run off the
+/// runtime so a server of the test can answer it.
+async fn run(command: &'static str, env: Vec<(&'static str, String)>) -> (Output, String) {
+    let out = tokio::task::spawn_blocking(move || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+        cmd.arg(command)
+            .env_clear()
+            .env("SUME_WEBHOOK_SECRET", "whsec_x")
+            .env("LISTEN_ADDR", "127.0.0.1:0")
+            .env("ADMIN_ADDR", "127.0.0.1:0");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, text)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_the_server_lacks_or_a_password_the_url_lacks_stop_the_start_at_once() {
+    let port = password_asking_server().await;
+    for (query, expected) in [
+        ("?sslmode=require", "server does not support TLS"),
+        ("?sslmode=disable", "password missing"),
+        ("", "password missing"),
+    ] {
+        let url = format!("postgres://sume@127.0.0.1:{port}/app{query}");
+        let (out, text) = run("serve", vec![("DATABASE_URL", url)]).await;
+        assert_eq!(out.status.code(), Some(78), "{query}: {text}");
+        let target = format!("DATABASE_URL (postgres://sume@127.0.0.1:{port}/app)");
+        assert!(text.contains(&target), "{text}");
+        assert!(text.contains(expected), "{text}");
+        assert!(text.contains("retrying cannot fix this"), "{text}");
+        assert!(!text.contains("not reachable yet"), "{text}");
+    }
+}
+
+/// A role without the right to create the schema, for `serve` (through MIGRATE_DATABASE_URL)
+/// and `migrate` (through DATABASE_URL): exit 78 naming the setting used, its target, and the
+/// way out (README "Least privilege").
+#[tokio::test(flavor = "multi_thread")]
+async fn a_role_that_may_not_create_the_schema_stops_migrations_naming_the_setting() {
+    let db = sume_testkit::TestDb::new().await;
+    let role = format!("sume_no_rights_{}", rand::thread_rng().gen::<u32>());
+    let admin = db.client().await;
+    admin
+        .batch_execute(&format!("create role {role} login"))
+        .await
+        .unwrap();
+    let mut url = url::Url::parse(&db.url).unwrap();
+    url.set_username(&role).unwrap();
+    url.set_password(Some("pw-never-shown")).unwrap();
+    let target = format!("postgres://{role}@");
+    for (command, setting) in [
+        ("serve", "MIGRATE_DATABASE_URL"),
+        ("migrate", "DATABASE_URL"),
+    ] {
+        let (out, text) = run(
+            command,
+            vec![
+                ("DATABASE_URL", db.url.clone()),
+                (setting, url.to_string()),
+            ],
+        )
+        .await;
+        assert_eq!(out.status.code(), Some(78), "{command}: {text}");
+        assert!(text.contains(&format!("{setting} (postgres://")), "{text}");
+        assert!(text.contains(&target), "{text}");
+        assert!(
+            text.contains("42501") && text.contains("run `sume-inbox migrate` with a role"),
+            "{text}"
+        );
+        assert!(!text.contains("pw-never-shown"), "{text}");
+    }
+    admin
+        .batch_execute(&format!("drop role {role}"))
+        .await
+        .unwrap();
+}
