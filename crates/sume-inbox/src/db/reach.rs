@@ -1,7 +1,8 @@
 //! Reaching the server, as an operator reads the failure: which setting, which target (user,
 //! hosts, ports, database; never the password), the server's own words, and whether waiting can
-//! help. A wrong password, an unknown role or database, or a host name that does not exist is
-//! permanent: the daemon stops at once with exit 78 instead of retrying for half a minute.
+//! help. A wrong password, an unknown role or database, a host name that does not exist, TLS
+//! asked of a server without it, a password the server asks for and the URL lacks, or a role
+//! that may not create the schema is permanent: the daemon stops at once with exit 78 instead of retrying for half a minute.
 
 use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;
