@@ -2,7 +2,8 @@
 //! hosts, ports, database; never the password), the server's own words, and whether waiting can
 //! help. A wrong password, an unknown role or database, a host name that does not exist, TLS
 //! asked of a server without it, a password the server asks for and the URL lacks, or a role
-//! that may not create the schema is permanent: the daemon stops at once with exit 78 instead of retrying for half a minute.
+//! that may not create the schema is permanent: the daemon stops at once with exit 78 instead
+//! of retrying for half a minute.
 
 use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;
