@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::RunError;
-use crate::config::declared::{DATABASE_URL, MIGRATE_DATABASE_URL};
+use crate::config::declared::{DATABASE_URL, LISTEN_DATABASE_URL, MIGRATE_DATABASE_URL};
 use crate::config::{Config, Pooler};
 use crate::db::{self, migrate, reach, DbError, Store};
 
@@ -96,15 +96,34 @@ pub async fn migrate_with_retry(
     .await
 }
 
-/// The pool, once the schema is at least this binary's.
+/// The pool, once the schema is at least this binary's and LISTEN_DATABASE_URL (when set)
+/// lets the daemon in.
 pub async fn open_store(config: &Config, shutdown: &CancellationToken) -> Result<Store, RunError> {
+    let store = schema_checked_store(config, shutdown).await?;
+    if let Some(listen) = &config.database.listen_url {
+        // Connected once, as DATABASE_URL is: a refusal stops the start here, naming the
+        // setting, rather than a LISTEN connection retried for ever once serving.
+        let url = listen.expose();
+        patiently(LISTEN_DATABASE_URL.name, url, shutdown, || {
+            db::connect_named(LISTEN_DATABASE_URL.name, url)
+        })
+        .await?;
+    }
+    Ok(store)
+}
+
+/// The pool, once the schema is at least this binary's.
+async fn schema_checked_store(
+    config: &Config,
+    shutdown: &CancellationToken,
+) -> Result<Store, RunError> {
     let routes = &config.database;
     let url = config.database_url.expose();
     let store = Store::new(url, config.db_pool_size)?;
     let listen = routes.listen_url.as_ref().map(|u| u.expose());
     let store = match (routes.pooler, listen) {
         (Pooler::Transaction, listen) => store.behind_pooler(listen),
-        (Pooler::None, Some(listen)) => store.listen_on(listen),
+        (Pooler::None, Some(listen)) => store.listen_on(LISTEN_DATABASE_URL.name, listen),
         (Pooler::None, None) => store,
     };
     let store = store.with_writer_connections(url, config.ingest.writers)?;

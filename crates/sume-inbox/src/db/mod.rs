@@ -311,6 +311,8 @@ pub struct Store {
     /// Where attach's LISTEN connection goes (DATABASE_URL unless told otherwise); `None`
     /// behind a transaction-mode pooler without LISTEN_DATABASE_URL: no LISTEN at all.
     listen_url: Option<std::sync::Arc<str>>,
+    /// The setting `listen_url` comes from, which a failure to reach it names.
+    listen_setting: &'static str,
 }
 
 impl Store {
@@ -322,6 +324,7 @@ impl Store {
             writers: None,
             protocol: Protocol::Prepared,
             listen_url: Some(url.into()),
+            listen_setting: "DATABASE_URL",
         })
     }
 
@@ -337,14 +340,16 @@ impl Store {
             writers: None,
             protocol: Protocol::unnamed(),
             listen_url: listen_url.map(Into::into),
+            listen_setting: "LISTEN_DATABASE_URL",
             ..self
         }
     }
 
-    /// Sends LISTEN to `url` instead of the pool's server.
-    pub fn listen_on(self, url: &str) -> Store {
+    /// Sends LISTEN to `url`, the value of `setting`, instead of the pool's server.
+    pub fn listen_on(self, setting: &'static str, url: &str) -> Store {
         Store {
             listen_url: Some(url.into()),
+            listen_setting: setting,
             ..self
         }
     }

@@ -30,7 +30,7 @@ impl Store {
             .config
             .connect(target.tls)
             .await
-            .map_err(DbError::Connect)?;
+            .map_err(|e| super::reach::unreachable(self.listen_setting, url, &e))?;
         let (tx, job_ids) = mpsc::unbounded_channel();
         let connection = tokio::spawn(async move {
             let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));

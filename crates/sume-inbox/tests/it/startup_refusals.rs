@@ -60,7 +60,11 @@ async fn run(command: &'static str, env: Vec<(&'static str, String)>) -> (Output
     })
     .await
     .unwrap();
-    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     (out, text)
 }
 
@@ -124,4 +128,43 @@ async fn a_role_that_may_not_create_the_schema_stops_migrations_naming_the_setti
         .batch_execute(&format!("drop role {role}"))
         .await
         .unwrap();
+}
+
+/// LISTEN_DATABASE_URL is connected to once at start, as DATABASE_URL is: one the server
+/// refuses (an unknown database, an unknown role) or whose host does not exist stops the
+/// start, naming LISTEN_DATABASE_URL, instead of a daemon serving with LISTEN retried for ever.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listen_url_the_server_refuses_stops_the_start_naming_it() {
+    let db = sume_testkit::TestDb::new().await;
+    let url = url::Url::parse(&db.url).unwrap();
+    let mut no_database = url.clone();
+    no_database.set_path("no_such_database");
+    let mut no_role = url.clone();
+    no_role.set_username("no_such_role").unwrap();
+    no_role.set_password(Some("pw-never-shown")).unwrap();
+    let mut no_host = url.clone();
+    no_host.set_host(Some("no-such-host.invalid")).unwrap();
+    for (listen, expected) in [
+        (no_database, "3D000"),
+        (no_role, "28000"),
+        (no_host, "no-such-host.invalid"),
+    ] {
+        // `none` first: it migrates the schema, which behind a pooler is only read.
+        for pooler in ["none", "transaction"] {
+            let (out, text) = run(
+                "serve",
+                vec![
+                    ("DATABASE_URL", db.url.clone()),
+                    ("DB_POOLER", pooler.into()),
+                    ("LISTEN_DATABASE_URL", listen.to_string()),
+                ],
+            )
+            .await;
+            assert_eq!(out.status.code(), Some(78), "{listen}: {text}");
+            assert!(text.contains("LISTEN_DATABASE_URL (postgres://"), "{text}");
+            assert!(text.contains(expected), "{text}");
+            assert!(!text.contains("pw-never-shown"), "{text}");
+            assert!(!text.contains("serving"), "{text}");
+        }
+    }
 }
