@@ -20,6 +20,10 @@ fn main() -> ExitCode {
         return fail(cli::CliError::from(e));
     }
     let cli = Cli::parse();
+    // A secret given both by its flag and by its `*_FILE` variable: neither wins silently.
+    if let Err(e) = sume_inbox::config::secret_files::check_flags() {
+        return fail(cli::CliError::from(e));
+    }
     // Traces are the daemon's: only `serve` reads OTEL_*.
     let traces = match &cli.command {
         cli::Command::Serve(_) => sume_inbox::config::traces_from_env(),

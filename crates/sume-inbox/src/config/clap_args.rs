@@ -114,7 +114,12 @@ pub fn values(matches: &ArgMatches, scope: &'static [&'static [&'static Setting]
     let mut values = Values::default();
     for s in flagged(scope) {
         let source = match matches.value_source(s.name) {
-            Some(ValueSource::CommandLine) => Source::Flag,
+            Some(ValueSource::CommandLine) => {
+                if from_files.contains(&s.name) {
+                    super::secret_files::flag_given(s.name, s.flag.expect("flagged"));
+                }
+                Source::Flag
+            }
             Some(ValueSource::EnvVariable) if from_files.contains(&s.name) => Source::File,
             Some(ValueSource::EnvVariable) => Source::Environment,
             _ => continue,

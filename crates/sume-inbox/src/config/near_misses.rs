@@ -1,6 +1,10 @@
 //! Variables that look like a setting and are not one (`INGEST_WRITER` for `INGEST_WRITERS`,
 //! `sweep_interval` for `SWEEP_INTERVAL`). Nothing reads an unknown variable, so a typo leaves the
 //! default in force while the operator believes it changed; `serve` warns about each at start.
+//! A secret's `*_FILE` variable is a name too (`ADMIN_TOKEN_FLIE` for `ADMIN_TOKEN_FILE` would
+//! leave a loopback admin API without a token).
+
+use std::sync::OnceLock;
 
 use super::declared;
 
@@ -26,10 +30,26 @@ fn is_known(name: &str) -> bool {
             .is_some_and(|s| s.secret)
 }
 
+/// Every name a variable may be meant as: each setting, and each secret's `*_FILE`.
+fn names() -> &'static [&'static str] {
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        declared::all()
+            .map(|s| s.name)
+            .chain(
+                super::secret_files::file_variables()
+                    .into_iter()
+                    .map(|(_, file)| &*Box::leak(file.into_boxed_str())),
+            )
+            .collect()
+    })
+}
+
 fn closest(name: &str) -> Option<&'static str> {
     let upper = name.to_ascii_uppercase();
-    declared::all()
-        .map(|s| (strsim::levenshtein(&upper, s.name), s.name))
+    names()
+        .iter()
+        .map(|meant| (strsim::levenshtein(&upper, meant), *meant))
         .filter(|(edits, meant)| *edits <= if meant.len() < 10 { 1 } else { 2 })
         .min()
         .map(|(_, meant)| meant)
@@ -57,6 +77,10 @@ mod tests {
             "NOTIFY_SOCKET",
             "LISTEN_PID",
             "SIM_WEBHOOK_SECRET",
+            "ADMIN_TOKEN_FLIE",
+            "SUME_WEBHOOK_SECRET_FLIE",
+            "DATABASE_URL_FIL",
+            "admin_app_token_file",
         ];
         assert_eq!(
             near_misses(env),
@@ -65,6 +89,10 @@ mod tests {
                 ("SUME_WEBHOOK_SECRETS", "SUME_WEBHOOK_SECRET"),
                 ("sweep_interval", "SWEEP_INTERVAL"),
                 ("DATABSE_URL", "DATABASE_URL"),
+                ("ADMIN_TOKEN_FLIE", "ADMIN_TOKEN_FILE"),
+                ("SUME_WEBHOOK_SECRET_FLIE", "SUME_WEBHOOK_SECRET_FILE"),
+                ("DATABASE_URL_FIL", "DATABASE_URL_FILE"),
+                ("admin_app_token_file", "ADMIN_APP_TOKEN_FILE"),
             ]
         );
     }

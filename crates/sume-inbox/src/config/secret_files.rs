@@ -3,13 +3,37 @@
 //! The file's content, without its trailing newline, becomes the variable's value before the
 //! command line is read. Every setting declared `secret` has one.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use super::declared;
 use super::ConfigError;
 
 /// The settings whose value [`load`] read from a file.
 static LOADED: OnceLock<Vec<&'static str>> = OnceLock::new();
+
+/// The settings read from a file whose flag was given too (see [`flag_given`]).
+static FLAGGED: Mutex<Vec<(&'static str, &'static str)>> = Mutex::new(Vec::new());
+
+/// Notes that `setting`'s flag `flag` was given although [`load`] read the setting from its
+/// file: [`check_flags`] then refuses the start.
+pub fn flag_given(setting: &'static str, flag: &'static str) {
+    FLAGGED.lock().expect("flags").push((setting, flag));
+}
+
+/// Refuses a setting given both by its flag and by its `*_FILE` variable (the flag would win
+/// silently); call once the command line is parsed.
+pub fn check_flags() -> Result<(), ConfigError> {
+    match FLAGGED.lock().expect("flags").first() {
+        Some((name, flag)) => {
+            let file_var = format!("{name}_FILE");
+            Err(refused(
+                &file_var,
+                format!("--{flag} and {file_var} are both set: set one of them"),
+            ))
+        }
+        None => Ok(()),
+    }
+}
 
 /// The settings that may come from a file, each with the variable that names the file.
 pub fn file_variables() -> Vec<(&'static str, String)> {

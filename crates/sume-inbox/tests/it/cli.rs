@@ -360,3 +360,28 @@ fn a_blank_or_non_ascii_token_stops_the_start() {
         assert!(!text.contains("tök0"), "{text}");
     }
 }
+
+/// A secret given by its flag and by its `*_FILE` variable stops the start naming both, as the
+/// variable and its `*_FILE` do: the flag must not win silently.
+#[test]
+fn a_secret_given_by_flag_and_by_file_is_refused() {
+    let dir = std::env::temp_dir().join(format!("sume-flag-and-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hook");
+    std::fs::write(&file, "whsec_from_file_but_secret\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(["serve", "--webhook-secret", "whsec_from_the_flag"])
+        .env_clear()
+        .env("DATABASE_URL", "postgres://u@127.0.0.1:1/db")
+        .env("SUME_WEBHOOK_SECRET_FILE", &file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{text}");
+    assert!(
+        text.contains("--webhook-secret and SUME_WEBHOOK_SECRET_FILE are both set"),
+        "{text}"
+    );
+    assert!(!text.contains("whsec_from"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
