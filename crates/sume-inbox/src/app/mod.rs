@@ -58,7 +58,15 @@ pub async fn run(
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
-    let store = startup::open_store(&config, &shutdown).await?;
+    let store = match startup::open_store(&config, &shutdown).await {
+        Ok(store) => store,
+        // SIGTERM or SIGINT while the database was waited for: a stop asked for, not a failure.
+        Err(e) if shutdown.is_cancelled() => {
+            tracing::info!(error = %e, "start abandoned on request while waiting for the database");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
     // The public port's connections, the pool and some to spare come first; the admin port
     // gets what the open-file limit leaves of MAX_ADMIN_CONNECTIONS beside them.
     let reserved = (config.port.max_connections + config.db_pool_size) as u64 + fd_limit::SPARE;

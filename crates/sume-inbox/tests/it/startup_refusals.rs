@@ -168,3 +168,41 @@ async fn a_listen_url_the_server_refuses_stops_the_start_naming_it() {
         }
     }
 }
+
+/// SIGTERM while the start waits for a database that is not up yet is a stop asked for: exit 0,
+/// saying the start was abandoned, not a "cannot connect" failure.
+#[test]
+fn sigterm_while_waiting_for_the_database_exits_zero() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("serve")
+        .env_clear()
+        .env("DATABASE_URL", "postgres://sume@127.0.0.1:1/app")
+        .env("SUME_WEBHOOK_SECRET", "whsec_x")
+        .env("LISTEN_ADDR", "127.0.0.1:0")
+        .env("ADMIN_ADDR", "127.0.0.1:0")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    // The second wait: by then the signal handler, spawned before the start, is in place.
+    while seen.matches("not reachable yet").count() < 2 {
+        let line = lines.next().expect("the wait is logged").unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    for line in lines {
+        seen.push_str(&line.unwrap());
+        seen.push('\n');
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{seen}");
+    assert!(seen.contains("start abandoned on request"), "{seen}");
+}
