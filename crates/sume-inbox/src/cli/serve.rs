@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::CliError;
 use crate::config::clap_args::{scopes, SettingArgs};
-use crate::config::declared::{DATABASE_URL, MIGRATE_DATABASE_URL};
+use crate::config::declared::{DATABASE_URL, MIGRATE_DATABASE_URL, SUME_READ_RATE};
 use crate::config::{self, Config, ConfigError, Pooler};
 use crate::{db, run, Listeners};
 
@@ -36,6 +36,14 @@ pub struct MigrateArgs {
 /// `serve`: binds both listeners, then runs the daemon until SIGTERM or SIGINT.
 pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     warn_of_near_misses();
+    if let Some(read) = args
+        .settings
+        .values()
+        .text(&SUME_READ_RATE)
+        .and_then(config::month_window)
+    {
+        tracing::warn!(setting = SUME_READ_RATE.name, "SUME_READ_RATE: {read}");
+    }
     let config = args.into_config()?;
     let bind = |setting: &'static str, addr: std::net::SocketAddr| async move {
         crate::process::sockets::bind(addr).map_err(|source| CliError::Bind {

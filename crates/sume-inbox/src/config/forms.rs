@@ -163,7 +163,8 @@ pub fn parse_api_keys(name: &'static str, raw: &str) -> Result<Vec<ApiKey>, Conf
     Ok(keys)
 }
 
-/// `100` (a minute), or `100/1m`, `20/10s`.
+/// `100` (a minute), or `100/1m`, `20/10s`; the window is a duration of at most
+/// [`MAX_DURATION`], and a message quoting it says how it was read (`M` is a month).
 pub fn parse_rate(name: &'static str, raw: &str) -> Result<Rate, ConfigError> {
     const FORM: &str = "write a count per window: 100 (a minute), 100/1m or 20/10s";
     let bad = |why: String| ConfigError::new(name, format!("{raw:?} is not a rate{why}: {FORM}"));
@@ -171,10 +172,18 @@ pub fn parse_rate(name: &'static str, raw: &str) -> Result<Rate, ConfigError> {
         Some((c, w)) => {
             let per = humantime::parse_duration(w.trim()).map_err(|_| {
                 bad(format!(
-                    " ({:?} is not a window such as 1m or 10s)",
-                    w.trim()
+                    " ({:?} is not a window such as 1m or 10s{})",
+                    w.trim(),
+                    months_hint(w)
                 ))
             })?;
+            if per > MAX_DURATION {
+                return Err(bad(format!(
+                    " (its window {} is longer than {}, the longest a duration takes)",
+                    read_as(w, per),
+                    longest_text(MAX_DURATION)
+                )));
+            }
             (c, per)
         }
         None => (raw.trim(), Duration::from_secs(60)),
@@ -184,6 +193,14 @@ pub fn parse_rate(name: &'static str, raw: &str) -> Result<Rate, ConfigError> {
         return Err(bad(" (both numbers must be more than 0)".into()));
     }
     Ok(Rate { count, per })
+}
+
+/// How a rate's window written with `M` (`100/1M`: a month) was read, for a warning at start:
+/// `None` where the window has no such `M`.
+pub fn month_window(raw: &str) -> Option<String> {
+    let (_, w) = raw.trim().split_once('/')?;
+    let per = humantime::parse_duration(w.trim()).ok()?;
+    (!months_hint(w).is_empty()).then(|| format!("its window is {}", read_as(w, per)))
 }
 
 /// Reads a whole number of at least `min`.
@@ -275,123 +292,5 @@ pub fn check_database_url(name: &'static str, raw: &str) -> Result<Secret, Confi
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn switches() {
-        assert_eq!(parse_bool("X", "1"), Ok(true));
-        assert_eq!(parse_bool("X", " TRUE "), Ok(true));
-        assert_eq!(parse_bool("X", "off"), Ok(false));
-        assert_eq!(parse_bool("X", ""), Ok(false));
-        assert!(parse_bool("X", "maybe").is_err());
-    }
-
-    #[test]
-    fn api_urls() {
-        let ok = |raw: &str| parse_http_url("SUME_API_URL", "https://www.sume.so/api/v1", raw);
-        assert_eq!(
-            ok("https://www.sume.so/api/v1/").as_deref(),
-            Ok("https://www.sume.so/api/v1")
-        );
-        assert_eq!(
-            ok(" http://127.0.0.1:8090/v1 ").as_deref(),
-            Ok("http://127.0.0.1:8090/v1")
-        );
-        for bad in [
-            "",
-            "www.sume.so/api/v1",
-            "ftp://sume.so/v1",
-            "https://",
-            "https://sume.so/v1?x=1",
-            "https://sume.so/v1#x",
-            "https://user:pw@sume.so/v1",
-        ] {
-            let e = ok(bad).unwrap_err();
-            assert_eq!(e.name, "SUME_API_URL", "{bad}");
-        }
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("X", "250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("X", "30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("X", "5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(
-            parse_duration("X", "14d"),
-            Ok(Duration::from_secs(14 * 86400))
-        );
-        let err = parse_duration("WEBHOOK_TOLERANCE", "5 minutes please").unwrap_err();
-        assert_eq!(err.name, "WEBHOOK_TOLERANCE");
-        assert!(err.to_string().starts_with("WEBHOOK_TOLERANCE: "));
-        assert!(parse_duration("X", "").is_err());
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_bytes("M", "1048576"), Ok(1 << 20));
-        assert_eq!(parse_bytes("M", "1MiB"), Ok(1 << 20));
-        assert_eq!(parse_bytes("M", "64KiB"), Ok(64 << 10));
-        assert_eq!(parse_bytes("M", "2MB"), Ok(2_000_000));
-        assert!(parse_bytes("M", "0").is_err());
-        assert!(parse_bytes("M", "lots").is_err());
-        assert_eq!(parse_bytes("M", "1GiB"), Ok(1 << 30));
-        assert_eq!(parse_bytes("M", "2GB"), Ok(2_000_000_000));
-        assert!(parse_bytes("M", "1TiB").is_err());
-    }
-
-    #[test]
-    fn api_keys() {
-        let keys = parse_api_keys("SUME_API_KEYS", "main:sk_1, other:sk_2").unwrap();
-        assert_eq!(keys.len(), 2);
-        assert_eq!(keys[1].name, "other");
-        assert_eq!(keys[1].key.expose(), "sk_2");
-        for bad in ["main", "main:", ":sk", "a:1,a:2", "bad name:sk"] {
-            let err = parse_api_keys("SUME_API_KEYS", bad).unwrap_err();
-            assert_eq!(err.name, "SUME_API_KEYS", "{bad}");
-            assert!(!err.to_string().contains("sk_"), "never echo a key: {err}");
-        }
-    }
-
-    #[test]
-    fn rates() {
-        let r = parse_rate("SUME_READ_RATE", "100").unwrap();
-        assert_eq!((r.count, r.per), (100, Duration::from_secs(60)));
-        let r = parse_rate("SUME_READ_RATE", "20/10s").unwrap();
-        assert_eq!((r.count, r.per), (20, Duration::from_secs(10)));
-        assert!((r.per_second() - 2.0).abs() < 1e-9);
-        for bad in ["0", "fast", "10/0s", "-1"] {
-            assert_eq!(
-                parse_rate("SUME_READ_RATE", bad).unwrap_err().name,
-                "SUME_READ_RATE"
-            );
-        }
-    }
-
-    #[test]
-    fn secrets() {
-        assert_eq!(parse_secrets("S", "a, b").unwrap().len(), 2);
-        assert!(parse_secrets("S", "a,,b").is_err());
-        assert!(parse_secrets("S", "").is_err());
-    }
-
-    #[test]
-    fn urls_and_addresses() {
-        assert_eq!(
-            parse_http_url(
-                "U",
-                "https://www.sume.so/api/v1",
-                "https://www.sume.so/api/v1/"
-            )
-            .unwrap(),
-            "https://www.sume.so/api/v1"
-        );
-        assert!(parse_http_url("U", "https://www.sume.so/api/v1", "www.sume.so").is_err());
-        assert!(parse_addr("A", "0.0.0.0:8080").is_ok());
-        assert!(parse_addr("A", "localhost").is_err());
-        assert!(check_database_url("DATABASE_URL", "postgres://u:p@127.0.0.1:5432/db").is_ok());
-        assert!(
-            check_database_url("DATABASE_URL", "postgres://u:p@127.0.0.1:notaport/db").is_err()
-        );
-    }
-}
+#[path = "forms_tests.rs"]
+mod tests;

@@ -1,0 +1,138 @@
+//! The readers of one value: what each accepts and refuses.
+
+use super::*;
+
+#[test]
+fn switches() {
+    assert_eq!(parse_bool("X", "1"), Ok(true));
+    assert_eq!(parse_bool("X", " TRUE "), Ok(true));
+    assert_eq!(parse_bool("X", "off"), Ok(false));
+    assert_eq!(parse_bool("X", ""), Ok(false));
+    assert!(parse_bool("X", "maybe").is_err());
+}
+
+#[test]
+fn api_urls() {
+    let ok = |raw: &str| parse_http_url("SUME_API_URL", "https://www.sume.so/api/v1", raw);
+    assert_eq!(
+        ok("https://www.sume.so/api/v1/").as_deref(),
+        Ok("https://www.sume.so/api/v1")
+    );
+    assert_eq!(
+        ok(" http://127.0.0.1:8090/v1 ").as_deref(),
+        Ok("http://127.0.0.1:8090/v1")
+    );
+    for bad in [
+        "",
+        "www.sume.so/api/v1",
+        "ftp://sume.so/v1",
+        "https://",
+        "https://sume.so/v1?x=1",
+        "https://sume.so/v1#x",
+        "https://user:pw@sume.so/v1",
+    ] {
+        let e = ok(bad).unwrap_err();
+        assert_eq!(e.name, "SUME_API_URL", "{bad}");
+    }
+}
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration("X", "250ms"), Ok(Duration::from_millis(250)));
+    assert_eq!(parse_duration("X", "30s"), Ok(Duration::from_secs(30)));
+    assert_eq!(parse_duration("X", "5m"), Ok(Duration::from_secs(300)));
+    assert_eq!(
+        parse_duration("X", "14d"),
+        Ok(Duration::from_secs(14 * 86400))
+    );
+    let err = parse_duration("WEBHOOK_TOLERANCE", "5 minutes please").unwrap_err();
+    assert_eq!(err.name, "WEBHOOK_TOLERANCE");
+    assert!(err.to_string().starts_with("WEBHOOK_TOLERANCE: "));
+    assert!(parse_duration("X", "").is_err());
+}
+
+#[test]
+fn sizes() {
+    assert_eq!(parse_bytes("M", "1048576"), Ok(1 << 20));
+    assert_eq!(parse_bytes("M", "1MiB"), Ok(1 << 20));
+    assert_eq!(parse_bytes("M", "64KiB"), Ok(64 << 10));
+    assert_eq!(parse_bytes("M", "2MB"), Ok(2_000_000));
+    assert!(parse_bytes("M", "0").is_err());
+    assert!(parse_bytes("M", "lots").is_err());
+    assert_eq!(parse_bytes("M", "1GiB"), Ok(1 << 30));
+    assert_eq!(parse_bytes("M", "2GB"), Ok(2_000_000_000));
+    assert!(parse_bytes("M", "1TiB").is_err());
+}
+
+#[test]
+fn api_keys() {
+    let keys = parse_api_keys("SUME_API_KEYS", "main:sk_1, other:sk_2").unwrap();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[1].name, "other");
+    assert_eq!(keys[1].key.expose(), "sk_2");
+    for bad in ["main", "main:", ":sk", "a:1,a:2", "bad name:sk"] {
+        let err = parse_api_keys("SUME_API_KEYS", bad).unwrap_err();
+        assert_eq!(err.name, "SUME_API_KEYS", "{bad}");
+        assert!(!err.to_string().contains("sk_"), "never echo a key: {err}");
+    }
+}
+
+#[test]
+fn rates() {
+    let r = parse_rate("SUME_READ_RATE", "100").unwrap();
+    assert_eq!((r.count, r.per), (100, Duration::from_secs(60)));
+    let r = parse_rate("SUME_READ_RATE", "20/10s").unwrap();
+    assert_eq!((r.count, r.per), (20, Duration::from_secs(10)));
+    assert!((r.per_second() - 2.0).abs() < 1e-9);
+    for bad in ["0", "fast", "10/0s", "-1"] {
+        assert_eq!(
+            parse_rate("SUME_READ_RATE", bad).unwrap_err().name,
+            "SUME_READ_RATE"
+        );
+    }
+}
+
+#[test]
+fn secrets() {
+    assert_eq!(parse_secrets("S", "a, b").unwrap().len(), 2);
+    assert!(parse_secrets("S", "a,,b").is_err());
+    assert!(parse_secrets("S", "").is_err());
+}
+
+#[test]
+fn urls_and_addresses() {
+    assert_eq!(
+        parse_http_url(
+            "U",
+            "https://www.sume.so/api/v1",
+            "https://www.sume.so/api/v1/"
+        )
+        .unwrap(),
+        "https://www.sume.so/api/v1"
+    );
+    assert!(parse_http_url("U", "https://www.sume.so/api/v1", "www.sume.so").is_err());
+    assert!(parse_addr("A", "0.0.0.0:8080").is_ok());
+    assert!(parse_addr("A", "localhost").is_err());
+    assert!(check_database_url("DATABASE_URL", "postgres://u:p@127.0.0.1:5432/db").is_ok());
+    assert!(
+        check_database_url("DATABASE_URL", "postgres://u:p@127.0.0.1:notaport/db").is_err()
+    );
+}
+
+/// A rate's window is a duration like any other: at most ten years, and read back with the
+/// months hint where `M` (a month) was written.
+#[test]
+fn a_rate_window_takes_what_a_duration_takes() {
+    for bad in ["100/99999y", "100/3651d", "100/1000000M"] {
+        let e = parse_rate("SUME_READ_RATE", bad).unwrap_err().to_string();
+        assert!(e.contains("longer than 3650d"), "{e}");
+        assert!(e.starts_with("SUME_READ_RATE: "), "{e}");
+    }
+    let e = parse_rate("SUME_READ_RATE", "100/1000000M").unwrap_err();
+    assert!(e.to_string().contains("M is months"), "{e}");
+    assert!(parse_rate("SUME_READ_RATE", "100/3650d").is_ok());
+    let month = month_window("100/1M").expect("a month's window is said");
+    assert!(month.contains("M is months, minutes are m"), "{month}");
+    assert_eq!(month_window("100/1m"), None);
+    assert_eq!(month_window("100"), None);
+}
