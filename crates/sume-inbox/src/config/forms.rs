@@ -95,6 +95,15 @@ pub fn parse_bytes(name: &'static str, raw: &str) -> Result<usize, ConfigError> 
     })
 }
 
+/// How a size's text was read, for a message: `"4GiB"`, or `"4096MiB" (4GiB)`.
+pub fn size_read_as(raw: &str, n: usize) -> String {
+    let read = super::setting::size_text(n);
+    match raw.trim() == read {
+        true => format!("{:?}", raw.trim()),
+        false => format!("{:?} ({read})", raw.trim()),
+    }
+}
+
 /// Reads a socket address, `IP:PORT` (`0.0.0.0:8080`, `[::1]:9090`).
 pub fn parse_addr(name: &'static str, raw: &str) -> Result<SocketAddr, ConfigError> {
     raw.trim()
@@ -280,15 +289,46 @@ pub fn parse_bool(name: &'static str, raw: &str) -> Result<bool, ConfigError> {
 }
 
 /// Checks that a PostgreSQL URL can be read (TLS settings included), without connecting. The
-/// message never shows the password.
+/// message names `name` (not always DATABASE_URL), and the parameter the parser refused with
+/// its value where the parser says which; it never shows the password.
 pub fn check_database_url(name: &'static str, raw: &str) -> Result<Secret, ConfigError> {
+    const FORM: &str = "write a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=verify-full";
+    if let Some((scheme, _)) = raw.trim().split_once("://") {
+        if !matches!(scheme, "postgres" | "postgresql") {
+            return Err(ConfigError::new(
+                name,
+                format!("cannot be read (its scheme is {scheme:?}, not postgres or postgresql): {FORM}"),
+            ));
+        }
+    }
     crate::db::target(raw).map_err(|e| {
+        let why = match e {
+            crate::db::DbError::Config(why) => with_value(why, raw),
+            e => e.to_string(),
+        };
         ConfigError::new(
             name,
-            format!("cannot be read ({e}): write a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=verify-full"),
+            format!("cannot be read ({why}): {FORM}"),
         )
     })?;
     Ok(Secret::new(raw))
+}
+
+/// `why` with the value of the parameter it names (``invalid value for option `port` ``),
+/// taken from the URL's query; the parser names only options that hold no secret.
+fn with_value(why: String, raw: &str) -> String {
+    let Some(option) = why
+        .split_once("invalid value for option `")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map(|(option, _)| option)
+    else {
+        return why;
+    };
+    let query = raw.split_once('?').map_or("", |(_, q)| q);
+    match url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == option) {
+        Some((_, value)) if option != "password" => format!("{why}: {option}={value:?}"),
+        _ => why,
+    }
 }
 
 #[cfg(test)]

@@ -136,3 +136,23 @@ fn a_rate_window_takes_what_a_duration_takes() {
     assert_eq!(month_window("100/1m"), None);
     assert_eq!(month_window("100"), None);
 }
+
+/// A URL the parser refuses names the setting it came from and, where the parser says which,
+/// the parameter and its value.
+#[test]
+fn an_unreadable_database_url_names_its_setting_and_parameter() {
+    let e = check_database_url("MIGRATE_DATABASE_URL", "mysql://x").unwrap_err();
+    assert_eq!(e.name, "MIGRATE_DATABASE_URL");
+    assert!(!e.to_string().contains("bad DATABASE_URL"), "{e}");
+    assert!(e.to_string().contains("\"mysql\", not postgres"), "{e}");
+    for (query, says) in [
+        ("connect_timeout=abc", "connect_timeout=\"abc\""),
+        ("target_session_attrs=bogus", "target_session_attrs=\"bogus\""),
+        ("foo=bar", "foo"),
+    ] {
+        let url = format!("postgres://u:pw-never-shown@h/db?{query}");
+        let e = check_database_url("DATABASE_URL", &url).unwrap_err().to_string();
+        assert!(e.contains(says), "{e}");
+        assert!(!e.contains("pw-never-shown"), "{e}");
+    }
+}

@@ -181,9 +181,12 @@ pub fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
-/// A size as people write it (`1MiB`, `512KiB`, `1000 bytes`).
+/// A size as people write it (`1GiB`, `1MiB`, `512KiB`, `1000 bytes`; the largest size a
+/// setting takes, one byte under 4GiB, as such).
 pub fn size_text(n: usize) -> String {
     match n {
+        n if n >= 1 << 30 && n % (1 << 30) == 0 => format!("{}GiB", n >> 30),
+        n if n == (4 << 30) - 1 => "4GiB less one byte".into(),
         n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{}MiB", n >> 20),
         n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{}KiB", n >> 10),
         n => format!("{n} bytes"),

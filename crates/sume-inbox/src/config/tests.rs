@@ -374,3 +374,12 @@ fn a_token_is_visible_ascii() {
     let token = Config::read(&ok).unwrap().admin_token.unwrap();
     assert_eq!(token.expose(), "a~Z!0123456789{}|");
 }
+
+/// MAX_BODY_MEMORY's lower bound is MAX_BODY_BYTES (a rule between the two), so a value too
+/// large says the most it takes, not a bound of 1 byte.
+#[test]
+fn a_size_too_large_says_the_most_not_a_lower_bound() {
+    let e = refused(&[(&MAX_BODY_MEMORY, "4GiB")]).to_string();
+    assert!(e.starts_with("MAX_BODY_MEMORY: \"4GiB\" is more than it takes"), "{e}");
+    assert!(!e.contains("from 1 bytes"), "{e}");
+}

@@ -168,7 +168,17 @@ impl Values {
         };
         let raw = self.required(s)?;
         let n = forms::parse_bytes(s.name, raw)?;
-        if n < min || n > max {
+        if n > max {
+            return Err(ConfigError::new(
+                s.name,
+                format!(
+                    "{} is more than it takes: write a size up to {}",
+                    forms::size_read_as(raw, n),
+                    size_text(max)
+                ),
+            ));
+        }
+        if n < min {
             return Err(ConfigError::new(
                 s.name,
                 format!(

@@ -150,7 +150,13 @@ pub fn target(url: &str) -> Result<Target, DbError> {
     let with_mode = format!("{rest}{separator}sslmode={}", mode.driver_mode());
     let config: tokio_postgres::Config = with_mode
         .parse()
-        .map_err(|e: tokio_postgres::Error| DbError::Config(e.to_string()))?;
+        .map_err(|e: tokio_postgres::Error| {
+            // The parser's own words ("invalid value for option `port`") are its source.
+            DbError::Config(match std::error::Error::source(&e) {
+                Some(why) => format!("{e}: {why}"),
+                None => e.to_string(),
+            })
+        })?;
     let tls = MakeRustlsConnect::new(client_config(mode, root.as_deref())?);
     Ok(Target { config, tls, mode })
 }
