@@ -292,12 +292,15 @@ pub fn parse_bool(name: &'static str, raw: &str) -> Result<bool, ConfigError> {
 /// message names `name` (not always DATABASE_URL), and the parameter the parser refused with
 /// its value where the parser says which; it never shows the password.
 pub fn check_database_url(name: &'static str, raw: &str) -> Result<Secret, ConfigError> {
-    const FORM: &str = "write a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=verify-full";
+    const FORM: &str =
+        "write a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=verify-full";
     if let Some((scheme, _)) = raw.trim().split_once("://") {
         if !matches!(scheme, "postgres" | "postgresql") {
             return Err(ConfigError::new(
                 name,
-                format!("cannot be read (its scheme is {scheme:?}, not postgres or postgresql): {FORM}"),
+                format!(
+                    "cannot be read (its scheme is {scheme:?}, not postgres or postgresql): {FORM}"
+                ),
             ));
         }
     }
@@ -306,10 +309,7 @@ pub fn check_database_url(name: &'static str, raw: &str) -> Result<Secret, Confi
             crate::db::DbError::Config(why) => with_value(why, raw),
             e => e.to_string(),
         };
-        ConfigError::new(
-            name,
-            format!("cannot be read ({why}): {FORM}"),
-        )
+        ConfigError::new(name, format!("cannot be read ({why}): {FORM}"))
     })?;
     Ok(Secret::new(raw))
 }

@@ -114,9 +114,7 @@ fn urls_and_addresses() {
     assert!(parse_addr("A", "0.0.0.0:8080").is_ok());
     assert!(parse_addr("A", "localhost").is_err());
     assert!(check_database_url("DATABASE_URL", "postgres://u:p@127.0.0.1:5432/db").is_ok());
-    assert!(
-        check_database_url("DATABASE_URL", "postgres://u:p@127.0.0.1:notaport/db").is_err()
-    );
+    assert!(check_database_url("DATABASE_URL", "postgres://u:p@127.0.0.1:notaport/db").is_err());
 }
 
 /// A rate's window is a duration like any other: at most ten years, and read back with the
@@ -147,11 +145,16 @@ fn an_unreadable_database_url_names_its_setting_and_parameter() {
     assert!(e.to_string().contains("\"mysql\", not postgres"), "{e}");
     for (query, says) in [
         ("connect_timeout=abc", "connect_timeout=\"abc\""),
-        ("target_session_attrs=bogus", "target_session_attrs=\"bogus\""),
+        (
+            "target_session_attrs=bogus",
+            "target_session_attrs=\"bogus\"",
+        ),
         ("foo=bar", "foo"),
     ] {
         let url = format!("postgres://u:pw-never-shown@h/db?{query}");
-        let e = check_database_url("DATABASE_URL", &url).unwrap_err().to_string();
+        let e = check_database_url("DATABASE_URL", &url)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(says), "{e}");
         assert!(!e.contains("pw-never-shown"), "{e}");
     }

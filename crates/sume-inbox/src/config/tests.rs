@@ -359,7 +359,10 @@ fn a_blank_token_is_refused_not_taken_as_none() {
 #[test]
 fn a_token_is_visible_ascii() {
     for setting in [&ADMIN_TOKEN, &ADMIN_APP_TOKEN] {
-        for bad in ["tök0123456789abcdef0123456789", "token with spaces 0123456789"] {
+        for bad in [
+            "tök0123456789abcdef0123456789",
+            "token with spaces 0123456789",
+        ] {
             let mut extra = vec![(setting, bad)];
             if setting.name == ADMIN_APP_TOKEN.name {
                 extra.push((&ADMIN_TOKEN, "the-operators-token-0123"));
@@ -380,6 +383,9 @@ fn a_token_is_visible_ascii() {
 #[test]
 fn a_size_too_large_says_the_most_not_a_lower_bound() {
     let e = refused(&[(&MAX_BODY_MEMORY, "4GiB")]).to_string();
-    assert!(e.starts_with("MAX_BODY_MEMORY: \"4GiB\" is more than it takes"), "{e}");
+    assert!(
+        e.starts_with("MAX_BODY_MEMORY: \"4GiB\" is more than it takes"),
+        "{e}"
+    );
     assert!(!e.contains("from 1 bytes"), "{e}");
 }

@@ -285,7 +285,11 @@ impl Values {
                 s.form.describe()
             )
         } else if t.len() < 16 {
-            format!("is {} characters long: write {}", t.len(), s.form.describe())
+            format!(
+                "is {} characters long: write {}",
+                t.len(),
+                s.form.describe()
+            )
         } else {
             return Ok(Some(Secret::new(t)));
         };

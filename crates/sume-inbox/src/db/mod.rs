@@ -63,6 +63,7 @@ pub use key_sweeps::{KeyLoad, KeySweep};
 pub use notifications::Listener;
 pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent, PAGE_LIMIT_MAX};
 pub use rate_buckets::{KeyReadsToday, Take};
+pub use reach::{connect, connect_named};
 pub use retention_deletes::{Ages, Removed};
 pub use statement::{sql, Params, Statement};
 pub use stats::{Gauges, Stats, NO_KEYS};
@@ -272,30 +273,6 @@ fn param_names(url: &str) -> Vec<String> {
         .iter()
         .filter_map(|p| p.split_once('=').map(|(k, _)| k.trim().to_owned()))
         .collect()
-}
-
-/// Opens one connection outside the pool (migrations, the CLI), driving it on a task.
-pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
-    connect_named("DATABASE_URL", url).await
-}
-
-/// [`connect`] to the URL of `setting`: a failure names the setting and the target tried.
-pub async fn connect_named(
-    setting: &'static str,
-    url: &str,
-) -> Result<tokio_postgres::Client, DbError> {
-    let target = target(url)?;
-    let (client, connection) = target
-        .config
-        .connect(target.tls)
-        .await
-        .map_err(|e| reach::unreachable(setting, url, &e))?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(error = %e, "database connection ended");
-        }
-    });
-    Ok(client)
 }
 
 pub(crate) use connection::{begin, commit};

@@ -145,6 +145,30 @@ pub fn lacking_rights(setting: &'static str, url: &str, e: &DbError) -> Option<D
     })
 }
 
+/// Opens one connection outside the pool (migrations, the CLI), driving it on a task.
+pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
+    connect_named("DATABASE_URL", url).await
+}
+
+/// [`connect`] to the URL of `setting`: a failure names the setting and the target tried.
+pub async fn connect_named(
+    setting: &'static str,
+    url: &str,
+) -> Result<tokio_postgres::Client, DbError> {
+    let target = super::target(url)?;
+    let (client, connection) = target
+        .config
+        .connect(target.tls)
+        .await
+        .map_err(|e| unreachable(setting, url, &e))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "database connection ended");
+        }
+    });
+    Ok(client)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

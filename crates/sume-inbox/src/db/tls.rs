@@ -148,9 +148,8 @@ pub fn target(url: &str) -> Result<Target, DbError> {
         " "
     };
     let with_mode = format!("{rest}{separator}sslmode={}", mode.driver_mode());
-    let config: tokio_postgres::Config = with_mode
-        .parse()
-        .map_err(|e: tokio_postgres::Error| {
+    let config: tokio_postgres::Config =
+        with_mode.parse().map_err(|e: tokio_postgres::Error| {
             // The parser's own words ("invalid value for option `port`") are its source.
             DbError::Config(match std::error::Error::source(&e) {
                 Some(why) => format!("{e}: {why}"),

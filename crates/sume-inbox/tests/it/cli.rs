@@ -331,7 +331,10 @@ fn a_first_run_with_nothing_set_says_what_to_set() {
 fn a_blank_or_non_ascii_token_stops_the_start() {
     let blank = " ".repeat(20);
     for (extra, expected) in [
-        (vec![("ADMIN_TOKEN", blank.as_str())], "ADMIN_TOKEN: is blank"),
+        (
+            vec![("ADMIN_TOKEN", blank.as_str())],
+            "ADMIN_TOKEN: is blank",
+        ),
         (
             vec![
                 ("ADMIN_TOKEN", blank.as_str()),

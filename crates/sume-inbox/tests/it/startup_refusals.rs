@@ -109,10 +109,7 @@ async fn a_role_that_may_not_create_the_schema_stops_migrations_naming_the_setti
     ] {
         let (out, text) = run(
             command,
-            vec![
-                ("DATABASE_URL", db.url.clone()),
-                (setting, url.to_string()),
-            ],
+            vec![("DATABASE_URL", db.url.clone()), (setting, url.to_string())],
         )
         .await;
         assert_eq!(out.status.code(), Some(78), "{command}: {text}");
