@@ -128,12 +128,20 @@ async fn clock(State(app): State<Shared>) -> Json<serde_json::Value> {
     }))
 }
 
+/// The largest clock offset, either way: ten years (signing times stay dates).
+const MAX_CLOCK_OFFSET_SECS: i64 = 3650 * 86_400;
+
 async fn patch_clock(
     State(app): State<Shared>,
     Json(patch): Json<ClockPatch>,
-) -> Json<serde_json::Value> {
+) -> Result<Json<serde_json::Value>, ApiError> {
+    if patch.offset_secs.unsigned_abs() > MAX_CLOCK_OFFSET_SECS as u64 {
+        return Err(ApiError::bad_request(format!(
+            "offset_secs must be within ±{MAX_CLOCK_OFFSET_SECS} (ten years)"
+        )));
+    }
     app.controls
         .clock_offset
         .store(patch.offset_secs, Ordering::SeqCst);
-    clock(State(app)).await
+    Ok(clock(State(app)).await)
 }

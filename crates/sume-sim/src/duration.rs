@@ -21,7 +21,13 @@ pub enum DurationError {
     /// `MIN..MAX` with `MIN` above `MAX`; holds the range as given.
     #[error("range {0:?} has its minimum above its maximum")]
     Inverted(String),
+    /// A job's duration past [`MAX_JOB_DURATION`]: its times would not be dates.
+    #[error("range {0:?} goes past 30 days, the longest job the simulator runs")]
+    TooLong(String),
 }
+
+/// The longest job duration a range may give (a job's times are dates).
+pub const MAX_JOB_DURATION: Duration = Duration::from_secs(30 * 86_400);
 
 /// Parses one humantime duration, `0` included.
 pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
@@ -76,6 +82,9 @@ impl FromStr for DurationRange {
         };
         if min > max {
             return Err(DurationError::Inverted(s.to_owned()));
+        }
+        if max > MAX_JOB_DURATION {
+            return Err(DurationError::TooLong(s.to_owned()));
         }
         Ok(DurationRange { min, max })
     }

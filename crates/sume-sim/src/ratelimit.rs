@@ -121,8 +121,9 @@ impl RateLimiter {
         }
     }
 
-    /// Counts a read against the key's day; `Some` verdict when the day refuses it.
-    fn check_day(&self, key: &str, now: Instant) -> Option<Verdict> {
+    /// Counts a read against the key's day: what the day has left after it (and when it ends),
+    /// or the verdict when the day refuses it.
+    fn check_day(&self, key: &str, now: Instant) -> Result<(u32, Duration), Verdict> {
         let (index, reset) = self.span_of(now, self.day);
         let mut days = self.days.lock().expect("rate lock");
         let (day, used) = days.entry(key.to_owned()).or_insert((index, 0));
@@ -131,9 +132,9 @@ impl RateLimiter {
         }
         if *used < self.reads_per_day {
             *used += 1;
-            return None;
+            return Ok((self.reads_per_day - *used, reset));
         }
-        Some(Verdict {
+        Err(Verdict {
             allowed: false,
             limit: self.reads_per_day,
             remaining: 0,
@@ -173,15 +174,19 @@ impl RateLimiter {
             Class::Create => (&mut count.creates, &mut count.creates_refused),
         };
         // The day counts only reads the window allows, so a refused read spends neither.
-        let day_refusal = match class {
-            Class::Read if *used < limit => self.check_day(key, now),
+        let day = match class {
+            Class::Read if *used < limit => Some(self.check_day(key, now)),
             _ => None,
         };
-        let allowed = *used < limit && day_refusal.is_none();
-        if let Some(refusal) = day_refusal {
-            *refused += 1;
-            return refusal;
-        }
+        let day_left = match day {
+            Some(Err(refusal)) => {
+                *refused += 1;
+                return refusal;
+            }
+            Some(Ok(left)) => Some(left),
+            None => None,
+        };
+        let allowed = *used < limit;
         if allowed {
             *used += 1;
         } else {
@@ -191,11 +196,21 @@ impl RateLimiter {
         while per_key.len() > WINDOWS_KEPT {
             per_key.pop_first();
         }
-        Verdict {
-            allowed,
-            limit,
-            remaining,
-            reset,
+        // The tighter of the two: a client pacing itself by RateLimit-Remaining is not met by a
+        // day-long 429 while the window says reads remain.
+        match day_left {
+            Some((left, day_reset)) if left < remaining => Verdict {
+                allowed,
+                limit: self.reads_per_day,
+                remaining: left,
+                reset: day_reset,
+            },
+            _ => Verdict {
+                allowed,
+                limit,
+                remaining,
+                reset,
+            },
         }
     }
 
@@ -248,11 +263,16 @@ mod tests {
         let rl = RateLimiter::new(epoch, Duration::from_secs(1), 100, 100)
             .with_daily_reads(2, Duration::from_secs(60));
         let t = epoch + Duration::from_secs(10);
-        assert!(rl.check("a", Class::Read, t).allowed);
-        assert!(
-            rl.check("a", Class::Read, t + Duration::from_secs(2))
-                .allowed
+        let first = rl.check("a", Class::Read, t);
+        assert!(first.allowed);
+        assert_eq!(
+            (first.limit, first.remaining),
+            (2, 1),
+            "the headers tell the day's cap when it is the tighter"
         );
+        let last = rl.check("a", Class::Read, t + Duration::from_secs(2));
+        assert!(last.allowed);
+        assert_eq!((last.remaining, last.reset.as_secs()), (0, 48));
         let refused = rl.check("a", Class::Read, t + Duration::from_secs(4));
         assert!(!refused.allowed, "the minute allows it, the day does not");
         assert_eq!((refused.limit, refused.remaining), (2, 0));

@@ -64,18 +64,28 @@ fn read_body(body: &[u8], default_url: Option<&String>) -> Result<Asked, ApiErro
             ))
         }
     };
-    let overrides = match fields.get("sim") {
+    let overrides: Option<JobOverrides> = match fields.get("sim") {
         None | Some(Value::Null) => None,
         Some(sim) => Some(
             serde_json::from_value(sim.clone())
                 .map_err(|e| ApiError::bad_request(format!("Bad \"sim\" overrides: {e}")))?,
         ),
     };
+    let times = overrides.iter().flat_map(|o| [o.duration_ms, o.queued_ms]);
+    if times.flatten().any(|ms| ms > MAX_OVERRIDE_MS) {
+        return Err(ApiError::bad_request(format!(
+            "Bad \"sim\" overrides: duration_ms and queued_ms are at most {MAX_OVERRIDE_MS} \
+             (30 days)."
+        )));
+    }
     Ok(Asked {
         webhook_url,
         overrides,
     })
 }
+
+/// The longest job a create may ask for: 30 days, in milliseconds (a job's times are dates).
+const MAX_OVERRIDE_MS: u64 = 30 * 86_400_000;
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(raw) = headers.get("idempotency-key") else {

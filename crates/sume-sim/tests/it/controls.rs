@@ -28,8 +28,12 @@ async fn past_the_daily_cap_reads_get_429_until_the_day_ends() {
     c.limits.reads_per_day = 3;
     c.limits.read_day = Duration::from_secs(3600);
     let sim = Sim::start(c).await;
-    for _ in 0..3 {
-        assert_eq!(sim.get(ALICE, "/jobs").await.status(), StatusCode::OK);
+    for left in [2, 1, 0] {
+        let read = sim.get(ALICE, "/jobs").await;
+        assert_eq!(read.status(), StatusCode::OK);
+        // The day is the tighter limit: its headers say so before it refuses.
+        assert_eq!(header(&read, "ratelimit-limit"), 3);
+        assert_eq!(header(&read, "ratelimit-remaining"), left);
     }
     let refused = sim.get(ALICE, "/jobs").await;
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
@@ -135,4 +139,32 @@ async fn retries_carry_a_fresh_or_the_first_timestamp_from_the_moved_clock() {
     }
     let (_, first) = retried_timestamps(RetryTimestamp::First, 0).await;
     assert!(first.iter().all(|ts| *ts == first[0]), "{first:?}");
+}
+
+/// Values whose dates could not be written (a clock moved by centuries, a job of a billion
+/// days) are refused 400, never taken and left to panic every later read of the clock or job.
+#[tokio::test]
+async fn a_clock_or_a_job_past_any_date_is_refused() {
+    let sim = Sim::start(config("http://127.0.0.1:9/unused")).await;
+    for offset in [i64::MAX, i64::MIN, 3651 * 86_400] {
+        let r = patch(&sim, "clock", json!({ "offset_secs": offset })).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{offset}");
+    }
+    let r = sim
+        .http
+        .get(sim.running.sim_url("clock"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "the clock still reads");
+    let body = with_sim(json!({"duration_ms": 10_000_000_000_000_000u64}));
+    let created = sim.post(ALICE, "/videos/generations", body).await;
+    assert_eq!(created.status(), StatusCode::BAD_REQUEST);
+    let jobs = sim
+        .http
+        .get(sim.running.sim_url("jobs"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(jobs.status(), StatusCode::OK);
 }
