@@ -21,7 +21,7 @@ pub enum DurationError {
     /// `MIN..MAX` with `MIN` above `MAX`; holds the range as given.
     #[error("range {0:?} has its minimum above its maximum")]
     Inverted(String),
-    /// A job's duration past [`MAX_JOB_DURATION`]: its times would not be dates.
+    /// A job's duration past 30 days: its times would not be dates.
     #[error("range {0:?} goes past 30 days, the longest job the simulator runs")]
     TooLong(String),
 }
