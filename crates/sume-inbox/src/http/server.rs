@@ -143,6 +143,11 @@ pub async fn serve(
         http,
     });
     let tracker = TaskTracker::new();
+    // Dropped with this future (a stop forced at SHUTDOWN_TIMEOUT): every connection still open
+    // ends with it, and with them the handles they hold, so the ingest writers can drain and
+    // stop instead of waiting for a request that will never be answered.
+    let abort = CancellationToken::new();
+    let _abort_when_dropped = abort.clone().drop_guard();
     loop {
         let stream = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -156,11 +161,16 @@ pub async fn serve(
         };
         if let Some((id, conn)) = server.admit() {
             let (stream, peer) = stream;
-            tracker.spawn(
-                server
-                    .clone()
-                    .connection(stream, peer, id, conn, shutdown.clone()),
-            );
+            let connection = server
+                .clone()
+                .connection(stream, peer, id, conn, shutdown.clone());
+            let abort = abort.clone();
+            tracker.spawn(async move {
+                tokio::select! {
+                    () = abort.cancelled() => {}
+                    () = connection => {}
+                }
+            });
         }
     }
     drop(listener);

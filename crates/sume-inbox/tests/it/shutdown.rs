@@ -172,3 +172,45 @@ async fn sigterm_is_heard_when_stderr_is_a_pipe_nobody_reads() {
     assert!(status.success(), "exit status {status}");
     let _ = std::fs::remove_file(&notify_path);
 }
+
+/// An upload that stalls (headers that look signed, a body that never comes) at SIGTERM: the
+/// request is dropped at SHUTDOWN_TIMEOUT, and with it what it held, so the ingest writers
+/// stop in turn. Before, its connection outlived the forced stop and kept the writers waiting
+/// another SHUTDOWN_TIMEOUT, which ended in ERROR lines for tasks "stopped unexpectedly".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stalled_upload_at_sigterm_is_dropped_with_what_it_held() {
+    let db = TestDb::new().await;
+    let (port, admin) = (free_port(), free_port());
+    let (notify_path, notify) = notify_socket(port);
+    let log = std::env::temp_dir().join(format!("sume-stalled-{}-{port}.log", std::process::id()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("serve")
+        .env("NOTIFY_SOCKET", &notify_path)
+        .env("DATABASE_URL", &db.url)
+        .env("SUME_WEBHOOK_SECRET", SECRET)
+        .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
+        .env("ADMIN_ADDR", format!("127.0.0.1:{admin}"))
+        .env("SHUTDOWN_TIMEOUT", "1s")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut message = [0u8; 256];
+    notify.recv(&mut message).expect("READY=1 from the daemon");
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let head = format!(
+        "POST /webhooks/sume HTTP/1.1\r\nhost: x\r\nx-sume-timestamp: {}\r\n\
+         x-sume-signature: v1={}\r\ncontent-length: 100\r\n\r\nabcd",
+        unix_now(),
+        "0".repeat(64)
+    );
+    let _stalled = crate::port::open_with(addr, &head).await;
+    let status = sigterm_and_wait_for_exit(&mut child).await;
+    assert!(status.success(), "exit status {status}");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("dropping them unanswered"), "{said}");
+    assert!(!said.contains("tasks did not stop"), "{said}");
+    assert!(!said.contains("stopped unexpectedly"), "{said}");
+    let _ = std::fs::remove_file(&notify_path);
+    let _ = std::fs::remove_file(&log);
+}
