@@ -104,7 +104,27 @@ pub fn augment(
         }
         cmd = cmd.arg(arg);
     }
-    cmd
+    // The settings read from the environment only (the runtime's threads, the log filter,
+    // OTEL_*: all the daemon's) have no flag to list them: written after serve's flags, so that
+    // its --help names every setting.
+    let names = |scope| flagged(scope).map(|s| s.name);
+    if !names(scope).eq(names(declared::SERVE)) {
+        return cmd;
+    }
+    let env_only: Vec<String> = declared::all()
+        .filter(|s| s.flag.is_none())
+        .map(|s| {
+            let default = s.default.filter(|d| !d.is_empty());
+            let default = default
+                .map(|d| format!(" [default: {d}]"))
+                .unwrap_or_default();
+            format!("  {}{default}\n          {}", s.name, help(s))
+        })
+        .collect();
+    cmd.after_help(format!(
+        "Environment only (no flag):\n{}",
+        env_only.join("\n")
+    ))
 }
 
 /// What `matches` holds for the settings of `scope`; an unset or default value is left to the

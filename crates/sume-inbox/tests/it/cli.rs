@@ -316,6 +316,19 @@ fn a_first_run_with_nothing_set_says_what_to_set() {
     ] {
         assert!(help.contains(file), "{file} missing from --help");
     }
+    // The settings with no flag are listed too, with their defaults.
+    let env_only = help
+        .split("Environment only (no flag):")
+        .nth(1)
+        .unwrap_or("");
+    for setting in [
+        "WORKER_THREADS [default: 1]",
+        "RUST_LOG [default: info]",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_TRACES_SAMPLER",
+    ] {
+        assert!(env_only.contains(setting), "{setting} missing from --help");
+    }
     let (ok, text) = serve(&with(&[("POLL_AFTER", "2M")]));
     assert!(!ok);
     assert!(
