@@ -37,7 +37,18 @@ pub fn init_with_traces(
         ));
     }
     let default = crate::config::declared::RUST_LOG.default.unwrap_or("info");
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(text) if !text.trim().is_empty() => EnvFilter::try_new(&text).map_err(|e| {
+            ConfigError::new(
+                "RUST_LOG",
+                format!(
+                    "{text:?} is not a filter ({e}): write a level (info, warn) or \
+                     level,module=level such as info,sume_inbox::actors::sweep=debug"
+                ),
+            )
+        })?,
+        _ => EnvFilter::new(default),
+    };
     let cannot = |e: tracing_subscriber::util::TryInitError| {
         ConfigError::new("LOG_FORMAT", format!("cannot install the logger: {e}"))
     };

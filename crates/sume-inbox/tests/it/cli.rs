@@ -329,6 +329,12 @@ fn a_first_run_with_nothing_set_says_what_to_set() {
     ] {
         assert!(env_only.contains(setting), "{setting} missing from --help");
     }
+    // A log filter that does not parse once fell back to the default without a word.
+    let (ok, text) = serve(&with(&[("RUST_LOG", "bogus===")]));
+    assert!(
+        !ok && text.contains("RUST_LOG: \"bogus===\" is not a filter"),
+        "{text}"
+    );
     let (ok, text) = serve(&with(&[("POLL_AFTER", "2M")]));
     assert!(!ok);
     assert!(
