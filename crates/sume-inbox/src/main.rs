@@ -57,7 +57,28 @@ fn main() -> ExitCode {
 /// How long the exit waits for the last spans to reach the collector.
 const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The last line, in the log's format (`LOG_FORMAT=json`, or `--log-format json`: one object,
+/// as a log shipper reads every other line), and never a panic if nobody reads stderr.
 fn fail(e: cli::CliError) -> ExitCode {
-    eprintln!("sume-inbox: {e}");
-    ExitCode::from(e.exit_code())
+    use std::io::Write;
+    let code = e.exit_code();
+    let args: Vec<String> = std::env::args().collect();
+    let flagged = args
+        .windows(2)
+        .any(|w| w[0] == "--log-format" && w[1] == "json")
+        || args.iter().any(|a| a == "--log-format=json");
+    let json = flagged || std::env::var("LOG_FORMAT").is_ok_and(|f| f.trim() == "json");
+    let line = if json {
+        serde_json::json!({
+            "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            "level": "ERROR",
+            "message": format!("sume-inbox: {e}"),
+            "exit_code": code,
+        })
+        .to_string()
+    } else {
+        format!("sume-inbox: {e}")
+    };
+    let _ = writeln!(std::io::stderr(), "{line}");
+    ExitCode::from(code)
 }

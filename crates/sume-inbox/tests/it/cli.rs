@@ -329,6 +329,17 @@ fn a_first_run_with_nothing_set_says_what_to_set() {
     ] {
         assert!(env_only.contains(setting), "{setting} missing from --help");
     }
+    // With LOG_FORMAT=json the refusal is a JSON line too, as a log shipper reads the rest.
+    let (ok, text) = serve(&with(&[("LOG_FORMAT", "json"), ("DB_POOL_SIZE", "0")]));
+    let line: serde_json::Value = serde_json::from_str(text.trim()).expect(&text);
+    assert!(
+        !ok && line["level"] == "ERROR" && line["exit_code"] == 78,
+        "{text}"
+    );
+    assert!(
+        line["message"].as_str().unwrap().contains("DB_POOL_SIZE"),
+        "{text}"
+    );
     // A log filter that does not parse once fell back to the default without a word.
     let (ok, text) = serve(&with(&[("RUST_LOG", "bogus===")]));
     assert!(
