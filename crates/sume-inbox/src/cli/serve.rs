@@ -100,10 +100,17 @@ pub async fn migrate(args: MigrateArgs) -> Result<(), CliError> {
         }
         None => (&DATABASE_URL, v.postgres_url(&DATABASE_URL)?),
     };
-    let mut client = db::connect_named(setting.name, url.expose()).await?;
-    let applied = db::migrate::migrate(&mut client)
-        .await
-        .map_err(|e| db::reach::lacking_rights(setting.name, url.expose(), &e).unwrap_or(e))?;
+    // A database not up yet (a migration job started beside it) is waited for as `serve`
+    // waits, STARTUP_PATIENCE; a refusal retrying cannot fix ends it at once; so does SIGTERM.
+    let stop = CancellationToken::new();
+    let on_signal = stop.clone();
+    let signals = tokio::spawn(async move {
+        crate::process::signal::terminated().await;
+        on_signal.cancel();
+    });
+    let applied = crate::app::migrate_with_retry(setting.name, url.expose(), &stop).await;
+    signals.abort();
+    let applied = applied?;
     println!(
         "schema at version {} (applied now: {:?})",
         db::migrate::latest(),
