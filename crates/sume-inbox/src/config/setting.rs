@@ -79,7 +79,7 @@ pub enum Form {
     ApiKeys,
     /// One secret (a key, a token): never printed.
     Secret,
-    /// A bearer token of at least 16 visible ASCII characters.
+    /// A bearer token of at least 16 printable ASCII characters.
     Token,
     /// Requests per window: `100` (a minute) or `100/1m`.
     Rate,
@@ -147,7 +147,7 @@ impl Form {
                 "name:key pairs separated by commas, such as main:KEY1,batch:KEY2".into()
             }
             Form::Secret => "a secret".into(),
-            Form::Token => "a token of at least 16 characters, each visible ASCII (0x21 to 0x7e: letters, digits and punctuation; no spaces, no accented letters)".into(),
+            Form::Token => "a token of at least 16 characters, each printable ASCII (0x20 to 0x7e: letters, digits, punctuation and spaces; no accented letters, tabs or control characters)".into(),
             Form::Rate => "a count per window: 100 (a minute), 100/1m or 20/10s".into(),
             Form::Names => "names separated by commas".into(),
             Form::Text => "text".into(),

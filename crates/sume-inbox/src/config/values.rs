@@ -265,8 +265,9 @@ impl Values {
         self.text(s).map(|t| Secret::new(t.trim()))
     }
 
-    /// An optional bearer token: at least 16 characters, each visible ASCII (it travels in an
-    /// HTTP header, which holds no other byte a client sends as written). Only nothing is
+    /// An optional bearer token: at least 16 characters, each printable ASCII (it travels in an
+    /// HTTP header, which holds no other byte a client sends as written; a space inside is
+    /// sent as written, and always worked). Only nothing is
     /// unset; a token of spaces is refused, as it would otherwise mean no token at all.
     pub fn token(&self, s: &'static Setting) -> Result<Option<Secret>, ConfigError> {
         let Some(raw) = self.given.get(s.name).map(|g| g.0.as_str()) else {
@@ -279,9 +280,9 @@ impl Values {
                 raw.chars().count(),
                 s.form.describe()
             )
-        } else if !t.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        } else if !t.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
             format!(
-                "holds a character that is not visible ASCII (a space, an accented letter, a control character): write {}",
+                "holds a character that is not printable ASCII (an accented letter, a tab, a control character): write {}",
                 s.form.describe()
             )
         } else if t.len() < 16 {

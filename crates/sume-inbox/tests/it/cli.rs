@@ -355,7 +355,7 @@ fn a_first_run_with_nothing_set_says_what_to_set() {
 }
 
 /// Tokens as the binary reads them from its environment: one of only spaces is refused, not
-/// taken as none (which left a loopback admin API open), and so is one that is not visible ASCII
+/// taken as none (which left a loopback admin API open), and so is one that is not printable ASCII
 /// (it could never be sent in an HTTP header); both exit 78 at once, naming the variable.
 #[test]
 fn a_blank_or_non_ascii_token_stops_the_start() {
@@ -381,7 +381,7 @@ fn a_blank_or_non_ascii_token_stops_the_start() {
         ),
         (
             vec![("ADMIN_TOKEN", "tök0123456789abcdef0123456789")],
-            "ADMIN_TOKEN: holds a character that is not visible ASCII",
+            "ADMIN_TOKEN: holds a character that is not printable ASCII",
         ),
     ] {
         let mut env: Vec<(&str, &str)> = BASE.to_vec();
