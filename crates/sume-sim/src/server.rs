@@ -25,7 +25,46 @@ fn router(app: Shared) -> Router {
         .merge(inspect::routes())
         .merge(control::routes())
         .fallback(api::no_route)
+        .layer(axum::middleware::map_response(enveloped))
         .with_state(app)
+}
+
+/// An error the framework answers on its own (a body over its limit, an id that is not UTF-8,
+/// a repeated query field, a method no route takes, a control body that does not read) in
+/// Sume's envelope like every other error, its words kept as the message and `Allow` kept.
+async fn enveloped(response: axum::response::Response) -> axum::response::Response {
+    use axum::http::{header, StatusCode};
+    use axum::response::IntoResponse;
+    let status = response.status();
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    if json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let text = axum::body::to_bytes(response.into_body(), 64 << 10)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let code = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "request_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::NOT_FOUND => "not_found",
+        s if s.is_server_error() => "internal_error",
+        _ => "invalid_request",
+    };
+    let message = match text.is_empty() {
+        true => status.canonical_reason().unwrap_or("error").to_owned(),
+        false => text,
+    };
+    let mut answer = api::error::ApiError::new(status, code, message).into_response();
+    if let Some(allow) = allow {
+        answer.headers_mut().insert(header::ALLOW, allow);
+    }
+    answer
 }
 
 /// Serves the simulator on `listener` until `shutdown` is cancelled.

@@ -168,3 +168,41 @@ async fn a_clock_or_a_job_past_any_date_is_refused() {
         .unwrap();
     assert_eq!(jobs.status(), StatusCode::OK);
 }
+
+/// What the framework answers on its own (a repeated query field, a method no route takes, a
+/// control body that does not read) comes in Sume's envelope too, with `Allow` on a 405.
+#[tokio::test]
+async fn the_frameworks_own_errors_come_in_the_envelope() {
+    let sim = Sim::start(config("http://127.0.0.1:9/unused")).await;
+    let repeated = sim.get(ALICE, "/jobs?limit=2&limit=3").await;
+    assert_eq!(repeated.status(), StatusCode::BAD_REQUEST);
+    let body: ErrorEnvelope = repeated.json().await.unwrap();
+    assert_eq!(body.error.code, "invalid_request");
+    assert!(
+        body.error.message.contains("limit"),
+        "{}",
+        body.error.message
+    );
+    let deleted = sim
+        .http
+        .delete(sim.running.api_url() + "/jobs/x")
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert!(deleted.headers().contains_key("allow"));
+    let body: ErrorEnvelope = deleted.json().await.unwrap();
+    assert_eq!(body.error.code, "method_not_allowed");
+    let torn = sim
+        .http
+        .patch(sim.running.sim_url("faults"))
+        .header("content-type", "application/json")
+        .body("{bad")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(torn.status(), StatusCode::BAD_REQUEST);
+    let body: ErrorEnvelope = torn.json().await.unwrap();
+    assert_eq!(body.error.code, "invalid_request");
+}
