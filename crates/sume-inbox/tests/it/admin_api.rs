@@ -297,6 +297,15 @@ async fn the_dead_letter_is_replayed_then_dropped_once(api: &Api) {
         .post("/v1/dead-letters/drop", json!({"ids": [letter]}))
         .await;
     assert_eq!(r3, json!({"dropped": [], "not_found": [letter]}));
+    for blank in ["", "  "] {
+        let (s, body) = api
+            .post("/v1/dead-letters/drop", json!({"ids": [blank]}))
+            .await;
+        assert_eq!(
+            (s.as_u16(), &body["error"]["code"]),
+            (422, &json!("invalid_field"))
+        );
+    }
     let (s, _) = api.post("/v1/dead-letters/drop", json!({"ids": []})).await;
     assert_eq!(s, 422);
 }

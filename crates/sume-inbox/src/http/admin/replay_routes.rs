@@ -170,7 +170,7 @@ pub struct Dropped {
 #[utoipa::path(post, path = "/v1/dead-letters/drop", tag = "operator",
     operation_id = "drop_dead_letters", request_body = DropDeadLetters,
     responses((status = 200, description = "What was dropped", body = Dropped),
-               (status = 422, description = "ids empty, over 1000 or one holding a NUL character \
+               (status = 422, description = "ids empty, over 1000, one blank or holding a NUL character \
                 (`invalid_field`), or a body not of this shape (`invalid_body`)", body = ErrorBody)))]
 pub(super) async fn drop_dead_letters(
     State(state): State<AdminState>,
@@ -195,6 +195,15 @@ pub(super) async fn drop_dead_letters(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_field",
             "ids must not hold a NUL character",
+        )
+        .into_response();
+    }
+    if ids.iter().any(|i| i.trim().is_empty()) {
+        // As the CLI refuses one: a blank id names no dead letter, and is surely a mistake.
+        return ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            "ids must not be empty or blank",
         )
         .into_response();
     }
