@@ -65,17 +65,24 @@ fn notify_socket(port: u16) -> (PathBuf, UnixDatagram) {
     (path, socket)
 }
 
-/// The binary's `serve`, as systemd would start it.
-fn spawn_serve(db: &TestDb, port: u16, admin: u16, notify_path: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .arg("serve")
+/// The binary's `serve` as systemd would start it, stdout discarded; the caller says where
+/// stderr goes.
+fn serve_command(db: &TestDb, port: u16, admin: u16, notify_path: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+    cmd.arg("serve")
         .env("NOTIFY_SOCKET", notify_path)
         .env("DATABASE_URL", &db.url)
         .env("SUME_WEBHOOK_SECRET", SECRET)
         .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
         .env("ADMIN_ADDR", format!("127.0.0.1:{admin}"))
+        .stdout(Stdio::null());
+    cmd
+}
+
+/// The same, its stderr discarded, given ten seconds to stop.
+fn spawn_serve(db: &TestDb, port: u16, admin: u16, notify_path: &Path) -> Child {
+    serve_command(db, port, admin, notify_path)
         .env("SHUTDOWN_TIMEOUT", "10s")
-        .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
@@ -143,14 +150,7 @@ async fn sigterm_is_heard_when_stderr_is_a_pipe_nobody_reads() {
     let db = TestDb::new().await;
     let (port, admin) = (free_port(), free_port());
     let (notify_path, notify) = notify_socket(port);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .arg("serve")
-        .env("NOTIFY_SOCKET", &notify_path)
-        .env("DATABASE_URL", &db.url)
-        .env("SUME_WEBHOOK_SECRET", SECRET)
-        .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
-        .env("ADMIN_ADDR", format!("127.0.0.1:{admin}"))
-        .stdout(Stdio::null())
+    let mut child = serve_command(&db, port, admin, &notify_path)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -183,15 +183,8 @@ async fn a_stalled_upload_at_sigterm_is_dropped_with_what_it_held() {
     let (port, admin) = (free_port(), free_port());
     let (notify_path, notify) = notify_socket(port);
     let log = std::env::temp_dir().join(format!("sume-stalled-{}-{port}.log", std::process::id()));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .arg("serve")
-        .env("NOTIFY_SOCKET", &notify_path)
-        .env("DATABASE_URL", &db.url)
-        .env("SUME_WEBHOOK_SECRET", SECRET)
-        .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
-        .env("ADMIN_ADDR", format!("127.0.0.1:{admin}"))
+    let mut child = serve_command(&db, port, admin, &notify_path)
         .env("SHUTDOWN_TIMEOUT", "1s")
-        .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
