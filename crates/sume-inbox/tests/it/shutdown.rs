@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
 use tokio::task::JoinHandle;
 
 use crate::support::*;
@@ -191,13 +192,21 @@ async fn a_stalled_upload_at_sigterm_is_dropped_with_what_it_held() {
     let mut message = [0u8; 256];
     notify.recv(&mut message).expect("READY=1 from the daemon");
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    // `Expect: 100-continue`: the "100 Continue" says the request is in the daemon's hands and
+    // its body being read, so SIGTERM cannot come while the connection waits to be accepted.
     let head = format!(
         "POST /webhooks/sume HTTP/1.1\r\nhost: x\r\nx-sume-timestamp: {}\r\n\
-         x-sume-signature: v1={}\r\ncontent-length: 100\r\n\r\nabcd",
+         x-sume-signature: v1={}\r\nexpect: 100-continue\r\ncontent-length: 100\r\n\r\n",
         unix_now(),
         "0".repeat(64)
     );
-    let _stalled = crate::port::open_with(addr, &head).await;
+    let mut stalled = crate::port::open_with(addr, &head).await;
+    let interim = crate::port::read_head(&mut stalled, Duration::from_secs(10)).await;
+    assert!(
+        interim.as_deref().unwrap_or("").starts_with("HTTP/1.1 100"),
+        "{interim:?}"
+    );
+    stalled.write_all(b"abcd").await.unwrap();
     let status = sigterm_and_wait_for_exit(&mut child).await;
     assert!(status.success(), "exit status {status}");
     let said = std::fs::read_to_string(&log).unwrap();
