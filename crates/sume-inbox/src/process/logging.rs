@@ -38,15 +38,7 @@ pub fn init_with_traces(
     }
     let default = crate::config::declared::RUST_LOG.default.unwrap_or("info");
     let filter = match std::env::var("RUST_LOG") {
-        Ok(text) if !text.trim().is_empty() => EnvFilter::try_new(&text).map_err(|e| {
-            ConfigError::new(
-                "RUST_LOG",
-                format!(
-                    "{text:?} is not a filter ({e}): write a level (info, warn) or \
-                     level,module=level such as info,sume_inbox::actors::sweep=debug"
-                ),
-            )
-        })?,
+        Ok(text) if !text.trim().is_empty() => filter_of(&text)?,
         _ => EnvFilter::new(default),
     };
     let cannot = |e: tracing_subscriber::util::TryInitError| {
@@ -93,6 +85,60 @@ pub fn init_with_traces(
     Ok(Some(exporting))
 }
 
+/// `RUST_LOG`'s filter. A word alone is a module's name to the filter (that module at every
+/// level, nothing else): one a letter or two from a level's name (`inof`, `wran`, `warning`) is refused
+/// as the misspelled level it is, as it would otherwise silence every line.
+fn filter_of(text: &str) -> Result<EnvFilter, ConfigError> {
+    let refused = |why: String| {
+        ConfigError::new(
+            "RUST_LOG",
+            format!(
+                "{text:?} {why}: write a level (info, warn) or level,module=level such as \
+                 info,sume_inbox::actors::sweep=debug"
+            ),
+        )
+    };
+    for word in text.split(',').map(str::trim) {
+        if let Some(level) = misspelled_level(word) {
+            let whole = if word == text.trim() {
+                String::new()
+            } else {
+                format!("in {text:?}, ")
+            };
+            return Err(ConfigError::new(
+                "RUST_LOG",
+                format!(
+                    "{whole}{word:?} reads as a module's name, which would silence every other \
+                     line: did you mean {level}?"
+                ),
+            ));
+        }
+    }
+    EnvFilter::try_new(text).map_err(|e| refused(format!("is not a filter ({e})")))
+}
+
+/// The level `word` is a near miss of, when it is a short bare word and no level itself.
+fn misspelled_level(word: &str) -> Option<&'static str> {
+    const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+    let lower = word.to_ascii_lowercase();
+    if word.len() > 7 || !lower.chars().all(|c| c.is_ascii_lowercase()) {
+        return None;
+    }
+    match lower.as_str() {
+        "warning" => return Some("warn"),
+        "tracing" => return None, // the crate
+        word if LEVELS.contains(&word) => return None,
+        _ => {}
+    }
+    LEVELS
+        .into_iter()
+        .filter(|level| level.len() > 3)
+        .map(|level| (strsim::damerau_levenshtein(&lower, level), level))
+        .filter(|(distance, _)| *distance <= 2)
+        .min()
+        .map(|(_, level)| level)
+}
+
 /// A JSON event format whose lines, inside a traced span, open with its ids.
 struct WithTraceIds<F>(F);
 
@@ -130,5 +176,34 @@ where
             }
             None => writer.write_str(&line),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelled_level_is_refused_and_a_module_is_not() {
+        for (word, meant) in [("inof", "info"), ("wran", "warn"), ("WARNING", "warn")] {
+            assert_eq!(misspelled_level(word), Some(meant), "{word}");
+            let e = filter_of(&format!("{word},hyper=warn"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("did you mean {meant}?")), "{e}");
+        }
+        for fine in [
+            "info",
+            "DEBUG",
+            "off",
+            "tracing",
+            "sume_inbox",
+            "hyper",
+            "2",
+        ] {
+            assert_eq!(misspelled_level(fine), None, "{fine}");
+            assert!(filter_of(fine).is_ok(), "{fine}");
+        }
+        assert!(filter_of("info,sume_inbox::actors::sweep=debug").is_ok());
     }
 }

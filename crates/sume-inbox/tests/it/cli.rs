@@ -346,6 +346,9 @@ fn a_first_run_with_nothing_set_says_what_to_set() {
         !ok && text.contains("RUST_LOG: \"bogus===\" is not a filter"),
         "{text}"
     );
+    // A level misspelled is a module's name to the filter, and silenced every line.
+    let (ok, text) = serve(&with(&[("RUST_LOG", "inof")]));
+    assert!(!ok && text.contains("did you mean info?"), "{text}");
     let (ok, text) = serve(&with(&[("POLL_AFTER", "2M")]));
     assert!(!ok);
     assert!(

@@ -28,7 +28,7 @@ declare! { PROCESS, "Process",
     RUST_LOG {
         default: Some("info"),
         form: Form::Text,
-        about: "which log lines are written (environment only): `info`, `warn`, or per module such as `info,sume_inbox::actors::sweep=debug` (tracing-subscriber's `EnvFilter`); one that does not parse stops the start",
+        about: "which log lines are written (environment only): `info`, `warn`, or per module such as `info,sume_inbox::actors::sweep=debug` (tracing-subscriber's `EnvFilter`); one that does not parse, or names a level misspelled (`inof`, `warning`: a module's name to the filter, which would silence the rest), stops the start",
     }
 }
 
