@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::CliError;
 use crate::config::clap_args::{scopes, SettingArgs};
-use crate::config::declared::{DATABASE_URL, MIGRATE_DATABASE_URL, SUME_READ_RATE};
+use crate::config::declared::{DATABASE_URL, MIGRATE_DATABASE_URL, SUME_API_KEY, SUME_READ_RATE};
 use crate::config::{self, Config, ConfigError, Pooler};
 use crate::{db, run, Listeners};
 
@@ -43,6 +43,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         .and_then(config::month_window)
     {
         tracing::warn!(setting = SUME_READ_RATE.name, "SUME_READ_RATE: {read}");
+    }
+    for doubt in config::api_key_doubts(args.settings.values()) {
+        tracing::warn!(setting = SUME_API_KEY.name, "{doubt}");
     }
     let config = args.into_config()?;
     let bind = |setting: &'static str, addr: std::net::SocketAddr| async move {

@@ -159,3 +159,21 @@ fn an_unreadable_database_url_names_its_setting_and_parameter() {
         assert!(!e.contains("pw-never-shown"), "{e}");
     }
 }
+
+#[test]
+fn a_single_key_beside_the_list_or_in_its_form_is_doubted_and_still_read_as_documented() {
+    use crate::config::declared::{SUME_API_KEY, SUME_API_KEYS};
+    use crate::config::{api_key_doubts, read::api_keys, Values};
+    let single = |text: &str| Values::defaults().with(&SUME_API_KEY, text);
+    assert!(api_key_doubts(&single("sk_live_abc")).is_empty());
+    assert!(api_key_doubts(&Values::defaults()).is_empty());
+    let named = single("main:sk_live_abc");
+    let doubts = api_key_doubts(&named);
+    assert!(doubts[0].contains("SUME_API_KEYS=name:key"), "{doubts:?}");
+    let keys = api_keys(&named).unwrap();
+    assert_eq!((keys[0].name.as_str(), keys.len()), ("default", 1));
+    let both = single("sk_one").with(&SUME_API_KEYS, "main:sk_two");
+    let doubts = api_key_doubts(&both);
+    assert!(doubts[0].contains("SUME_API_KEY is ignored"), "{doubts:?}");
+    assert_eq!(api_keys(&both).unwrap()[0].name, "main");
+}

@@ -80,6 +80,36 @@ pub fn api_keys(v: &Values) -> Result<Vec<ApiKey>, ConfigError> {
         .collect())
 }
 
+/// What an operator may not have meant by the two key settings: SUME_API_KEY beside
+/// SUME_API_KEYS (it is not read), or written in SUME_API_KEYS's `name:key` form (it is one
+/// key, used whole, named `default`). Warnings, not refusals: both forms work as documented.
+pub fn api_key_doubts(v: &Values) -> Vec<String> {
+    let Some(single) = v.text(&SUME_API_KEY) else {
+        return Vec::new();
+    };
+    if v.is_set(&SUME_API_KEYS) {
+        return vec![format!(
+            "{} is ignored: {} is set, and only its keys are used",
+            SUME_API_KEY.name, SUME_API_KEYS.name
+        )];
+    }
+    let named = single.split_once(':').is_some_and(|(name, key)| {
+        !name.is_empty()
+            && !key.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    });
+    if named {
+        return vec![format!(
+            "{} is one key, used whole and named default; its `name:` prefix is part of the key \
+             sent to Sume: for a named key, set {}=name:key instead",
+            SUME_API_KEY.name, SUME_API_KEYS.name
+        )];
+    }
+    Vec::new()
+}
+
 /// DB_POOLER as its value.
 pub fn pooler(v: &Values) -> Result<Pooler, ConfigError> {
     Ok(match v.choice(&DB_POOLER)? {

@@ -39,7 +39,7 @@ declare! { SUME, "Sume",
         flag: Some("sume-api-key"),
         form: Form::Secret,
         secret: true,
-        about: "a single key, named `default` (when `SUME_API_KEYS` is unset)",
+        about: "a single key, used whole and named `default`, when `SUME_API_KEYS` is unset (beside it, ignored with a warning; one written `name:key` is warned of too)",
     }
     /// The fleet's reads per key and window.
     SUME_READ_RATE {
