@@ -1,9 +1,9 @@
 //! Reaching the server, as an operator reads the failure: which setting, which target (user,
 //! hosts, ports, database; never the password), the server's own words, and whether waiting can
 //! help. A wrong password, an unknown role or database, a host name that does not exist, TLS
-//! asked of a server without it, a password the server asks for and the URL lacks, or a role
-//! that may not create the schema is permanent: the daemon stops at once with exit 78 instead
-//! of retrying for half a minute.
+//! asked of a server without it, a certificate that does not verify, a password the server asks
+//! for and the URL lacks, or a role that may not create the schema is permanent: the daemon
+//! stops at once with exit 78 instead of retrying for half a minute.
 
 use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;
@@ -45,7 +45,9 @@ pub fn redacted(url: &str) -> String {
 
 /// What the connection's own words (no SQLSTATE) say of a refusal waiting cannot fix, with
 /// its hint: the host name does not exist, TLS was asked of a server without it, the server
-/// asks for a password the URL lacks, or the URL asks for what the client cannot do.
+/// asks for a password the URL lacks, its certificate does not verify (an unknown issuer, a
+/// name it does not hold: at start only, where this is read), or the URL asks for what the
+/// client cannot do.
 fn permanent_without_code(e: &tokio_postgres::Error) -> Option<&'static str> {
     let text = format!("{} {e:?}", pg_message(e)).to_ascii_lowercase();
     if text.contains("name or service not known") || text.contains("nodename nor servname") {
@@ -54,6 +56,8 @@ fn permanent_without_code(e: &tokio_postgres::Error) -> Option<&'static str> {
         Some("the server offers no TLS: enable ssl on it, or on a trusted network lower sslmode (prefer, disable)")
     } else if text.contains("password missing") {
         Some("the server asks for a password and the URL has none: write postgres://user:PASSWORD@host/db")
+    } else if text.contains("invalid peer certificate") {
+        Some("the server's certificate does not verify: check sslrootcert (the CA that signed it), that the URL's host is a name the certificate holds, or with sslmode=verify-ca check the CA only")
     } else if text.contains("invalid configuration") {
         Some("check the URL")
     } else {

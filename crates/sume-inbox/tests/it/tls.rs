@@ -44,6 +44,12 @@ async fn postgres_over_tls_with_every_sslmode() {
     // The certificate names localhost, not 127.0.0.1: verify-full refuses, verify-ca accepts.
     let wrong_name = db::connect(&url("127.0.0.1", &rooted)).await;
     assert!(wrong_name.is_err(), "verify-full checks the host name");
+    // Neither is retried at start: waiting does not make a certificate verify.
+    for refused in [unknown, wrong_name] {
+        let e = refused.unwrap_err();
+        assert!(e.is_permanent(), "{e}");
+        assert!(e.to_string().contains("check sslrootcert"), "{e}");
+    }
     db::connect(&url(
         "127.0.0.1",
         &format!("sslmode=verify-ca&sslrootcert={cert}"),
