@@ -34,7 +34,16 @@ where
     let deadline = tokio::time::Instant::now() + STARTUP_PATIENCE;
     let mut wait = Duration::from_millis(200);
     loop {
-        let e = match attempt().await {
+        // An attempt that hangs (a server that accepts and says nothing, the migrations' lock
+        // held by another instance) is dropped at a stop asked for, and its connection with it.
+        let answer = tokio::select! {
+            answer = attempt() => answer,
+            _ = shutdown.cancelled() => return Err(DbError::Abandoned {
+                setting,
+                target: reach::redacted(url),
+            }),
+        };
+        let e = match answer {
             Ok(answer) => return Ok(answer),
             Err(e) => reach::unreachable_from(setting, url, &e).unwrap_or(e),
         };

@@ -127,6 +127,17 @@ pub enum DbError {
         /// The server's words, and what to do.
         problem: String,
     },
+    /// SIGTERM or SIGINT came while the start waited for the server behind a setting's URL
+    /// (to answer, or to grant the migrations' lock).
+    #[error(
+        "{setting} ({target}): stopped on request (SIGTERM or SIGINT) before the database answered"
+    )]
+    Abandoned {
+        /// The setting holding the URL.
+        setting: &'static str,
+        /// User, hosts, ports and database (never the password).
+        target: String,
+    },
     /// DATABASE_URL cannot be used as it is.
     #[error("bad DATABASE_URL: {0}")]
     Config(String),

@@ -203,3 +203,61 @@ fn sigterm_while_waiting_for_the_database_exits_zero() {
     assert_eq!(status.code(), Some(0), "{seen}");
     assert!(seen.contains("start abandoned on request"), "{seen}");
 }
+
+/// SIGTERM while the migrations' lock is held by another (an instance migrating, a stuck
+/// session): `migrate` stops at once saying so (exit 1: nothing was applied), `serve` exits 0;
+/// neither waits for the lock to be let go.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_while_the_migrations_lock_is_held_stops_at_once() {
+    let db = crate::support::TestDb::new().await;
+    let holder = db.client().await;
+    holder
+        .execute("select pg_advisory_lock(x'53554d45494e4258'::bigint)", &[])
+        .await
+        .unwrap();
+    for (command, code, said) in [
+        ("migrate", 1, "stopped on request"),
+        ("serve", 0, "start abandoned on request"),
+    ] {
+        // The one before gone (its backend may outlive its process a moment).
+        while askers(&holder).await > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .arg(command)
+            .env_clear()
+            .env("DATABASE_URL", &db.url)
+            .env("SUME_WEBHOOK_SECRET", "whsec_x")
+            .env("LISTEN_ADDR", "127.0.0.1:0")
+            .env("ADMIN_ADDR", "127.0.0.1:0")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Asking for the lock, again and again: the signal handler is in place by then.
+        while askers(&holder).await == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let signalled = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(signalled.success());
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{command} still waits for the lock after SIGTERM"))
+        .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{command}: {text}");
+        assert!(text.contains(said), "{command}: {text}");
+    }
+}
+
+/// Sessions of the database, other than `holder`'s, asking for an advisory lock.
+async fn askers(holder: &tokio_postgres::Client) -> i64 {
+    let sql = "select count(*) from pg_stat_activity where pid <> pg_backend_pid() \
+               and datname = current_database() and query like '%pg_try_advisory_lock%'";
+    holder.query_one(sql, &[]).await.unwrap().get(0)
+}
