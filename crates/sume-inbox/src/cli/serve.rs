@@ -114,10 +114,18 @@ pub async fn migrate(args: MigrateArgs) -> Result<(), CliError> {
     let applied = crate::app::migrate_with_retry(setting.name, url.expose(), &stop).await;
     signals.abort();
     let applied = applied?;
-    println!(
-        "schema at version {} (applied now: {:?})",
-        db::migrate::latest(),
-        applied
-    );
+    // The schema's own version: a later release may have taken it past this binary's.
+    let found = db::Store::new(url.expose(), 1)?
+        .schema_migrations_version()
+        .await?;
+    let latest = db::migrate::latest();
+    if found > latest {
+        println!(
+            "schema at version {found}, newer than this binary's {latest} (a later release \
+             migrated it): nothing applied, and this binary runs on it"
+        );
+    } else {
+        println!("schema at version {found} (applied now: {applied:?})");
+    }
     Ok(())
 }

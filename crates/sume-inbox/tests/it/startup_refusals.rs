@@ -261,3 +261,38 @@ async fn askers(holder: &tokio_postgres::Client) -> i64 {
                and datname = current_database() and query like '%pg_try_advisory_lock%'";
     holder.query_one(sql, &[]).await.unwrap().get(0)
 }
+
+/// `migrate` says the schema's own version: this binary's once migrated, and a later release's
+/// when one has taken the schema further (before, it printed this binary's as the schema's).
+#[tokio::test(flavor = "multi_thread")]
+async fn migrate_tells_the_schemas_version_even_when_newer_than_its_own() {
+    let db = crate::support::TestDb::new().await;
+    let latest = sume_inbox::db::migrate::latest();
+    let migrate = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .arg("migrate")
+            .env_clear()
+            .env("DATABASE_URL", &db.url)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(migrate().starts_with(&format!("schema at version {latest} (applied now: [1, ")));
+    let newer = latest + 80;
+    db.client()
+        .await
+        .execute(
+            "insert into sume.schema_migrations (version, name) values ($1, 'later')",
+            &[&newer],
+        )
+        .await
+        .unwrap();
+    let said = migrate();
+    assert!(
+        said.starts_with(&format!(
+            "schema at version {newer}, newer than this binary's {latest}"
+        )),
+        "{said}"
+    );
+}
