@@ -252,9 +252,12 @@ async fn read_body(state: &WebhookState, body: Body) -> Result<(Bytes, Held), Re
     }
 }
 
-/// Reads the body frame by frame. Each frame's bytes are claimed from MAX_BODY_MEMORY as they
-/// arrive, never what `Content-Length` declares, and kept as received: the buffer grows with
-/// what arrives, and the frames are joined at the end (no copy when the body came in one).
+/// Reads the body frame by frame, never trusting what `Content-Length` declares. Each frame is
+/// copied out at once into the body's own buffer: a frame is a slice of the connection's read
+/// buffer, and kept as received it would keep all of that alive (a body sent a byte a chunk,
+/// or behind chunk sizes padded with zeros, held kilobytes per byte counted). What the buffer
+/// grows by is claimed from MAX_BODY_MEMORY before it grows; it at most doubles, so a body
+/// holds under twice what arrived, and exactly that when it came in one frame.
 async fn collect(
     state: &WebhookState,
     body: Body,
@@ -264,7 +267,7 @@ async fn collect(
         .body_memory
         .reserve(0)
         .map_err(|_| Unread::OverBudget)?;
-    let mut frames = Vec::new();
+    let mut buffer = BytesMut::new();
     let mut limited = Limited::new(body, state.max_body_bytes);
     while let Some(frame) = limited.frame().await {
         let frame = frame.map_err(|e| match e.downcast::<LengthLimitError>() {
@@ -274,13 +277,20 @@ async fn collect(
         let Ok(data) = frame.into_data() else {
             continue; // trailers
         };
-        if data.is_empty() {
-            continue;
+        let needed = buffer.len() + data.len();
+        if needed > buffer.capacity() {
+            let doubled = (buffer.capacity() * 2).min(state.max_body_bytes);
+            let grown = needed.max(doubled);
+            claim(state, reading, &mut held, grown - buffer.capacity()).await?;
+            buffer.reserve(grown - buffer.len());
+            // The allocator's rounding, if any, is claimed too.
+            if buffer.capacity() > grown {
+                claim(state, reading, &mut held, buffer.capacity() - grown).await?;
+            }
         }
-        claim(state, reading, &mut held, data.len()).await?;
-        frames.push(data);
+        buffer.extend_from_slice(&data);
     }
-    Ok((join(frames, held.bytes()), held))
+    Ok((buffer.freeze(), held))
 }
 
 /// Adds `n` bytes to what the body holds. When the budget cannot cover them, the oldest other
@@ -307,18 +317,6 @@ async fn claim(
     }
     reading.holds(held.bytes());
     Ok(())
-}
-
-/// The body's frames as one buffer: the frame itself when there is one.
-fn join(mut frames: Vec<Bytes>, total: usize) -> Bytes {
-    if frames.len() <= 1 {
-        return frames.pop().unwrap_or_default();
-    }
-    let mut body = BytesMut::with_capacity(total);
-    for frame in frames {
-        body.extend_from_slice(&frame);
-    }
-    body.freeze()
 }
 
 fn refused(state: &WebhookState, e: VerifyError) -> Response {

@@ -2,7 +2,8 @@
 //! default limits: each sends well-formed signed-looking headers (a fresh `X-Sume-Timestamp`,
 //! `X-Sume-Signature: v1=` and 64 zeros, `Content-Length` of MAX_BODY_BYTES) and one byte of
 //! body, then nothing. Genuine deliveries beside them are answered 204 and stored, and the
-//! daemon's resident memory (its own process, read from `/proc`) stays bounded meanwhile.
+//! daemon's resident memory (its own process, read from `/proc`) stays bounded meanwhile; and
+//! bodies sent a byte a chunk hold what they sent, not the buffers they came in.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -144,4 +145,94 @@ async fn thousands_of_stalled_uploads_at_the_largest_size_keep_no_delivery_out_n
     );
     drop(uploads);
     drop(daemon);
+}
+
+/// Bodies sent a byte a chunk, each chunk size padded with thousands of zeros, counted a byte
+/// each against MAX_BODY_MEMORY: the daemon's memory grows by about what is counted, not by
+/// the read buffers those bytes came in (before, each byte kept its buffer: 8 connections of
+/// 2,000 such chunks grew it by 126 MiB while 16 KiB were counted, and nothing was shed).
+#[tokio::test(flavor = "multi_thread")]
+async fn bodies_sent_a_byte_a_chunk_hold_what_they_sent_not_their_buffers() {
+    use tokio::io::AsyncWriteExt;
+    const CONNECTIONS: usize = 8;
+    const CHUNKS: usize = 1_000;
+    let db = TestDb::new().await;
+    let (listen, admin): (SocketAddr, SocketAddr) = (
+        format!("127.0.0.1:{}", free_port()).parse().unwrap(),
+        format!("127.0.0.1:{}", free_port()).parse().unwrap(),
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("SUME_WEBHOOK_SECRET", SECRET)
+        .env("LISTEN_ADDR", listen.to_string())
+        .env("ADMIN_ADDR", admin.to_string())
+        .env("MAX_BODY_BYTES", "64KiB")
+        .env("MAX_BODY_MEMORY", "1MiB")
+        .env("BODY_TIMEOUT", "60s")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let daemon = Binary(child);
+    let pid = daemon.0.id();
+    wait_for("binary ready", Duration::from_secs(30), || async {
+        matches!(reqwest::get(format!("http://{listen}/readyz")).await, Ok(r) if r.status() == 200)
+    })
+    .await;
+    let idle_rss = rss_kib(pid);
+    let head = format!(
+        "POST /webhooks/sume HTTP/1.1\r\nhost: inbox\r\ntransfer-encoding: chunked\r\n\
+         x-sume-timestamp: {}\r\nx-sume-signature: v1={}\r\n\r\n",
+        unix_now(),
+        "0".repeat(64)
+    );
+    let body = format!("{}1\r\nx\r\n", "0".repeat(8_000)).repeat(CHUNKS);
+    let mut connections = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let mut s = open_with(listen, &head).await;
+        s.write_all(body.as_bytes()).await.unwrap();
+        connections.push(s);
+    }
+    // Every byte read by the daemon: nothing left queued in either direction of the port's
+    // connections (the kernel's own count, /proc/net/tcp).
+    wait_for("the bodies read", Duration::from_secs(60), || async {
+        queued_on(listen.port()) == 0
+    })
+    .await;
+    let grown = rss_kib(pid).saturating_sub(idle_rss);
+    // None shed nor refused: every body is still being read, its bytes held.
+    assert_eq!(
+        metric(admin, "sume_inbox_port_bodies_shed_total").await,
+        0.0
+    );
+    assert_eq!(
+        metric(admin, "sume_inbox_port_body_memory_refused_total").await,
+        0.0
+    );
+    assert!(
+        grown < 16 * 1024,
+        "{CONNECTIONS} bodies of {CHUNKS} one-byte chunks grew the daemon by {grown} KiB"
+    );
+    eprintln!("{CONNECTIONS} bodies of {CHUNKS} one-byte chunks grew the daemon by {grown} KiB");
+    drop(connections);
+    drop(daemon);
+}
+
+/// Bytes queued in the kernel, sent or received and not yet read, on the TCP connections
+/// of local `port` (either end), from `/proc/net/tcp`.
+fn queued_on(port: u16) -> u64 {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    let hex_port = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let ours = fields[1].ends_with(&hex_port) || fields[2].ends_with(&hex_port);
+            let (tx, rx) = fields[4].split_once(':')?;
+            let queued = u64::from_str_radix(tx, 16).ok()? + u64::from_str_radix(rx, 16).ok()?;
+            ours.then_some(queued)
+        })
+        .sum()
 }
