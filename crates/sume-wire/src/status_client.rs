@@ -93,7 +93,7 @@ impl StatusClient {
             body,
         } = self.get(key, &["jobs", job_id, "status"], &[]).await?;
         let request_id = (!status.is_success())
-            .then(|| serde_json::from_slice::<crate::ErrorEnvelope>(&body).ok())
+            .then(|| read_json::<crate::ErrorEnvelope>(&body).ok())
             .flatten()
             .and_then(|e| e.request_id);
         let outcome = match status {
@@ -108,7 +108,14 @@ impl StatusClient {
                 ),
                 Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
             },
-            StatusCode::NOT_FOUND => StatusOutcome::NotFound,
+            // Sume's 404 comes in its error envelope; one without (a proxy's page, a route
+            // that is not Sume's) says nothing about the job.
+            StatusCode::NOT_FOUND if read_json::<crate::ErrorEnvelope>(&body).is_ok() => {
+                StatusOutcome::NotFound
+            }
+            StatusCode::NOT_FOUND => StatusOutcome::Unexpected(
+                "404 not in Sume's error envelope: not Sume's word about the job".into(),
+            ),
             StatusCode::UNAUTHORIZED => StatusOutcome::Unauthorized,
             StatusCode::TOO_MANY_REQUESTS => StatusOutcome::RateLimited,
             s if s.is_server_error() => StatusOutcome::ServerError,

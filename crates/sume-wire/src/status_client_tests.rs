@@ -183,3 +183,37 @@ async fn a_dot_job_id_is_not_asked_about() {
     ));
     assert_eq!(served.await.unwrap(), 1, "only `...` was asked about");
 }
+
+/// A 404 is "no such job" only in Sume's error envelope: a proxy's page, or a route in front
+/// of Sume that answers for paths it does not know, says nothing about the job.
+#[tokio::test]
+async fn a_404_outside_sumes_envelope_is_not_a_verdict() {
+    let key = Secret::new("sk_test");
+    let not_found = |content_type: &str, body: &str| {
+        format!(
+            "HTTP/1.1 404 Not Found\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    for (content_type, body) in [
+        ("text/html", "<html><body>404 Not Found</body></html>"),
+        ("application/json", r#"{"error":"not found"}"#),
+        ("application/json", ""),
+    ] {
+        let (addr, _) = answering(not_found(content_type, body), 1).await;
+        let client =
+            StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+        let asked = client.job_status(&key, "job_1").await.unwrap();
+        assert!(
+            matches!(&asked.outcome, StatusOutcome::Unexpected(why) if why.contains("envelope")),
+            "{body}: {:?}",
+            asked.outcome
+        );
+    }
+    let sumes = r#"{"error":{"code":"not_found","message":"No such job \ud83d","details":{}},"request_id":"req_1"}"#;
+    let (addr, _) = answering(not_found("application/json", sumes), 1).await;
+    let client = StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+    let asked = client.job_status(&key, "job_1").await.unwrap();
+    assert_eq!(asked.outcome, StatusOutcome::NotFound);
+    assert_eq!(asked.request_id.as_deref(), Some("req_1"));
+}
