@@ -139,6 +139,51 @@ async fn without_keys_an_event_nobody_registers_ends_as_a_dead_letter_and_replay
     daemon.stop().await;
 }
 
+/// An instance without keys beside one with keys (a canary, a rollout) leaves the inbox to the
+/// keyed one, which can ask Sume: before, it marked every event past the grace as nobody's to
+/// ask about, taking them out of the checks of the whole fleet (a real orphan never counted, a
+/// foreign event never set aside). Once no live instance has keys, it marks them.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instance_without_keys_leaves_the_inbox_to_one_with_keys() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    assert_eq!(
+        Delivery::completed("job_askable")
+            .send(&http, &url)
+            .await
+            .status(),
+        204
+    );
+    let keyed = db.client().await;
+    keyed
+        .execute(
+            "insert into sume.instances (instance, hostname, pid, version, started_at, last_seen, \
+             tasks, api_keys) values ('keyed', 'h', 1, 'v', now(), now(), \
+             '{\"sweep\": \"running\"}', '{main}')",
+            &[],
+        )
+        .await
+        .unwrap();
+    let s = Services::new(&db, "http://127.0.0.1:9/v1", false).await;
+    s.clock
+        .advance(s.config.inbox_grace + Duration::from_secs(1));
+    assert_eq!(s.check_once().await.events_orphaned, 0);
+    assert!(!marked(&db, "job_askable").await);
+    // The keyed instance stopped (every task finished): nobody can ask any more.
+    keyed
+        .execute(
+            "update sume.instances set tasks = '{\"sweep\": \"finished\"}' where instance = 'keyed'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.check_once().await.events_orphaned, 1);
+    assert!(marked(&db, "job_askable").await);
+    daemon.stop().await;
+}
+
 /// A registration after the end: the job opens with nothing to attach, and a replay of the
 /// dead letters brings its event back and applies it.
 async fn registered_after_the_end_its_event_replays(
