@@ -16,7 +16,8 @@
 //! - MAX_IN_FLIGHT: requests handled at once (on the admin port, its connection cap). At the
 //!   limit, the webhook that has been reading its body the longest is shed
 //!   ([`super::body_readers`]) and the newcomer takes its slot; when no request is reading a
-//!   body, `503` with `Retry-After` at once.
+//!   body, `503` with `Retry-After` at once. The probes (`/healthz`, `/readyz`), which answer
+//!   from memory, are outside it.
 //! - Every request carries its peer's address ([`ConnectInfo`]).
 //! - Accept errors (out of descriptors, say) are logged at a bounded rate and the loop goes on
 //!   after a short pause.
@@ -35,7 +36,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
-use axum::http::{header, HeaderValue, Request, Response, StatusCode};
+use axum::http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use axum::response::IntoResponse;
 use axum::Router;
 use bytes::Bytes;
@@ -276,6 +277,12 @@ impl Server {
     ) -> Result<Response<Tracked>, Infallible> {
         conn.request_started();
         let done = ResponseDone(conn);
+        // The probes answer from memory: MAX_IN_FLIGHT deliveries waiting on a slow database
+        // must not fail the liveness probe (an orchestrator would restart a healthy process).
+        if is_probe(&request) {
+            let response = self.route(request, peer).await;
+            return Ok(response.map(|body| Tracked { body, _done: done }));
+        }
         let permit = match self.in_flight.clone().try_acquire_owned() {
             Ok(permit) => Some(permit),
             Err(_) => self.shed_a_body_reader().await,
@@ -313,25 +320,7 @@ impl Server {
             return response;
         }
         self.metrics.timeout(TimeoutKind::body);
-        const LATE: &str = "the request body did not arrive within BODY_TIMEOUT";
-        // The admin API's answers carry a request id: its 408 is its error envelope too.
-        let request_id = response.headers().get("x-request-id").cloned();
-        let mut late = match &request_id {
-            Some(id) => {
-                let body = serde_json::json!({
-                    "error": {"code": "body_timeout", "message": LATE},
-                    "request_id": id.to_str().unwrap_or_default(),
-                });
-                (StatusCode::REQUEST_TIMEOUT, axum::Json(body)).into_response()
-            }
-            None => (StatusCode::REQUEST_TIMEOUT, LATE).into_response(),
-        };
-        if let Some(id) = request_id {
-            late.headers_mut().insert("x-request-id", id);
-        }
-        late.headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        late
+        super::timed_body::late(&response)
     }
 
     /// At MAX_IN_FLIGHT: sheds the oldest request still reading its body and takes its slot.
@@ -342,6 +331,12 @@ impl Server {
         let slot = self.in_flight.clone().acquire_owned();
         tokio::time::timeout(SHED_WAIT, slot).await.ok()?.ok()
     }
+}
+
+/// `GET` or `HEAD` of `/healthz` or `/readyz`, which read only what is in memory.
+fn is_probe<B>(request: &Request<B>) -> bool {
+    matches!(*request.method(), Method::GET | Method::HEAD)
+        && matches!(request.uri().path(), "/healthz" | "/readyz")
 }
 
 fn overloaded(retry_after_secs: u64) -> Response<Body> {

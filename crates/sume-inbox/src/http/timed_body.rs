@@ -83,3 +83,29 @@ impl Body for TimedBody {
         self.inner.size_hint()
     }
 }
+
+/// The answer to a request whose body BODY_TIMEOUT cut, in place of the handler's `response`:
+/// 408, the connection closed; on the admin API (whose answers carry a request id) its error
+/// envelope with that id.
+pub fn late(response: &axum::http::Response<axum::body::Body>) -> axum::response::Response {
+    use axum::http::{header, HeaderValue, StatusCode};
+    use axum::response::IntoResponse;
+    const LATE: &str = "the request body did not arrive within BODY_TIMEOUT";
+    let request_id = response.headers().get("x-request-id").cloned();
+    let mut late = match &request_id {
+        Some(id) => {
+            let body = serde_json::json!({
+                "error": {"code": "body_timeout", "message": LATE},
+                "request_id": id.to_str().unwrap_or_default(),
+            });
+            (StatusCode::REQUEST_TIMEOUT, axum::Json(body)).into_response()
+        }
+        None => (StatusCode::REQUEST_TIMEOUT, LATE).into_response(),
+    };
+    if let Some(id) = request_id {
+        late.headers_mut().insert("x-request-id", id);
+    }
+    late.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    late
+}

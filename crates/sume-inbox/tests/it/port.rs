@@ -284,6 +284,12 @@ async fn beyond_max_in_flight_a_request_gets_503_at_once() {
         .expect("the second request is answered, not held");
     assert_eq!(second.status(), 503);
     assert_eq!(second.headers()["retry-after"], "5");
+    // The probes answer from memory, outside MAX_IN_FLIGHT: a slow database under a burst of
+    // deliveries must not fail the liveness probe (before: 503 "too many requests in flight").
+    for probe in ["/healthz", "/readyz"] {
+        let r = quick.get(daemon.url(probe)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{probe}");
+    }
     assert!(!first.is_finished(), "the first was still in flight");
     lock.rollback().await.unwrap();
     assert_eq!(first.await.unwrap().status(), 204);

@@ -62,7 +62,7 @@ declare! { PUBLIC_PORT, "Public port (webhooks)",
         flag: Some("max-in-flight"),
         default: Some("1024"),
         form: Form::Count { min: 1, max: 1_000_000 },
-        about: "requests handled at once on `LISTEN_ADDR`; at the limit the oldest webhook still reading its body is shed for the newcomer, else 503 with `Retry-After` at once",
+        about: "requests handled at once on `LISTEN_ADDR` (`/healthz` and `/readyz` answer from memory outside it); at the limit the oldest webhook still reading its body is shed for the newcomer, else 503 with `Retry-After` at once",
     }
     /// Bytes of bodies held at once.
     MAX_BODY_MEMORY {
