@@ -233,11 +233,13 @@ async fn read_body(state: &WebhookState, body: Body) -> Result<(Bytes, Held), Re
         }
         Ok(Err(Unread::Broken(e))) => {
             tracing::debug!(error = %e, "webhook body not read");
-            Err((
-                StatusCode::BAD_REQUEST,
-                "the request body could not be read",
-            )
-                .into_response())
+            Err(unread_body(
+                (
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read (its chunked framing is broken)",
+                )
+                    .into_response(),
+            ))
         }
         Err(_) => {
             state.metrics.port_timeout(TimeoutKind::body);

@@ -134,6 +134,34 @@ async fn a_stalled_body_is_answered_408_after_body_timeout() {
     daemon.stop().await;
 }
 
+/// A chunked body whose framing breaks is answered 400 and its connection closed, saying so:
+/// a request pipelined behind it is never read as if it were the next (before, the 400 did
+/// not say the connection would close).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_chunked_body_is_answered_400_and_its_connection_closed() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(short(&db)).await;
+    let ts = unix_now();
+    let head = format!(
+        "POST /webhooks/sume HTTP/1.1\r\nhost: inbox\r\ntransfer-encoding: chunked\r\n\
+         x-sume-timestamp: {ts}\r\nx-sume-signature: {}\r\n\r\n",
+        signature(ts, b"{}")
+    );
+    let next = webhook_head(Some(ts), Some(&signature(ts, b"{}")), 2) + "{}";
+    let sent = format!("{head}ffffffffffffffffff\r\nx\r\n0\r\n\r\n{next}");
+    let mut s = open_with(daemon.webhook, &sent).await;
+    let answer = read_until_closed(&mut s, Duration::from_secs(8))
+        .await
+        .expect("the connection is closed");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    assert_eq!(answer.matches("HTTP/1.1").count(), 1, "{answer}");
+    daemon.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_idle_kept_alive_connection_is_closed_after_idle_timeout() {
     let db = TestDb::new().await;
