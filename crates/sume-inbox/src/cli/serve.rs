@@ -47,6 +47,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     for doubt in config::api_key_doubts(args.settings.values()) {
         tracing::warn!(setting = SUME_API_KEY.name, "{doubt}");
     }
+    for doubt in config::month_doubts(args.settings.values()) {
+        tracing::warn!("{doubt}");
+    }
     let config = args.into_config()?;
     let bind = |setting: &'static str, addr: std::net::SocketAddr| async move {
         crate::process::sockets::bind(addr).map_err(|source| CliError::Bind {
@@ -83,6 +86,15 @@ fn warn_of_near_misses() {
             variable = name,
             setting = meant,
             "{name} is not a setting and is ignored: did you mean {meant}?"
+        );
+    }
+    for (name, setting) in
+        config::near_misses::files_of_plain_settings(names.iter().map(String::as_str))
+    {
+        tracing::warn!(
+            variable = name,
+            setting,
+            "{name} is ignored: only secrets are read from a file (`_FILE`); set {setting} itself"
         );
     }
 }

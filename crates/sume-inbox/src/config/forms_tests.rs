@@ -177,3 +177,19 @@ fn a_single_key_beside_the_list_or_in_its_form_is_doubted_and_still_read_as_docu
     assert!(doubts[0].contains("SUME_API_KEY is ignored"), "{doubts:?}");
     assert_eq!(api_keys(&both).unwrap()[0].name, "main");
 }
+
+#[test]
+fn a_duration_written_in_months_is_doubted_wherever_it_is() {
+    use crate::config::declared::{POLL_AFTER, SWEEP_INTERVAL};
+    use crate::config::{month_doubts, Values};
+    let v = Values::defaults().with(&SWEEP_INTERVAL, "1M");
+    let doubts = month_doubts(&v);
+    assert_eq!(doubts.len(), 1, "{doubts:?}");
+    assert!(
+        doubts[0].starts_with("SWEEP_INTERVAL: \"1M\" (read as ")
+            && doubts[0].contains("M is months"),
+        "{doubts:?}"
+    );
+    assert!(month_doubts(&Values::defaults().with(&POLL_AFTER, "2m")).is_empty());
+    assert!(month_doubts(&Values::defaults()).is_empty());
+}

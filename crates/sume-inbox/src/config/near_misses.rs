@@ -19,6 +19,21 @@ pub fn near_misses<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str
         .collect()
 }
 
+/// Each of `names` that is a setting's name with `_FILE` appended where the setting is no
+/// secret (`LISTEN_ADDR_FILE`): only secrets are read from a file, so it is ignored and the
+/// setting's default stands. With the setting it names.
+pub fn files_of_plain_settings<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+) -> Vec<(&'a str, &'static str)> {
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let setting = declared::find(name.strip_suffix("_FILE")?)?;
+            (!setting.secret).then_some((name, setting.name))
+        })
+        .collect()
+}
+
 /// A setting, a secret's file, or the simulator's (`SIM_WEBHOOK_SECRET` is two edits from
 /// `SUME_WEBHOOK_SECRET`, and one environment may well hold both).
 fn is_known(name: &str) -> bool {
@@ -58,6 +73,23 @@ fn closest(name: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_variable_of_a_setting_that_is_no_secret_is_named() {
+        let names = [
+            "LISTEN_ADDR_FILE",
+            "ADMIN_TOKEN_FILE",
+            "PATH",
+            "SUME_API_URL_FILE",
+        ];
+        assert_eq!(
+            files_of_plain_settings(names),
+            [
+                ("LISTEN_ADDR_FILE", "LISTEN_ADDR"),
+                ("SUME_API_URL_FILE", "SUME_API_URL")
+            ]
+        );
+    }
 
     #[test]
     fn typos_of_a_setting_are_named_with_it() {

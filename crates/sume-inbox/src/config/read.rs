@@ -110,6 +110,31 @@ pub fn api_key_doubts(v: &Values) -> Vec<String> {
     Vec::new()
 }
 
+/// Durations written with an `M`, which the parser reads as months (`SWEEP_INTERVAL=1M`, a
+/// month, where a minute was likely meant): one warning each, saying how it was read. A rule
+/// between settings catches some (`POLL_AFTER`), not all.
+pub fn month_doubts(v: &Values) -> Vec<String> {
+    super::declared::all()
+        .filter(|s| {
+            matches!(
+                s.form,
+                super::Form::Duration { .. } | super::Form::DurationOr { .. }
+            )
+        })
+        .filter_map(|s| {
+            let raw = v.text(s)?;
+            let read = humantime::parse_duration(raw.trim()).ok()?;
+            (!super::months_hint(raw).is_empty()).then(|| {
+                format!(
+                    "{}: {}: write m if minutes were meant",
+                    s.name,
+                    super::read_as(raw, read)
+                )
+            })
+        })
+        .collect()
+}
+
 /// DB_POOLER as its value.
 pub fn pooler(v: &Values) -> Result<Pooler, ConfigError> {
     Ok(match v.choice(&DB_POOLER)? {
