@@ -193,3 +193,25 @@ fn a_duration_written_in_months_is_doubted_wherever_it_is() {
     assert!(month_doubts(&Values::defaults().with(&POLL_AFTER, "2m")).is_empty());
     assert!(month_doubts(&Values::defaults()).is_empty());
 }
+
+#[test]
+fn admin_hosts_are_names_a_host_header_can_hold() {
+    use crate::config::declared::ADMIN_HOSTS;
+    use crate::config::Values;
+    let read = |text: &str| {
+        Values::defaults()
+            .with(&ADMIN_HOSTS, text)
+            .names(&ADMIN_HOSTS)
+    };
+    assert_eq!(
+        read(" Admin.Internal:9090, [::1]:9090,,inbox_1 ").unwrap(),
+        ["admin.internal:9090", "[::1]:9090", "inbox_1"]
+    );
+    for bad in ["a b", "http://x", "x/admin", "x\ty"] {
+        let e = read(bad).unwrap_err().to_string();
+        assert!(
+            e.starts_with("ADMIN_HOSTS: ") && e.contains("is no host name"),
+            "{e}"
+        );
+    }
+}

@@ -33,7 +33,7 @@ impl Config {
             admin_addr: v.address(&ADMIN_ADDR)?,
             admin_token: v.token(&ADMIN_TOKEN)?,
             admin_app_token: v.token(&ADMIN_APP_TOKEN)?,
-            admin_hosts: v.names(&ADMIN_HOSTS),
+            admin_hosts: v.names(&ADMIN_HOSTS)?,
             max_admin_connections: v
                 .optional_count(&MAX_ADMIN_CONNECTIONS)?
                 .unwrap_or(wait.max_waiters + ADMIN_CONNECTIONS_BESIDE_WAITERS),

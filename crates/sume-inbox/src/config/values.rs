@@ -310,14 +310,28 @@ impl Values {
         forms::parse_rate(s.name, self.required(s)?)
     }
 
-    /// Names separated by commas, trimmed and lower-cased; empty items dropped.
-    pub fn names(&self, s: &'static Setting) -> Vec<String> {
-        self.text(s)
+    /// Names separated by commas, trimmed and lower-cased; empty items dropped; one that no
+    /// `Host` header could hold (a space inside, a scheme, a path) refused.
+    pub fn names(&self, s: &'static Setting) -> Result<Vec<String>, ConfigError> {
+        let names: Vec<String> = self
+            .text(s)
             .unwrap_or("")
             .split(',')
             .map(|h| h.trim().to_ascii_lowercase())
             .filter(|h| !h.is_empty())
-            .collect()
+            .collect();
+        // What a `Host` header can hold: a name or an address, and its port.
+        let hostlike = |c: char| c.is_ascii_alphanumeric() || "-._:[]".contains(c);
+        match names.iter().find(|h| !h.chars().all(hostlike)) {
+            Some(bad) => Err(ConfigError::new(
+                s.name,
+                format!(
+                    "{bad:?} is no host name, so no request could name it: write names alone \
+                     (admin.internal, or admin.internal:9090), separated by commas"
+                ),
+            )),
+            None => Ok(names),
+        }
     }
 
     /// How a value is quoted in a rule's message: as written and read, with where it came
