@@ -152,7 +152,8 @@ group by api_key;
 -- name: jobs_claim_walk
 -- Claims, for instance $1's walk of key $2's list, up to $3 open jobs of that key registered
 -- at least $5 seconds before the clock ($6), oldest first, until the clock + $4 seconds; rows
--- another transaction holds or another instance leases are skipped. Answers as jobs_claim_due.
+-- another transaction holds or another instance leases are skipped. Answers as jobs_claim_due,
+-- and whether each job's own poll is due (one the list does not show is read only then).
 with candidates as (
     select job_id from sume.jobs
     where state = 'open' and next_poll_at is null and api_key = $2
@@ -177,7 +178,8 @@ set lease_owner = $1,
 from due
 where j.job_id = due.job_id
 returning j.job_id, j.api_key, j.created_at, j.poll_attempts, j.lease_until,
-          extract(epoch from coalesce($6, now()) - j.created_at)::float8 as age_secs;
+          extract(epoch from coalesce($6, now()) - j.created_at)::float8 as age_secs,
+          coalesce(j.next_poll_at <= coalesce($6, now()), true) as poll_due;
 
 -- name: jobs_poll_done
 -- After a poll that did not close the job: the answer seen and the next poll time, $5 seconds

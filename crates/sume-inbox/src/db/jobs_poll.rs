@@ -21,6 +21,9 @@ pub struct ClaimedJob {
     pub age_secs: f64,
     /// Polls so far that counted towards the backoff.
     pub poll_attempts: i32,
+    /// Whether its own poll is due (always, for a poll's claim; for a walk's, only when the
+    /// job's backoff has run out).
+    pub poll_due: bool,
 }
 
 /// A poll that left its job open, as `jobs_poll_done` records it.
@@ -57,6 +60,7 @@ impl ClaimedJob {
             created_at: r.get("created_at"),
             age_secs: r.get("age_secs"),
             poll_attempts: r.get("poll_attempts"),
+            poll_due: r.try_get("poll_due").unwrap_or(true),
         }
     }
 }

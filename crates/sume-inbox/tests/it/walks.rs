@@ -143,3 +143,41 @@ async fn a_few_open_jobs_are_read_one_by_one() {
     );
     assert_eq!(singles(&http, &sim).await, 1);
 }
+
+/// Jobs registered an hour after Sume created them (a backfill, a submit path that commits
+/// late): the walk reads on to them. Before, it stopped at the first page whose jobs were
+/// older than the oldest registration (less INBOX_GRACE), and read the rest one by one, at
+/// every walk.
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_registered_long_after_their_creation_are_still_found_by_the_walk() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    migrate(&db).await;
+    let http = reqwest::Client::new();
+    let ours = jobs(&http, &sim, &db, 120, true).await;
+    let others = jobs(&http, &sim, &db, 30, false).await;
+    wait_ended(&http, &sim, &ours).await;
+    wait_ended(&http, &sim, &others).await;
+    db.client()
+        .await
+        .execute(
+            "update sume.jobs set created_at = created_at + interval '1 hour'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    sweep.advance(Duration::from_secs(3600) + sweep.config.poll_after + Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_matches_truth(&http, &sim, &db, &ours).await;
+    // Newest first: the 30 others, then ours over two pages.
+    assert_eq!(
+        (
+            polled.seen_in_list,
+            polled.list_pages,
+            singles(&http, &sim).await
+        ),
+        (120, 2, 0),
+        "{polled:?}"
+    );
+}

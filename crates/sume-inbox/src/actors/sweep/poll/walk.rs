@@ -7,14 +7,14 @@
 //! in `sume.key_sweeps`) one instance claims the key's open jobs older than POLL_AFTER and reads
 //! the list page by page until every one of them was seen, the list ends, or [`page_cap`] pages
 //! were read. A job seen with a status is settled by it through the poll's fold (terminal:
-//! closed; in flight: still open). A job not seen is read by itself afterwards: the list's
-//! order and paging are not documented, so an absence never proves anything.
+//! closed; in flight: still open). A job not seen is read by itself afterwards, once its own
+//! poll is due: the list's order and paging are not documented, so an absence never proves
+//! anything. The walk does not stop at the age of the oldest job it looks for: a job may be
+//! registered long after Sume created it (a backfill), and the page cap bounds the excess.
 
 use std::collections::{HashMap, HashSet};
 
-use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sume_wire::JobObject;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -135,10 +135,6 @@ impl Poll {
     ) -> Result<Walked, DbError> {
         let mut wanted: HashMap<&str, ()> =
             claims.iter().map(|c| (c.job_id.as_str(), ())).collect();
-        // Registration follows Sume's create by at most the submit transaction (INBOX_GRACE).
-        let oldest = claims.iter().map(|c| c.created_at).min();
-        let horizon = oldest
-            .map(|o| o - chrono::Duration::from_std(self.config.inbox_grace).unwrap_or_default());
         let mut walked = Walked::default();
         let mut cursor: Option<String> = None;
         let mut cursors = HashSet::new();
@@ -176,9 +172,7 @@ impl Poll {
                 tracing::warn!(key = %key.name, cursor = %again, "Sume's list answered a cursor it had given before: the walk stops, the jobs it would have shown are read by themselves");
                 break;
             }
-            let past_horizon =
-                horizon.is_some_and(|h| newest_created(&page.data).is_some_and(|n| n < h));
-            if !page.has_more || cursor.is_none() || past_horizon {
+            if !page.has_more || cursor.is_none() {
                 break;
             }
         }
@@ -196,6 +190,15 @@ impl Poll {
     ) -> Result<PollStats, DbError> {
         let hold_verdicts = !self.reader.verdicts_allowed();
         let jobs_claimed = claims.len();
+        // A job the list did not show is read by itself only when its own poll is due: the
+        // walk never reads a job sooner than its backoff would.
+        let (claims, not_due): (Vec<ClaimedJob>, Vec<ClaimedJob>) = claims
+            .into_iter()
+            .partition(|c| c.poll_due || walked.seen.contains_key(&c.job_id));
+        let not_due: Vec<String> = not_due.into_iter().map(|c| c.job_id).collect();
+        self.store
+            .jobs_release(&not_due, self.reader.owner())
+            .await?;
         let (served, unserved) = serve(claims, self.config.concurrency, |c| async {
             match walked.seen.get(&c.job_id) {
                 Some(seen) => self.settle_seen(key, c, seen, hold_verdicts).await,
@@ -252,13 +255,4 @@ impl Poll {
         };
         Ok((served, released.then_some(job.job_id)))
     }
-}
-
-/// The newest `created_at` a page shows (jobs without one are skipped).
-fn newest_created(jobs: &[JobObject]) -> Option<DateTime<Utc>> {
-    jobs.iter()
-        .filter_map(|j| j.created_at.as_ref()?.as_str())
-        .filter_map(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|d| d.with_timezone(&Utc))
-        .max()
 }
