@@ -42,7 +42,8 @@ pub fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
-/// An INFO span under [`TARGET`] when export is on; [`tracing::Span::none`] otherwise.
+/// An INFO span under [`TARGET`] when export is on; [`tracing::Span::none`] otherwise. A number
+/// field must be an `i64` (see [`int`]) to be exported as a number.
 macro_rules! span {
     ($($arg:tt)*) => {
         if $crate::process::traces::on() {
@@ -53,6 +54,12 @@ macro_rules! span {
     };
 }
 pub(crate) use span;
+
+/// A count as a span attribute: an integer, as OpenTelemetry's conventions have it
+/// (`tracing-opentelemetry` exports a `u64` or `usize` field as its text; an `i64` as a number).
+pub fn int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
 /// The running export: shut it down at exit ([`Exporting::shutdown`]) to send what is queued.
 pub struct Exporting {

@@ -45,6 +45,14 @@ impl Got {
     fn attr(&self, key: &str) -> Option<String> {
         text(&self.span.attributes, key)
     }
+    /// An attribute exported as an integer (`None` for one exported as text, "204").
+    fn int(&self, key: &str) -> Option<i64> {
+        let value = self.span.attributes.iter().find(|kv| kv.key == key)?;
+        match value.value.as_ref()?.value.as_ref()? {
+            any_value::Value::IntValue(i) => Some(*i),
+            _ => None,
+        }
+    }
     /// (trace id, span id) of each link.
     fn links(&self) -> Vec<(String, String)> {
         let link = |l: &opentelemetry_proto::tonic::trace::v1::span::Link| {
@@ -301,10 +309,8 @@ fn the_delivery_and_its_steps(receiver: &Receiver, event_id: &str) -> Got {
     assert_eq!(delivery.span.kind, SpanKind::Server as i32);
     assert!(delivery.span.parent_span_id.is_empty());
     assert_eq!(delivery.attr("sume.event_id").as_deref(), Some(event_id));
-    assert_eq!(
-        delivery.attr("http.response.status_code").as_deref(),
-        Some("204")
-    );
+    // Numbers are exported as integers, as OpenTelemetry's conventions have them.
+    assert_eq!(delivery.int("http.response.status_code"), Some(204));
     assert_eq!(
         text(&delivery.resource, "service.name").as_deref(),
         Some("sume-inbox-under-test")
@@ -329,10 +335,9 @@ fn the_delivery_and_its_steps(receiver: &Receiver, event_id: &str) -> Got {
     // The batch's commit links to the delivery's wait for it.
     let commits = receiver.named("inbox commit");
     let linked = (delivery.trace_id(), waiting.unwrap());
-    assert!(
-        commits.iter().any(|c| c.links().contains(&linked)),
-        "no commit links to the delivery: {commits:#?}"
-    );
+    let commit = commits.iter().find(|c| c.links().contains(&linked));
+    let commit = commit.unwrap_or_else(|| panic!("no commit links to the delivery: {commits:#?}"));
+    assert!(commit.int("sume.deliveries") >= Some(1), "{commit:#?}");
     delivery
 }
 
@@ -349,6 +354,7 @@ fn the_close_under_an_attach(receiver: &Receiver, job: &str, event_id: &str, del
         .find(|a| a.span_id() == close.parent_id())
         .expect("the close's parent is an attach span");
     assert_eq!(attach.trace_id(), close.trace_id());
+    assert!(attach.int("sume.jobs") >= Some(1), "{attach:#?}");
     let links = close.links();
     assert!(
         links.contains(&(APP_TRACE.to_owned(), APP_SPAN.to_owned())),
