@@ -254,6 +254,16 @@ pub fn parse_http_url(name: &'static str, example: &str, raw: &str) -> Result<St
     check_http_url(name, example, raw, raw.trim().trim_end_matches('/'))
 }
 
+/// A URL used as written (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: its path is the whole path, a
+/// trailing slash included), checked as [`parse_http_url`] checks a base URL.
+pub fn parse_http_url_as_written(
+    name: &'static str,
+    example: &str,
+    raw: &str,
+) -> Result<String, ConfigError> {
+    check_http_url(name, example, raw, raw.trim())
+}
+
 /// `url` (`raw`, trimmed) checked: http(s), a host, no query, fragment or credentials. A
 /// refusal quotes `raw` with any password in it replaced ([`without_password`]).
 fn check_http_url(
