@@ -27,14 +27,14 @@ fn main() -> ExitCode {
     // Traces are the daemon's: only `serve` reads OTEL_*.
     let traces = match &cli.command {
         cli::Command::Serve(_) => sume_inbox::config::traces_from_env(),
-        _ => Ok(None),
+        _ => Ok(sume_inbox::config::Traces::Off { because: None }),
     };
     let logging = traces.and_then(|traces| {
         let format = cli
             .global
             .values()
             .choice(&sume_inbox::config::declared::LOG_FORMAT)?;
-        sume_inbox::process::logging::init_with_traces(format, traces.as_ref())
+        sume_inbox::process::logging::init_with_traces(format, &traces)
     });
     let exporting = match logging {
         Ok(exporting) => exporting,

@@ -157,7 +157,7 @@ impl Actor for Writer {
             let commit = traces::span!(
                 "inbox commit",
                 otel.name = "inbox commit",
-                sume.deliveries = taken.len(),
+                sume.deliveries = traces::int(taken.len()),
             );
             for link in taken.iter().filter_map(|r| r.link.as_ref()) {
                 traces::link(&commit, link);

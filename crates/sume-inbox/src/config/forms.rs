@@ -251,29 +251,81 @@ pub fn parse_count_in(
 
 /// A base URL: http(s), no query, no trailing slash kept; `example` shows one in a refusal.
 pub fn parse_http_url(name: &'static str, example: &str, raw: &str) -> Result<String, ConfigError> {
-    let trimmed = raw.trim().trim_end_matches('/');
+    check_http_url(name, example, raw, raw.trim().trim_end_matches('/'))
+}
+
+/// A URL used as written (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: its path is the whole path, a
+/// trailing slash included), checked as [`parse_http_url`] checks a base URL.
+pub fn parse_http_url_as_written(
+    name: &'static str,
+    example: &str,
+    raw: &str,
+) -> Result<String, ConfigError> {
+    check_http_url(name, example, raw, raw.trim())
+}
+
+/// `url` (`raw`, trimmed) checked: http(s), a host, no query, fragment or credentials. A
+/// refusal quotes `raw` with any password in it replaced ([`without_password`]).
+fn check_http_url(
+    name: &'static str,
+    example: &str,
+    raw: &str,
+    url: &str,
+) -> Result<String, ConfigError> {
     let bad = |why: &str| {
         ConfigError::new(
             name,
-            format!("{raw:?} is not an http(s) URL such as {example}: {why}"),
+            format!(
+                "{:?} is not an http(s) URL such as {example}: {why}",
+                without_password(raw)
+            ),
         )
     };
-    let url = url::Url::parse(trimmed).map_err(|e| bad(&e.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") {
+    let parsed = url::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
         return Err(bad("the scheme must be http or https"));
     }
-    if url.host_str().is_none_or(str::is_empty) {
+    if parsed.host_str().is_none_or(str::is_empty) {
         return Err(bad("no host"));
     }
-    if url.query().is_some() || url.fragment().is_some() {
+    if parsed.query().is_some() || parsed.fragment().is_some() {
         return Err(bad("no query or fragment allowed"));
     }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(bad(
-            "no credentials in the URL (Sume's keys go in SUME_API_KEYS, the admin API's token in SUME_INBOX_ADMIN_TOKEN)",
-        ));
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(bad(&format!(
+            "no credentials in the URL ({})",
+            credentials_go_in(name)
+        )));
     }
-    Ok(trimmed.to_owned())
+    Ok(url.to_owned())
+}
+
+/// Where the credentials a URL setting must not hold go instead.
+fn credentials_go_in(name: &str) -> &'static str {
+    match name {
+        "SUME_API_URL" => "Sume's keys go in SUME_API_KEYS",
+        "SUME_INBOX_ADMIN_URL" => "the admin API's token goes in SUME_INBOX_ADMIN_TOKEN",
+        n if n.starts_with("OTEL_") => {
+            "a collector's credentials go in OTEL_EXPORTER_OTLP_HEADERS, such as \
+             Authorization=Basic%20dXNlcjpwYXNz"
+        }
+        _ => "give them in the setting made for them",
+    }
+}
+
+/// `raw` with its credentials hidden, for a message: `https://u:***@host/v1`; a user alone,
+/// often a token, is hidden whole (`https://***@host/v1`). Everything between the scheme and
+/// the last `@` counts as credentials, so a password holding a `/` or a `?` is hidden too.
+fn without_password(raw: &str) -> String {
+    let start = raw.find("://").map_or(0, |i| i + 3);
+    let Some(at) = raw[start..].rfind('@').map(|i| start + i) else {
+        return raw.to_owned();
+    };
+    let hidden = match raw[start..at].split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => "***".to_owned(),
+    };
+    format!("{}{hidden}{}", &raw[..start], &raw[at..])
 }
 
 /// Reads a switch: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off` (any case).

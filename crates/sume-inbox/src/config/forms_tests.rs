@@ -36,6 +36,58 @@ fn api_urls() {
     }
 }
 
+/// A URL refused for its credentials (or anything else) is quoted with its password hidden,
+/// and the refusal says where such credentials go for that setting.
+#[test]
+fn a_refused_url_never_shows_its_password() {
+    let refused = |name, raw: &str| parse_http_url(name, "https://x.example/v1", raw).unwrap_err();
+    let e = refused("SUME_API_URL", "https://u:hunter2@api.example/v1").to_string();
+    assert!(e.contains(r#""https://u:***@api.example/v1""#), "{e}");
+    assert!(e.contains("SUME_API_KEYS"), "{e}");
+    for (name, raw, goes_in) in [
+        (
+            "SUME_INBOX_ADMIN_URL",
+            "http://u:hunter2@127.0.0.1:9090",
+            "SUME_INBOX_ADMIN_TOKEN",
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://u:hunter2@collector:4318",
+            "OTEL_EXPORTER_OTLP_HEADERS",
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://hunter2@collector:4318",
+            "OTEL_EXPORTER_OTLP_HEADERS",
+        ),
+        ("SUME_API_URL", "https://u:hun/ter2@api.example/v1", ""),
+        (
+            "SUME_API_URL",
+            "https://u:hunter2@api.example/v1?x=1",
+            "no query",
+        ),
+        ("SUME_API_URL", "u:hunter2@api.example/v1", ""),
+    ] {
+        let e = refused(name, raw).to_string();
+        assert!(!e.contains("hunter2") && !e.contains("ter2"), "{e}");
+        assert!(e.contains(goes_in), "{e}");
+    }
+    let e = refused("OTEL_EXPORTER_OTLP_ENDPOINT", "http://u:p@collector:4318").to_string();
+    assert!(
+        !e.contains("SUME_API_KEYS") && !e.contains("ADMIN_TOKEN"),
+        "{e}"
+    );
+    // An `@` in the path hides more than needed, never less.
+    assert_eq!(
+        without_password("http://collector:4318/a@b"),
+        "http://collector:***@b"
+    );
+    assert_eq!(
+        without_password("http://collector:4318"),
+        "http://collector:4318"
+    );
+}
+
 #[test]
 fn durations() {
     assert_eq!(parse_duration("X", "250ms"), Ok(Duration::from_millis(250)));

@@ -24,6 +24,7 @@ mod read;
 mod rules;
 pub mod secret_files;
 pub mod setting;
+mod traces;
 pub mod values;
 
 pub use database_routes::{DatabaseRoutes, Pooler};
@@ -31,6 +32,7 @@ pub use forms::*;
 pub use model::*;
 pub use read::*;
 pub use setting::{Form, Setting};
+pub use traces::{traces, traces_from_env};
 pub use values::{Source, Values};
 
 use std::time::Duration;

@@ -189,11 +189,37 @@ impl Default for FleetConfig {
     }
 }
 
-/// OTEL_*: where spans go and which are kept; `None` of it when export is off.
+/// OTEL_*: whether spans are exported, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Traces {
+    /// No export, and no span made: no endpoint is set, or the operator turned export off
+    /// (`because`: OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER=none), which the log says at start.
+    Off {
+        /// The setting that turned export off, as written in the log line.
+        because: Option<&'static str>,
+    },
+    /// Spans exported as set.
+    On(TracesConfig),
+}
+
+impl Traces {
+    /// The export's settings, when it is on.
+    pub fn config(&self) -> Option<&TracesConfig> {
+        match self {
+            Traces::On(config) => Some(config),
+            Traces::Off { .. } => None,
+        }
+    }
+}
+
+/// OTEL_*: where spans go and which are kept, when export is on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TracesConfig {
-    /// OTEL_EXPORTER_OTLP_ENDPOINT's `/v1/traces`.
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as written, else OTEL_EXPORTER_OTLP_ENDPOINT's
+    /// `/v1/traces`.
     pub traces_url: String,
+    /// The variable `traces_url` comes from, for messages.
+    pub endpoint_setting: &'static str,
     /// OTEL_SERVICE_NAME.
     pub service_name: String,
     /// OTEL_TRACES_SAMPLER, as spelt there.

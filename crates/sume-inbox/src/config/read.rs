@@ -263,66 +263,6 @@ pub fn worker_threads_from_env() -> Result<usize, ConfigError> {
     Values::from_env(&[&WORKER_THREADS])?.count(&WORKER_THREADS)
 }
 
-/// OTEL_* from the environment (read before the runtime starts, as logging is): `None` when
-/// OTEL_EXPORTER_OTLP_ENDPOINT is unset, the default.
-pub fn traces_from_env() -> Result<Option<TracesConfig>, ConfigError> {
-    traces(&Values::from_env(TRACES.settings)?)
-}
-
-/// OTEL_* as read from `v`.
-pub fn traces(v: &Values) -> Result<Option<TracesConfig>, ConfigError> {
-    let Some(endpoint) = v.optional_http_url(&OTEL_EXPORTER_OTLP_ENDPOINT)? else {
-        return Ok(None);
-    };
-    let service_name = v.text(&OTEL_SERVICE_NAME).unwrap_or_default().trim();
-    if service_name.is_empty() {
-        return Err(ConfigError::new(OTEL_SERVICE_NAME.name, "is empty"));
-    }
-    let sampler = v.choice(&OTEL_TRACES_SAMPLER)?;
-    let ratio = match v.text(&OTEL_TRACES_SAMPLER_ARG).map(str::trim) {
-        None | Some("") => 1.0,
-        Some(raw) => match raw.parse::<f64>() {
-            Ok(r) if (0.0..=1.0).contains(&r) => r,
-            _ => {
-                return Err(ConfigError::new(
-                    OTEL_TRACES_SAMPLER_ARG.name,
-                    format!("{raw:?} is not a ratio from 0 to 1 (such as 0.25)"),
-                ))
-            }
-        },
-    };
-    Ok(Some(TracesConfig {
-        traces_url: format!("{endpoint}/v1/traces"),
-        service_name: service_name.to_owned(),
-        sampler,
-        ratio,
-        resource: resource_attributes(v.text(&OTEL_RESOURCE_ATTRIBUTES).unwrap_or(""))?,
-    }))
-}
-
-/// `key=value,key=value`, each part percent-decoded (OpenTelemetry's resource format).
-fn resource_attributes(raw: &str) -> Result<Vec<(String, String)>, ConfigError> {
-    let bad = |why: String| ConfigError::new(OTEL_RESOURCE_ATTRIBUTES.name, why);
-    let decode = |part: &str| {
-        url::form_urlencoded::parse(format!("x={}", part.replace('+', "%2B")).as_bytes())
-            .next()
-            .map(|(_, v)| v.trim().to_owned())
-            .unwrap_or_default()
-    };
-    let mut pairs = Vec::new();
-    for item in raw.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let Some((key, value)) = item.split_once('=') else {
-            return Err(bad(format!("{item:?} is not key=value")));
-        };
-        let key = decode(key);
-        if key.is_empty() {
-            return Err(bad(format!("{item:?} has no key")));
-        }
-        pairs.push((key, decode(value)));
-    }
-    Ok(pairs)
-}
-
 /// LISTEN_ADDR as `healthcheck` reads it: an unspecified address (0.0.0.0) is reached on
 /// loopback.
 pub fn local_listen_addr(v: &Values) -> Result<SocketAddr, ConfigError> {

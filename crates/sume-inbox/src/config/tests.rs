@@ -295,48 +295,21 @@ fn the_flags_keep_their_names() {
             "WORKER_THREADS",
             "RUST_LOG",
             "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "OTEL_SDK_DISABLED",
+            "OTEL_TRACES_EXPORTER",
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
             "OTEL_SERVICE_NAME",
             "OTEL_TRACES_SAMPLER",
             "OTEL_TRACES_SAMPLER_ARG",
             "OTEL_RESOURCE_ATTRIBUTES",
         ]
     );
-}
-
-/// OTEL_*: off unless the endpoint is set; each bad value refused under its own name.
-#[test]
-fn traces_are_read_as_opentelemetry_writes_them() {
-    assert_eq!(traces(&Values::defaults()).unwrap(), None);
-    let endpoint = (&OTEL_EXPORTER_OTLP_ENDPOINT, "http://collector:4318/");
-    let read = traces(&values(&[
-        endpoint,
-        (&OTEL_TRACES_SAMPLER, "ParentBased_TraceIdRatio"),
-        (&OTEL_TRACES_SAMPLER_ARG, "0.25"),
-        (
-            &OTEL_RESOURCE_ATTRIBUTES,
-            "deployment.environment=prod, team=a%2Cb",
-        ),
-    ]))
-    .unwrap()
-    .expect("on");
-    assert_eq!(read.traces_url, "http://collector:4318/v1/traces");
-    assert_eq!(read.service_name, "sume-inbox");
-    assert_eq!(read.sampler, "parentbased_traceidratio");
-    assert_eq!(read.ratio, 0.25);
-    let pairs = [("deployment.environment", "prod"), ("team", "a,b")];
-    let pairs: Vec<(String, String)> = pairs.map(|(k, v)| (k.into(), v.into())).into();
-    assert_eq!(read.resource, pairs);
-    for (setting, bad) in [
-        (&OTEL_EXPORTER_OTLP_ENDPOINT, "collector:4318"),
-        (&OTEL_TRACES_SAMPLER, "sometimes"),
-        (&OTEL_TRACES_SAMPLER_ARG, "1.5"),
-        (&OTEL_TRACES_SAMPLER_ARG, "half"),
-        (&OTEL_RESOURCE_ATTRIBUTES, "team"),
-        (&OTEL_RESOURCE_ATTRIBUTES, "=x"),
-    ] {
-        let e = traces(&values(&[endpoint, (setting, bad)])).expect_err(bad);
-        assert_eq!(e.name, setting.name, "{bad}: {e}");
-    }
 }
 
 /// A token of only spaces is no token: taken as unset it left a loopback admin API open, and

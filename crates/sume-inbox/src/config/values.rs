@@ -242,6 +242,20 @@ impl Values {
         self.text(s).map(|_| self.http_url(s)).transpose()
     }
 
+    /// An optional http(s) URL, checked as [`Values::http_url`] checks one and kept as written
+    /// (a trailing `/` too): a URL that is the whole address, not a base.
+    pub fn optional_url_as_written(
+        &self,
+        s: &'static Setting,
+    ) -> Result<Option<String>, ConfigError> {
+        let Form::HttpUrl { example } = s.form else {
+            panic!("{} is not declared as an http(s) URL", s.name)
+        };
+        self.text(s)
+            .map(|raw| forms::parse_http_url_as_written(s.name, example, raw))
+            .transpose()
+    }
+
     /// A PostgreSQL URL, checked to be readable (never printed).
     pub fn postgres_url(&self, s: &'static Setting) -> Result<Secret, ConfigError> {
         forms::check_database_url(s.name, self.required(s)?)

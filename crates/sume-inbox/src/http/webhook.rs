@@ -121,7 +121,10 @@ async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Re
     let answer = checked(state, request, &span)
         .instrument(span.clone())
         .await;
-    span.record("http.response.status_code", answer.status().as_u16());
+    span.record(
+        "http.response.status_code",
+        i64::from(answer.status().as_u16()),
+    );
     answer
 }
 

@@ -14,22 +14,32 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
 use super::traces::{self, Exporting};
-use crate::config::{ConfigError, TracesConfig};
+use crate::config::{ConfigError, Traces};
 
 /// Installs the global subscriber: `json` (one object a line) or `pretty`, to stderr. A line
 /// that cannot be written (stderr a pipe whose reader went away) is lost, and nothing else:
 /// the subscriber's own report of it would go to the same stderr, and `eprintln!` panics
 /// there, in whatever task was logging (the one that hears SIGTERM, say).
 pub fn init(format: &str) -> Result<(), ConfigError> {
-    init_with_traces(format, None).map(|_| ())
+    init_with_traces(format, &Traces::Off { because: None }).map(|_| ())
 }
 
-/// As [`init`], and with `traces` set, the exporter too: keep the answer, and shut it down at
-/// exit.
-pub fn init_with_traces(
-    format: &str,
-    traces: Option<&TracesConfig>,
-) -> Result<Option<Exporting>, ConfigError> {
+/// As [`init`], and with traces on, the exporter too: keep the answer, and shut it down at
+/// exit. Traces turned off by a setting (OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER) are said in
+/// an INFO line.
+pub fn init_with_traces(format: &str, traces: &Traces) -> Result<Option<Exporting>, ConfigError> {
+    let exporting = install(format, traces)?;
+    if let Traces::Off {
+        because: Some(because),
+    } = traces
+    {
+        tracing::info!("traces: {because}, no spans are made or exported");
+    }
+    Ok(exporting)
+}
+
+/// The subscriber of [`init_with_traces`].
+fn install(format: &str, traces: &Traces) -> Result<Option<Exporting>, ConfigError> {
     if !matches!(format, "json" | "pretty") {
         return Err(ConfigError::new(
             "LOG_FORMAT",
@@ -44,7 +54,7 @@ pub fn init_with_traces(
     let cannot = |e: tracing_subscriber::util::TryInitError| {
         ConfigError::new("LOG_FORMAT", format!("cannot install the logger: {e}"))
     };
-    let Some(traces) = traces else {
+    let Some(traces) = traces.config() else {
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)

@@ -1,7 +1,7 @@
 //! The OTLP exporter, with its failures said in the log: the OpenTelemetry SDK is built without
 //! its own logging, so a collector that cannot be reached (a wrong port, a refused request)
 //! would drop every span without a word, and an operator who set `OTEL_EXPORTER_OTLP_ENDPOINT`
-//! would see no traces and no reason. A failed export is a WARN at most once a minute, with the
+//! (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) would see no traces and no reason. A failed export is a WARN at most once a minute, with the
 //! spans dropped since the last such line; the first export that succeeds after it, an INFO.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,16 +22,19 @@ pub struct Reporting<E> {
     inner: E,
     /// Where the spans go, for the log line.
     endpoint: String,
+    /// The variable that said so.
+    setting: &'static str,
     failing: AtomicBool,
     dropped: AtomicU64,
 }
 
 impl<E> Reporting<E> {
-    /// `inner`, sending to `endpoint`.
-    pub fn new(inner: E, endpoint: String) -> Reporting<E> {
+    /// `inner`, sending to `endpoint`, set by the variable `setting`.
+    pub fn new(inner: E, endpoint: String, setting: &'static str) -> Reporting<E> {
         Reporting {
             inner,
             endpoint,
+            setting,
             failing: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
         }
@@ -54,7 +57,8 @@ impl<E> Reporting<E> {
                         endpoint = %self.endpoint,
                         error = %e,
                         dropped,
-                        "traces: spans could not be sent to OTEL_EXPORTER_OTLP_ENDPOINT and were dropped"
+                        "traces: spans could not be sent to {} and were dropped",
+                        self.setting
                     );
                 }
             }

@@ -1,5 +1,6 @@
 //! Traces: optional OTLP export (HTTP/protobuf) of the daemon's spans, set up with the logger
-//! when OTEL_EXPORTER_OTLP_ENDPOINT is set ([`install`]). Off (the default), no layer is
+//! when an endpoint is set and export is not turned off (see [`crate::config::Traces`];
+//! [`install`]). Off (the default), no layer is
 //! installed and `span!` makes no span at all ([`tracing::Span::none`]), so the code paths
 //! that name spans cost one relaxed load.
 //!
@@ -37,12 +38,13 @@ pub const TARGET: &str = "sume_inbox::traces";
 
 static ON: AtomicBool = AtomicBool::new(false);
 
-/// Whether spans are exported (OTEL_EXPORTER_OTLP_ENDPOINT set and the layer installed).
+/// Whether spans are exported (export on, and the layer installed).
 pub fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
-/// An INFO span under [`TARGET`] when export is on; [`tracing::Span::none`] otherwise.
+/// An INFO span under [`TARGET`] when export is on; [`tracing::Span::none`] otherwise. A number
+/// field must be an `i64` (see [`int`]) to be exported as a number.
 macro_rules! span {
     ($($arg:tt)*) => {
         if $crate::process::traces::on() {
@@ -53,6 +55,12 @@ macro_rules! span {
     };
 }
 pub(crate) use span;
+
+/// A count as a span attribute: an integer, as OpenTelemetry's conventions have it
+/// (`tracing-opentelemetry` exports a `u64` or `usize` field as its text; an `i64` as a number).
+pub fn int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
 /// The running export: shut it down at exit ([`Exporting::shutdown`]) to send what is queued.
 pub struct Exporting {
@@ -76,13 +84,26 @@ impl Exporting {
     }
 }
 
-/// The exporter's layer (spans of [`TARGET`] only) and its handle; turns [`on`] on.
+/// The variables of compression, which the SDK reads itself: read and checked with the rest
+/// (`none` is all this build takes), then removed before the exporter is built, as the SDK
+/// takes no `none` and would refuse its start for it.
+const COMPRESSION: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+];
+
+/// The exporter's layer (spans of [`TARGET`] only) and its handle; turns [`on`] on. Call before
+/// any thread starts (it removes [`COMPRESSION`] from the environment).
 pub fn install<S>(
     config: &TracesConfig,
 ) -> Result<(impl Layer<S> + Send + Sync + 'static, Exporting), ConfigError>
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a> + Send + Sync + 'static,
 {
+    for name in COMPRESSION {
+        std::env::remove_var(name);
+    }
+    // The endpoint given here is used as it is: the SDK then reads neither endpoint variable.
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
@@ -90,7 +111,7 @@ where
         .build()
         .map_err(|e| {
             ConfigError::new(
-                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                config.endpoint_setting,
                 format!("cannot start the exporter: {e}"),
             )
         })?;
@@ -103,7 +124,11 @@ where
         )
         .with_service_name(config.service_name.clone())
         .build();
-    let exporter = super::trace_export::Reporting::new(exporter, config.traces_url.clone());
+    let exporter = super::trace_export::Reporting::new(
+        exporter,
+        config.traces_url.clone(),
+        config.endpoint_setting,
+    );
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
         .with_sampler(sampler(config))

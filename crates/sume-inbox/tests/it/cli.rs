@@ -421,3 +421,85 @@ fn a_secret_given_by_flag_and_by_file_is_refused() {
     assert!(!text.contains("whsec_from"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// OTEL_* that this build cannot honour, or that do not read, stop the start (78) naming the
+/// variable and what it takes, with traces on or off; no header value or password is printed.
+#[test]
+fn opentelemetry_settings_that_cannot_be_honoured_stop_the_start() {
+    const ON: (&str, &str) = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1");
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (
+            &[ON, ("OTEL_TRACES_EXPORTER", "zipkin")],
+            "OTEL_TRACES_EXPORTER: \"zipkin\" is not one of `otlp` or `none`",
+        ),
+        (
+            &[("OTEL_TRACES_EXPORTER", "console")],
+            "OTEL_TRACES_EXPORTER",
+        ),
+        (
+            &[ON, ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+            "OTEL_EXPORTER_OTLP_PROTOCOL: \"grpc\" is not supported",
+        ),
+        (
+            &[ON, ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json")],
+            "write http/protobuf",
+        ),
+        (
+            &[ON, ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")],
+            "OTEL_EXPORTER_OTLP_COMPRESSION: \"gzip\" is not supported",
+        ),
+        (
+            &[ON, ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "gzip")],
+            "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+        ),
+        (
+            &[
+                ON,
+                ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=secret123,garbage"),
+            ],
+            "OTEL_EXPORTER_OTLP_HEADERS: item 2 is not name=value",
+        ),
+        (&[("OTEL_TRACES_SAMPLER", "bogus")], "OTEL_TRACES_SAMPLER"),
+        (
+            &[(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "http://u:hunter2@collector:4318",
+            )],
+            "credentials go in OTEL_EXPORTER_OTLP_HEADERS",
+        ),
+        (
+            &[(
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "collector:4318/v1/traces",
+            )],
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ),
+        (
+            &[("SUME_API_URL", "https://u:hunter2@api.example/v1")],
+            "\"https://u:***@api.example/v1\" is not an http(s) URL",
+        ),
+    ];
+    for (extra, said) in cases {
+        let out = serve_with_only(&with(extra));
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{extra:?}: {text}");
+        assert!(text.contains(said), "{extra:?}: {text}");
+        for secret in ["secret123", "hunter2", "gzip-http", "db-password-xyz"] {
+            assert!(!text.contains(secret), "{extra:?}: {text}");
+        }
+    }
+    // The admin commands' URL too.
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("stats")
+        .env_clear()
+        .env("SUME_INBOX_ADMIN_URL", "http://op:hunter2@127.0.0.1:9090")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{text}");
+    assert!(text.contains("\"http://op:***@127.0.0.1:9090\""), "{text}");
+    assert!(
+        text.contains("SUME_INBOX_ADMIN_TOKEN") && !text.contains("hunter2"),
+        "{text}"
+    );
+}

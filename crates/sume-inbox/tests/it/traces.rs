@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::routing::post;
 use axum::Router;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -45,6 +45,14 @@ impl Got {
     fn attr(&self, key: &str) -> Option<String> {
         text(&self.span.attributes, key)
     }
+    /// An attribute exported as an integer (`None` for one exported as text, "204").
+    fn int(&self, key: &str) -> Option<i64> {
+        let value = self.span.attributes.iter().find(|kv| kv.key == key)?;
+        match value.value.as_ref()?.value.as_ref()? {
+            any_value::Value::IntValue(i) => Some(*i),
+            _ => None,
+        }
+    }
     /// (trace id, span id) of each link.
     fn links(&self) -> Vec<(String, String)> {
         let link = |l: &opentelemetry_proto::tonic::trace::v1::span::Link| {
@@ -65,24 +73,34 @@ fn text(attributes: &[KeyValue], key: &str) -> Option<String> {
     })
 }
 
+/// An export's path and its `x-api-key` header.
+type Export = (String, Option<String>);
+
 /// An OTLP/HTTP receiver on loopback: keeps every span of every protobuf export.
 #[derive(Clone, Default)]
 struct Receiver {
     spans: Arc<Mutex<Vec<Got>>>,
     content_types: Arc<Mutex<Vec<String>>>,
+    /// The path and the `x-api-key` header of each export.
+    requests: Arc<Mutex<Vec<Export>>>,
 }
 
 async fn export(
     State(r): State<Receiver>,
+    uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, [(header::HeaderName, &'static str); 1], Vec<u8>) {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
+    let header = |name| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let content_type = header(header::CONTENT_TYPE.as_str()).unwrap_or_default();
     r.content_types.lock().unwrap().push(content_type);
+    let request = (uri.path().to_owned(), header("x-api-key"));
+    r.requests.lock().unwrap().push(request);
     let request = ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf export");
     let mut spans = r.spans.lock().unwrap();
     for resource_spans in request.resource_spans {
@@ -111,6 +129,7 @@ impl Receiver {
         let receiver = Receiver::default();
         let app = Router::new()
             .route("/v1/traces", post(export))
+            .route("/custom/path", post(export))
             .with_state(receiver.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -146,7 +165,7 @@ impl Traced {
         Traced::start_with(db, collector, rust_log, &[]).await
     }
 
-    /// As [`Traced::start`], with more of the environment.
+    /// As [`Traced::start`], with more of the environment (an empty value removes a variable).
     async fn start_with(
         db: &TestDb,
         collector: SocketAddr,
@@ -154,7 +173,8 @@ impl Traced {
         env: &[(&str, String)],
     ) -> Traced {
         let (webhook, admin) = (free_port(), free_port());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+        command
             .arg("serve")
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -172,11 +192,15 @@ impl Traced {
             .env("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
             // The SDK's batch processor: send every 100 ms rather than every 5 s.
             .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start sume-inbox serve");
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            match v.as_str() {
+                "" => command.env_remove(k),
+                v => command.env(k, v),
+            };
+        }
+        let mut child = command.spawn().expect("start sume-inbox serve");
         let logs = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().unwrap();
         let kept = logs.clone();
@@ -301,10 +325,8 @@ fn the_delivery_and_its_steps(receiver: &Receiver, event_id: &str) -> Got {
     assert_eq!(delivery.span.kind, SpanKind::Server as i32);
     assert!(delivery.span.parent_span_id.is_empty());
     assert_eq!(delivery.attr("sume.event_id").as_deref(), Some(event_id));
-    assert_eq!(
-        delivery.attr("http.response.status_code").as_deref(),
-        Some("204")
-    );
+    // Numbers are exported as integers, as OpenTelemetry's conventions have them.
+    assert_eq!(delivery.int("http.response.status_code"), Some(204));
     assert_eq!(
         text(&delivery.resource, "service.name").as_deref(),
         Some("sume-inbox-under-test")
@@ -329,10 +351,9 @@ fn the_delivery_and_its_steps(receiver: &Receiver, event_id: &str) -> Got {
     // The batch's commit links to the delivery's wait for it.
     let commits = receiver.named("inbox commit");
     let linked = (delivery.trace_id(), waiting.unwrap());
-    assert!(
-        commits.iter().any(|c| c.links().contains(&linked)),
-        "no commit links to the delivery: {commits:#?}"
-    );
+    let commit = commits.iter().find(|c| c.links().contains(&linked));
+    let commit = commit.unwrap_or_else(|| panic!("no commit links to the delivery: {commits:#?}"));
+    assert!(commit.int("sume.deliveries") >= Some(1), "{commit:#?}");
     delivery
 }
 
@@ -349,6 +370,7 @@ fn the_close_under_an_attach(receiver: &Receiver, job: &str, event_id: &str, del
         .find(|a| a.span_id() == close.parent_id())
         .expect("the close's parent is an attach span");
     assert_eq!(attach.trace_id(), close.trace_id());
+    assert!(attach.int("sume.jobs") >= Some(1), "{attach:#?}");
     let links = close.links();
     assert!(
         links.contains(&(APP_TRACE.to_owned(), APP_SPAN.to_owned())),
@@ -530,4 +552,83 @@ async fn a_collector_out_of_reach_is_said_in_the_log() {
         "{line}"
     );
     daemon.stop().await;
+}
+
+/// OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none turn export off, endpoint or not:
+/// a delivery is answered and nothing reaches the collector, and the log says why.
+#[tokio::test(flavor = "multi_thread")]
+async fn opentelemetrys_switches_turn_export_off() {
+    let db = TestDb::new().await;
+    let (receiver, collector) = Receiver::start().await;
+    let http = reqwest::Client::new();
+    for (name, value) in [
+        ("OTEL_SDK_DISABLED", "true"),
+        ("OTEL_TRACES_EXPORTER", "none"),
+    ] {
+        let env = [(name, value.to_owned())];
+        let daemon = Traced::start_with(&db, collector, "info", &env).await;
+        let url = format!("{}/webhooks/sume", daemon.webhook);
+        let r = Delivery::completed(&format!("job_untraced_{name}"))
+            .send(&http, &url)
+            .await;
+        assert_eq!(r.status(), 204);
+        // Ten times the batch processor's delay: spans made would have been sent by then.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let said = format!("traces: {name}={value}, no spans are made or exported");
+        let logs = daemon.logs();
+        assert!(logs.iter().any(|l| l.contains(&said)), "{logs:#?}");
+        daemon.stop().await;
+        assert!(
+            receiver.all().is_empty(),
+            "{name}={value}: {:#?}",
+            receiver.all()
+        );
+    }
+}
+
+/// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT alone turns export on, and is the URL spans go to, as
+/// written; the headers (here from OTEL_EXPORTER_OTLP_HEADERS_FILE, percent-encoded) go with
+/// them, and `none` compression and the `http/protobuf` protocol are taken.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_traces_own_endpoint_is_used_as_written_with_the_headers() {
+    let db = TestDb::new().await;
+    let (receiver, collector) = Receiver::start().await;
+    let dir = std::env::temp_dir().join(format!("sume-otel-headers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let headers = dir.join("headers");
+    std::fs::write(&headers, "x-api-key=secret%20123\n").unwrap();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", String::new()),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            format!("http://{collector}/custom/path"),
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS_FILE",
+            headers.display().to_string(),
+        ),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "none".to_owned()),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "http/protobuf".to_owned(),
+        ),
+    ];
+    let daemon = Traced::start_with(&db, collector, "warn", &env).await;
+    let http = reqwest::Client::new();
+    let url = format!("{}/webhooks/sume", daemon.webhook);
+    let r = Delivery::completed("job_custom_path")
+        .send(&http, &url)
+        .await;
+    assert_eq!(r.status(), 204);
+    wait_for(
+        "the delivery's span exported",
+        Duration::from_secs(30),
+        || std::future::ready(!receiver.named("POST /webhooks/sume").is_empty()),
+    )
+    .await;
+    let requests = receiver.requests.lock().unwrap().clone();
+    let sent = ("/custom/path".to_owned(), Some("secret 123".to_owned()));
+    assert!(requests.iter().all(|r| *r == sent), "{requests:?}");
+    daemon.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -294,7 +294,11 @@ impl Actor for Attach {
 
 /// One attach transaction's span (traces exported); its closes are its children.
 fn attach_span(job_ids: &[String]) -> tracing::Span {
-    crate::process::traces::span!("attach", otel.name = "attach", sume.jobs = job_ids.len())
+    crate::process::traces::span!(
+        "attach",
+        otel.name = "attach",
+        sume.jobs = crate::process::traces::int(job_ids.len())
+    )
 }
 
 fn log_report(r: &AttachReport) {

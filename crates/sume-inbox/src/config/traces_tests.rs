@@ -1,0 +1,188 @@
+//! OTEL_* as OpenTelemetry writes them: what turns export on and off, and what is refused.
+
+use super::*;
+
+fn values(given: &[(&'static Setting, &str)]) -> Values {
+    given
+        .iter()
+        .fold(Values::defaults(), |v, (s, text)| v.with(s, text))
+}
+
+fn on(given: &[(&'static Setting, &str)]) -> TracesConfig {
+    match traces(&values(given)).unwrap() {
+        Traces::On(config) => config,
+        off => panic!("{given:?}: {off:?}"),
+    }
+}
+
+fn refused(given: &[(&'static Setting, &str)]) -> ConfigError {
+    traces(&values(given)).expect_err("refused")
+}
+
+const ENDPOINT: (&Setting, &str) = (&OTEL_EXPORTER_OTLP_ENDPOINT, "http://collector:4318/");
+
+/// Off unless an endpoint is set; each setting read as OpenTelemetry spells it.
+#[test]
+fn traces_are_read_as_opentelemetry_writes_them() {
+    let off = traces(&Values::defaults()).unwrap();
+    assert_eq!(off, Traces::Off { because: None });
+    let read = on(&[
+        ENDPOINT,
+        (&OTEL_TRACES_SAMPLER, "ParentBased_TraceIdRatio"),
+        (&OTEL_TRACES_SAMPLER_ARG, "0.25"),
+        (
+            &OTEL_RESOURCE_ATTRIBUTES,
+            "deployment.environment=prod, team=a%2Cb",
+        ),
+        (&OTEL_TRACES_EXPORTER, "otlp"),
+        (&OTEL_SDK_DISABLED, "false"),
+        (&OTEL_EXPORTER_OTLP_PROTOCOL, "http/protobuf"),
+        (&OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, "HTTP/Protobuf"),
+        (&OTEL_EXPORTER_OTLP_COMPRESSION, "none"),
+        (&OTEL_EXPORTER_OTLP_TRACES_COMPRESSION, "none"),
+        (
+            &OTEL_EXPORTER_OTLP_HEADERS,
+            "api-key=k1, Authorization=Bearer%20t,",
+        ),
+    ]);
+    assert_eq!(read.traces_url, "http://collector:4318/v1/traces");
+    assert_eq!(read.endpoint_setting, "OTEL_EXPORTER_OTLP_ENDPOINT");
+    assert_eq!(read.service_name, "sume-inbox");
+    assert_eq!(read.sampler, "parentbased_traceidratio");
+    assert_eq!(read.ratio, 0.25);
+    let pairs = [("deployment.environment", "prod"), ("team", "a,b")];
+    let pairs: Vec<(String, String)> = pairs.map(|(k, v)| (k.into(), v.into())).into();
+    assert_eq!(read.resource, pairs);
+}
+
+/// Every value is checked whether export is on or not: a bad sampler set on an instance
+/// without an endpoint stops its start as it would with one.
+#[test]
+fn each_bad_value_is_refused_under_its_own_name_with_export_on_or_off() {
+    for (setting, bad) in [
+        (&OTEL_EXPORTER_OTLP_ENDPOINT, "collector:4318"),
+        (
+            &OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+            "collector:4318/v1/traces",
+        ),
+        (&OTEL_TRACES_SAMPLER, "bogus"),
+        (&OTEL_TRACES_SAMPLER_ARG, "1.5"),
+        (&OTEL_TRACES_SAMPLER_ARG, "half"),
+        (&OTEL_RESOURCE_ATTRIBUTES, "team"),
+        (&OTEL_RESOURCE_ATTRIBUTES, "=x"),
+        (&OTEL_SDK_DISABLED, "maybe"),
+        (&OTEL_TRACES_EXPORTER, "zipkin"),
+        (&OTEL_EXPORTER_OTLP_PROTOCOL, "grpc"),
+        (&OTEL_EXPORTER_OTLP_COMPRESSION, "gzip"),
+        (&OTEL_EXPORTER_OTLP_HEADERS, "garbage"),
+    ] {
+        for with_endpoint in [true, false] {
+            let mut given = vec![(setting, bad)];
+            if with_endpoint && setting.name != ENDPOINT.0.name {
+                given.push(ENDPOINT);
+            }
+            let e = refused(&given);
+            assert_eq!(e.name, setting.name, "{bad} ({with_endpoint}): {e}");
+        }
+    }
+}
+
+/// OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none turn export off, saying which did;
+/// `otlp` (the default) keeps it; any other exporter is refused with the values taken.
+#[test]
+fn export_is_turned_off_as_opentelemetry_says() {
+    for (setting, text, because) in [
+        (&OTEL_SDK_DISABLED, "true", "OTEL_SDK_DISABLED=true"),
+        (&OTEL_SDK_DISABLED, "TRUE", "OTEL_SDK_DISABLED=true"),
+        (&OTEL_TRACES_EXPORTER, "none", "OTEL_TRACES_EXPORTER=none"),
+    ] {
+        let read = traces(&values(&[ENDPOINT, (setting, text)])).unwrap();
+        let because = Some(because);
+        assert_eq!(read, Traces::Off { because }, "{text}");
+        let read = traces(&values(&[(setting, text)])).unwrap();
+        assert_eq!(read, Traces::Off { because }, "{text}");
+    }
+    on(&[ENDPOINT, (&OTEL_SDK_DISABLED, "false")]);
+    on(&[ENDPOINT, (&OTEL_TRACES_EXPORTER, "otlp")]);
+    for other in ["zipkin", "console", "otlp,console"] {
+        let e = refused(&[ENDPOINT, (&OTEL_TRACES_EXPORTER, other)]).to_string();
+        assert!(e.starts_with("OTEL_TRACES_EXPORTER: "), "{e}");
+        assert!(e.contains("`otlp`") && e.contains("`none`"), "{e}");
+    }
+}
+
+/// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is the whole URL, used as written, before the base
+/// endpoint; alone, it turns export on.
+#[test]
+fn the_traces_own_endpoint_is_used_as_written() {
+    let own = (
+        &OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+        " http://c:4318/custom/path ",
+    );
+    for given in [vec![own], vec![own, ENDPOINT]] {
+        let read = on(&given);
+        assert_eq!(read.traces_url, "http://c:4318/custom/path");
+        assert_eq!(read.endpoint_setting, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    }
+    let slash = (
+        &OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+        "http://c:4318/v1/traces/",
+    );
+    assert_eq!(on(&[slash]).traces_url, "http://c:4318/v1/traces/");
+    let bad_base = (&OTEL_EXPORTER_OTLP_ENDPOINT, "collector");
+    assert_eq!(
+        refused(&[own, bad_base]).name,
+        "OTEL_EXPORTER_OTLP_ENDPOINT"
+    );
+    let e = refused(&[(&OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "http://u:pw@c/x")]).to_string();
+    assert!(
+        e.contains("OTEL_EXPORTER_OTLP_HEADERS") && !e.contains("pw@"),
+        "{e}"
+    );
+}
+
+/// Only HTTP with protobuf, uncompressed, is sent: another protocol or a compression is
+/// refused under the variable set, saying what is taken, rather than ignored (or refused
+/// under another name by the SDK).
+#[test]
+fn a_protocol_or_compression_this_build_lacks_is_refused() {
+    for (setting, bad, taken) in [
+        (&OTEL_EXPORTER_OTLP_PROTOCOL, "grpc", "http/protobuf"),
+        (&OTEL_EXPORTER_OTLP_PROTOCOL, "http/json", "http/protobuf"),
+        (&OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, "grpc", "http/protobuf"),
+        (&OTEL_EXPORTER_OTLP_COMPRESSION, "gzip", "write none"),
+        (&OTEL_EXPORTER_OTLP_TRACES_COMPRESSION, "gzip", "write none"),
+        (&OTEL_EXPORTER_OTLP_TRACES_COMPRESSION, "zstd", "write none"),
+    ] {
+        let e = refused(&[ENDPOINT, (setting, bad)]);
+        assert_eq!(e.name, setting.name, "{e}");
+        assert!(e.problem.contains(taken), "{e}");
+    }
+}
+
+/// A header item the SDK would drop without a word stops the start, named by its position;
+/// no value is ever quoted.
+#[test]
+fn a_header_that_does_not_read_is_refused_by_position() {
+    for (raw, position) in [
+        ("x-api-key=secret123,garbage", "item 2 is not name=value"),
+        ("garbage-secret123", "item 1 is not name=value"),
+        ("=secret123", "item 1 has no name"),
+        ("x api key=secret123", "item 1 has a name"),
+        ("x-api-key=", "item 1 (x-api-key) has an empty value"),
+        ("a=b,x-api-key=secret%2", "item 2 (x-api-key) has a %"),
+        ("x-api-key=secret%0A123", "item 1 (x-api-key) has a value"),
+    ] {
+        for setting in [
+            &OTEL_EXPORTER_OTLP_HEADERS,
+            &OTEL_EXPORTER_OTLP_TRACES_HEADERS,
+        ] {
+            let e = refused(&[ENDPOINT, (setting, raw)]);
+            assert_eq!(e.name, setting.name, "{e}");
+            assert!(e.problem.starts_with(position), "{raw}: {e}");
+            assert!(!e.problem.contains("secret"), "{e}");
+        }
+    }
+    assert_eq!(percent_decoded("a%20b%2C").as_deref(), Some("a b,"));
+    assert_eq!(percent_decoded("%zz"), None);
+}
