@@ -405,3 +405,78 @@ async fn the_actor_a_caller_names_is_kept_in_the_audit_log() {
     );
     api.daemon.stop().await;
 }
+
+/// Sends `head` (a request without a body, `Connection: close` added) over a raw socket:
+/// answers the status and the body read as JSON.
+async fn raw(daemon: &Daemon, head: &str) -> (u16, Value) {
+    let request = format!("{head}authorization: Bearer {OPERATOR}\r\nconnection: close\r\n\r\n");
+    let mut s = crate::port::open_with(daemon.admin, &request).await;
+    let answer = crate::port::read_until_closed(&mut s, Duration::from_secs(10))
+        .await
+        .expect("the admin port answers and closes");
+    let status = answer
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status: {answer}"));
+    let (_, body) = answer.split_once("\r\n\r\n").unwrap_or(("", ""));
+    let body = serde_json::from_str(body).unwrap_or(Value::String(body.to_owned()));
+    (status, body)
+}
+
+/// The Host check holds whatever form the request takes: the authority of an absolute-form
+/// target stands for `Host` (RFC 9112, 3.2.2), so a foreign one is refused whatever `Host`
+/// says, and a request with two `Host` headers is refused 400 in the envelope (RFC 9112, 3.2),
+/// whichever comes first.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_check_holds_for_an_absolute_target_and_two_host_headers() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let ours = api.daemon.admin.to_string();
+    let port = api.daemon.admin.port();
+    let cases = [
+        (format!("GET /v1/stats HTTP/1.1\r\nhost: {ours}\r\n"), 200),
+        (
+            format!("GET http://evil.example/v1/stats HTTP/1.1\r\nhost: {ours}\r\n"),
+            421,
+        ),
+        (
+            format!("GET http://evil.example:{port}/v1/stats HTTP/1.1\r\nhost: {ours}\r\n"),
+            421,
+        ),
+        (
+            format!("GET http://{ours}/v1/stats HTTP/1.1\r\nhost: {ours}\r\n"),
+            200,
+        ),
+        (
+            format!("GET http://{ours}/v1/stats HTTP/1.1\r\nhost: evil.example:{port}\r\n"),
+            200,
+        ),
+        (
+            format!("GET /v1/stats HTTP/1.1\r\nhost: {ours}\r\nhost: evil.example\r\n"),
+            400,
+        ),
+        (
+            format!("GET /v1/stats HTTP/1.1\r\nhost: evil.example\r\nhost: {ours}\r\n"),
+            400,
+        ),
+        (
+            format!("GET /v1/stats HTTP/1.1\r\nhost: {ours}\r\nhost: {ours}\r\n"),
+            400,
+        ),
+    ];
+    for (head, expected) in cases {
+        let (status, body) = raw(&api.daemon, &head).await;
+        assert_eq!(status, expected, "{head}{body}");
+        let code = match expected {
+            421 => "unknown_host",
+            400 => "invalid_host",
+            _ => continue,
+        };
+        assert_eq!(body["error"]["code"], code, "{head}{body}");
+        assert!(
+            body["request_id"].as_str().is_some_and(|id| !id.is_empty()),
+            "{body}"
+        );
+    }
+    api.daemon.stop().await;
+}

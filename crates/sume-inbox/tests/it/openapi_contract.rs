@@ -101,7 +101,8 @@ pub(crate) struct Call<'a> {
     path: &'a str,
     token: Option<&'a str>,
     body: Option<(&'a str, String)>,
-    host: Option<String>,
+    /// `Host` headers sent in its place (each one a header).
+    hosts: Vec<String>,
 }
 
 impl<'a> Call<'a> {
@@ -111,7 +112,7 @@ impl<'a> Call<'a> {
             path,
             token,
             body: None,
-            host: None,
+            hosts: Vec::new(),
         }
     }
 
@@ -150,7 +151,7 @@ impl Checked<'_> {
             }
             req = req.header("content-type", content_type).body(body);
         }
-        if let Some(host) = call.host {
+        for host in call.hosts {
             req = req.header("host", host);
         }
         let r = req.send().await?;
@@ -250,11 +251,12 @@ async fn seed(db: &TestDb, served: &Served) -> String {
     event
 }
 
-/// The errors every route can give before its handler runs: no token, a foreign Host, the
-/// application's token on an operator route, and for a write a body that is not JSON or not
+/// The errors every route can give before its handler runs: no token, a foreign Host, two
+/// Host headers, the application's token on an operator route, and for a write a body that is not JSON or not
 /// sent as JSON.
 async fn errors_before_the_handler(checked: &Checked<'_>) {
     let foreign = format!("rebound.example:{}", checked.served.daemon.admin.port());
+    let ours = checked.served.daemon.admin.to_string();
     for (method, template) in checked.doc.operations() {
         let path = instantiate(&template);
         let operator_only = checked.served.doc["paths"][&template][&method]["security"]
@@ -278,17 +280,29 @@ async fn errors_before_the_handler(checked: &Checked<'_>) {
             )
             .await;
         let token = Some(OPERATOR);
-        let host = Some(foreign.clone());
+        let hosts = vec![foreign.clone()];
         checked
             .expect(
                 421,
                 Call {
                     token,
-                    host,
+                    hosts,
                     ..call()
                 },
             )
             .await;
+        let hosts = vec![ours.clone(), foreign.clone()];
+        let body = checked
+            .expect(
+                400,
+                Call {
+                    token,
+                    hosts,
+                    ..call()
+                },
+            )
+            .await;
+        assert_eq!(body["error"]["code"], "invalid_host");
         if operator_only {
             let body = checked.expect(403, call()).await;
             assert_eq!(body["error"]["code"], "forbidden");

@@ -141,6 +141,20 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
             .entry(status.to_owned())
             .or_insert_with(|| error_answer(description));
     }
+    // Any route, before its own checks: a 400 of its own says this too.
+    match op.responses.responses.get_mut("400") {
+        Some(RefOr::T(answer)) => {
+            answer.description = format!(
+                "{}; or more than one Host header (`invalid_host`)",
+                answer.description
+            );
+        }
+        Some(RefOr::Ref(_)) => {}
+        None => {
+            let answer = error_answer("More than one Host header (`invalid_host`)");
+            op.responses.responses.insert("400".to_owned(), answer);
+        }
+    }
 }
 
 /// The document.
