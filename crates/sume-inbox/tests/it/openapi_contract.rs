@@ -317,6 +317,29 @@ async fn errors_before_the_handler(checked: &Checked<'_>) {
     }
 }
 
+/// A query parameter a route does not take: 400 `invalid_query` naming it, on every route but
+/// `/metrics` (a scraper's own parameters are let through).
+async fn unknown_query_parameters(checked: &Checked<'_>) {
+    for (method, template) in checked.doc.operations() {
+        let path = format!("{}?not_a_parameter=1", instantiate(&template));
+        let mut call = Call::new(&method, &path, Some(OPERATOR));
+        if method == "post" {
+            call = call.json(json!({}));
+        }
+        if template == "/metrics" {
+            checked.expect(200, call).await;
+            continue;
+        }
+        let body = checked.expect(400, call).await;
+        assert_eq!(body["error"]["code"], "invalid_query", "{method} {path}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("not_a_parameter"),
+            "{method} {path}: {message}"
+        );
+    }
+}
+
 /// Every application route, its successes and its own errors.
 async fn application_routes(checked: &Checked<'_>) {
     let post = |body: Value| Call::new("POST", "/v1/jobs", Some(APP)).json(body);
@@ -451,6 +474,7 @@ async fn every_documented_answer_of_every_route_is_given_as_documented() {
         doc: &doc,
     };
     errors_before_the_handler(&checked).await;
+    unknown_query_parameters(&checked).await;
     application_routes(&checked).await;
     operator_routes(&checked, &event).await;
     database_unavailable(&doc).await;

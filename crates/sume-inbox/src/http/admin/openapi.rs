@@ -141,18 +141,36 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
             .entry(status.to_owned())
             .or_insert_with(|| error_answer(description));
     }
-    // Any route, before its own checks: a 400 of its own says this too.
-    match op.responses.responses.get_mut("400") {
-        Some(RefOr::T(answer)) => {
-            answer.description = format!(
-                "{}; or more than one Host header (`invalid_host`)",
-                answer.description
-            );
-        }
-        Some(RefOr::Ref(_)) => {}
-        None => {
-            let answer = error_answer("More than one Host header (`invalid_host`)");
-            op.responses.responses.insert("400".to_owned(), answer);
+    refused_before_the_route(op, path);
+}
+
+/// The 400s every route can give before its own checks: more than one Host header, and (on
+/// every route but `/metrics`, whose scrapers add their own) a query parameter it does not
+/// take. A route's own 400 says them too.
+fn refused_before_the_route(op: &mut Operation, path: &str) {
+    let answers = &mut op.responses.responses;
+    let own = match answers.get("400") {
+        Some(RefOr::T(answer)) => Some(answer.description.clone()),
+        Some(RefOr::Ref(_)) => return,
+        None => None,
+    };
+    let mut causes: Vec<&str> = own.iter().map(String::as_str).collect();
+    if path != "/metrics" && !own.as_ref().is_some_and(|d| d.contains("`invalid_query`")) {
+        causes.push("a query parameter the route does not take (`invalid_query`)");
+    }
+    causes.push("more than one Host header (`invalid_host`)");
+    let joined = causes.join("; or ");
+    let mut chars = joined.chars();
+    let description: String = chars
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(chars)
+        .collect();
+    match answers.get_mut("400") {
+        Some(RefOr::T(answer)) => answer.description = description,
+        _ => {
+            answers.insert("400".to_owned(), error_answer(&description));
         }
     }
 }
@@ -185,7 +203,7 @@ pub struct ApiDoc;
 /// `GET /v1/openapi.json`.
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "application", operation_id = "get_openapi",
     responses((status = 200, description = "This document", content_type = "application/json")))]
-pub async fn serve() -> Response {
+pub(super) async fn serve(_: super::NoQuery) -> Response {
     Json(ApiDoc::openapi()).into_response()
 }
 
