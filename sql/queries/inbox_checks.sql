@@ -138,13 +138,14 @@ where job_id = any (array(
   and verdict = 'orphan';
 
 -- name: inbox_checks_orphans_page
--- Orphans: job ids Sume knows (a key can read them) with events but no row; in job id order
--- after $1 (null: from the first), at most $2, with the keys' answers and the waiting events.
+-- Orphans: job ids Sume knows (a key can read them) with events but no row, the oldest check
+-- first: keyset-paged in (created_at, job_id) order after ($1, $2) (null: from the first), at
+-- most $3, with the keys' answers and the waiting events.
 select c.job_id, c.answers, c.checked_at, c.created_at,
        (select count(*) from sume.events e
          where e.job_id = c.job_id and e.applied_at is null) as waiting_events
 from sume.inbox_checks c
 where c.verdict = 'orphan'
-  and ($1::text is null or c.job_id > $1)
-order by c.job_id
-limit $2;
+  and ($1::timestamptz is null or (c.created_at, c.job_id) > ($1, $2::text))
+order by c.created_at, c.job_id
+limit $3;

@@ -58,10 +58,14 @@ fn main() -> ExitCode {
 const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The last line, in the log's format (`LOG_FORMAT=json`, or `--log-format json`: one object,
-/// as a log shipper reads every other line), and never a panic if nobody reads stderr.
+/// as a log shipper reads every other line), and never a panic if nobody reads stderr; none
+/// when the reader of stdout went away (`| head`), which ends a command with 0.
 fn fail(e: cli::CliError) -> ExitCode {
     use std::io::Write;
     let code = e.exit_code();
+    if e.reader_gone() {
+        return ExitCode::from(code);
+    }
     let args: Vec<String> = std::env::args().collect();
     let flagged = args
         .windows(2)

@@ -174,7 +174,7 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
     let (out, known) = render::render_job_detail(&detail, admin.json);
     // Nothing known: the text would repeat the error line; the JSON still says it to a script.
     if known || admin.json {
-        print!("{out}");
+        super::print(&out)?;
     }
     if !known {
         return Err(CliError::Failed(format!(
@@ -191,7 +191,7 @@ pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result
         .await?
         .inbox(older_than, limit)
         .await?;
-    print!("{}", render::render_inbox(&rows, admin.json));
+    super::print(&render::render_inbox(&rows, admin.json))?;
     Ok(())
 }
 
@@ -201,7 +201,7 @@ pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliErr
         .await?
         .dead_letters(limit)
         .await?;
-    print!("{}", render::render_dead_letters(&rows, admin.json));
+    super::print(&render::render_dead_letters(&rows, admin.json))?;
     Ok(())
 }
 
@@ -212,7 +212,7 @@ pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), 
         .drop_dead_letters(ids)
         .await?;
     let missing: Vec<&String> = ids.iter().filter(|id| !dropped.contains(id)).collect();
-    print!("{}", render::render_dropped(&dropped, &missing, admin.json));
+    super::print(&render::render_dropped(&dropped, &missing, admin.json))?;
     if !missing.is_empty() {
         return Err(CliError::Failed(format!(
             "{} of {} ids name no dead letter",
@@ -242,7 +242,7 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
     let items = source
         .replay(args.event_id.as_deref(), args.limit, &secrets)
         .await?;
-    print!("{}", render::render_replayed(&items, args.json));
+    super::print(&render::render_replayed(&items, args.json))?;
     if args.event_id.is_some() && !items.iter().all(|r| r.ok) {
         return Err(CliError::Failed("replay failed".into()));
     }
@@ -258,13 +258,13 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
 /// `stats`.
 pub async fn stats(admin: &AdminArgs) -> Result<(), CliError> {
     let st = open(admin.settings.values()).await?.stats().await?;
-    print!("{}", render::render_stats(&st, admin.json));
+    super::print(&render::render_stats(&st, admin.json))?;
     Ok(())
 }
 
 /// `audit ls`.
 pub async fn audit_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
     let entries = open(admin.settings.values()).await?.audit(limit).await?;
-    print!("{}", render::render_audit(&entries, admin.json));
+    super::print(&render::render_audit(&entries, admin.json))?;
     Ok(())
 }

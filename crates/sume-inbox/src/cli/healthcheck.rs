@@ -37,6 +37,5 @@ pub async fn healthcheck(args: HealthcheckArgs) -> Result<(), CliError> {
     if !status.is_success() {
         return Err(CliError::Failed(format!("{path}: {status} {body}")));
     }
-    println!("{path}: {body}");
-    Ok(())
+    super::print(&format!("{path}: {body}\n"))
 }

@@ -124,18 +124,39 @@ pub enum CliError {
     /// unhealthy daemon); the message says which.
     #[error("{0}")]
     Failed(String),
+    /// Standard output could not be written (see [`print`]).
+    #[error("cannot write to standard output: {0}")]
+    Stdout(std::io::Error),
 }
 
 impl CliError {
     /// The process exit status for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
+            _ if self.reader_gone() => 0,
             CliError::Config(_) => 78,
             CliError::Run(RunError::Config(_)) => 78,
             CliError::Db(e) | CliError::Run(RunError::Db(e)) if e.is_permanent() => 78,
             _ => 1,
         }
     }
+
+    /// Standard output is a pipe whose reader went away (`| head`): it took what it wanted, so
+    /// the command ends there, quietly and with 0, as `grep` or `rg` do.
+    pub fn reader_gone(&self) -> bool {
+        matches!(self, CliError::Stdout(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// Every command's output goes through here: written whole and flushed, and a write that fails
+/// is an error, never a panic (`print!` panics): [`CliError::reader_gone`] for a reader that
+/// went away, else exit 1 saying why (a full disk).
+pub fn print(text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(CliError::Stdout)
 }
 
 /// Runs a parsed command.

@@ -73,14 +73,14 @@ impl ReconcileArgs {
 pub async fn reconcile(args: ReconcileArgs) -> Result<(), CliError> {
     let (run, since, max_wait) = args.reconcile()?;
     let report = run.run(since, max_wait).await?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("report serializes")
-        );
+    let out = if args.json {
+        let json = serde_json::to_string_pretty(&report)
+            .map_err(|e| CliError::Failed(format!("the report does not serialize: {e}")))?;
+        format!("{json}\n")
     } else {
-        print!("{}", render(&report));
-    }
+        render(&report)
+    };
+    super::print(&out)?;
     if report.complete() {
         Ok(())
     } else {

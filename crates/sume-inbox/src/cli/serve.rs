@@ -132,12 +132,13 @@ pub async fn migrate(args: MigrateArgs) -> Result<(), CliError> {
         .await?;
     let latest = db::migrate::latest();
     if found > latest {
-        println!(
+        super::print(&format!(
             "schema at version {found}, newer than this binary's {latest} (a later release \
-             migrated it): nothing applied, and this binary runs on it"
-        );
+             migrated it): nothing applied, and this binary runs on it\n"
+        ))
     } else {
-        println!("schema at version {found} (applied now: {applied:?})");
+        super::print(&format!(
+            "schema at version {found} (applied now: {applied:?})\n"
+        ))
     }
-    Ok(())
 }

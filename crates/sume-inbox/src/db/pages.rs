@@ -168,15 +168,17 @@ impl Store {
             .collect())
     }
 
-    /// Orphans in job id order after `after`.
+    /// Orphans, the oldest check first, after `after` (the key of a check's `created_at` and
+    /// job id).
     pub async fn inbox_checks_orphans_page(
         &self,
-        after: Option<&str>,
+        after: Option<&PageKey>,
         limit: i64,
     ) -> Result<Vec<Orphan>, DbError> {
         let client = self.client().await?;
+        let (at, id) = split(after);
         let rows = sql::INBOX_CHECKS_ORPHANS_PAGE
-            .query(&client, &[&after, &limit])
+            .query(&client, &[&at, &id, &limit])
             .await?;
         Ok(rows
             .iter()

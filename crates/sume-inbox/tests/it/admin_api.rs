@@ -405,3 +405,159 @@ async fn the_actor_a_caller_names_is_kept_in_the_audit_log() {
     );
     api.daemon.stop().await;
 }
+
+/// Sends `head` (a request without a body, `Connection: close` added) over a raw socket:
+/// answers the status and the body read as JSON.
+async fn raw(daemon: &Daemon, head: &str) -> (u16, Value) {
+    let request = format!("{head}authorization: Bearer {OPERATOR}\r\nconnection: close\r\n\r\n");
+    let mut s = crate::port::open_with(daemon.admin, &request).await;
+    let answer = crate::port::read_until_closed(&mut s, Duration::from_secs(10))
+        .await
+        .expect("the admin port answers and closes");
+    let status = answer
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status: {answer}"));
+    let (_, body) = answer.split_once("\r\n\r\n").unwrap_or(("", ""));
+    let body = serde_json::from_str(body).unwrap_or(Value::String(body.to_owned()));
+    (status, body)
+}
+
+/// The Host check holds whatever form the request takes: the authority of an absolute-form
+/// target stands for `Host` (RFC 9112, 3.2.2), so a foreign one is refused whatever `Host`
+/// says, and a request with two `Host` headers is refused 400 in the envelope (RFC 9112, 3.2),
+/// whichever comes first.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_check_holds_for_an_absolute_target_and_two_host_headers() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let ours = api.daemon.admin.to_string();
+    let port = api.daemon.admin.port();
+    let cases = [
+        (format!("GET /v1/stats HTTP/1.1\r\nhost: {ours}\r\n"), 200),
+        (
+            format!("GET http://evil.example/v1/stats HTTP/1.1\r\nhost: {ours}\r\n"),
+            421,
+        ),
+        (
+            format!("GET http://evil.example:{port}/v1/stats HTTP/1.1\r\nhost: {ours}\r\n"),
+            421,
+        ),
+        (
+            format!("GET http://{ours}/v1/stats HTTP/1.1\r\nhost: {ours}\r\n"),
+            200,
+        ),
+        (
+            format!("GET http://{ours}/v1/stats HTTP/1.1\r\nhost: evil.example:{port}\r\n"),
+            200,
+        ),
+        (
+            format!("GET /v1/stats HTTP/1.1\r\nhost: {ours}\r\nhost: evil.example\r\n"),
+            400,
+        ),
+        (
+            format!("GET /v1/stats HTTP/1.1\r\nhost: evil.example\r\nhost: {ours}\r\n"),
+            400,
+        ),
+        (
+            format!("GET /v1/stats HTTP/1.1\r\nhost: {ours}\r\nhost: {ours}\r\n"),
+            400,
+        ),
+    ];
+    for (head, expected) in cases {
+        let (status, body) = raw(&api.daemon, &head).await;
+        assert_eq!(status, expected, "{head}{body}");
+        let code = match expected {
+            421 => "unknown_host",
+            400 => "invalid_host",
+            _ => continue,
+        };
+        assert_eq!(body["error"]["code"], code, "{head}{body}");
+        assert!(
+            body["request_id"].as_str().is_some_and(|id| !id.is_empty()),
+            "{body}"
+        );
+    }
+    api.daemon.stop().await;
+}
+
+/// Every route refuses a query parameter it does not take, naming it (a misspelt `wait` is not
+/// a read that waits for nothing), but `/metrics`, whose scrapers may add their own; and every
+/// list refuses an `after` no page answered, orphans' too, whose pages still follow on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_query_parameter_a_route_does_not_take_is_refused_naming_it() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let gets = [
+        "/v1/jobs/job_x?foo=1",
+        "/v1/jobs?unknown=1",
+        "/v1/jobs/job_x/detail?wait=1s",
+        "/v1/stats?x=1",
+        "/v1/instances?x=1",
+        "/v1/openapi.json?x=1",
+        "/v1/inbox?x=1",
+        "/v1/orphans?x=1",
+        "/v1/audit?x=1",
+    ];
+    for path in gets {
+        let (s, body) = api.get(path, OPERATOR).await;
+        let name = path.split_once('?').unwrap().1.split('=').next().unwrap();
+        assert_eq!(s, 400, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_query", "{path}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("`{name}`")), "{path}: {message}");
+    }
+    for (path, body) in [
+        ("/v1/jobs?x=1", json!({"job_id": "job_q"})),
+        ("/v1/events/evt_x/replay?x=1", json!({})),
+        ("/v1/dead-letters/replay?x=1", json!({})),
+        ("/v1/dead-letters/drop?x=1", json!({"ids": ["dl_x"]})),
+    ] {
+        let (s, answer) = api.post(path, body).await;
+        assert_eq!(s, 400, "{path}: {answer}");
+        assert_eq!(answer["error"]["code"], "invalid_query", "{path}");
+    }
+    assert_eq!(job_state(&db, "job_q").await, None);
+    assert_eq!(db.scalar("select count(*) from sume.audit_log").await, 0);
+    let (s, _) = api.get("/metrics?x=1", OPERATOR).await;
+    assert_eq!(s, 200);
+    let (s, _) = api.get("/v1/stats?", OPERATOR).await;
+    assert_eq!(s, 200);
+    orphans_are_paged_by_a_key_a_page_answered(&api, &db).await;
+    api.daemon.stop().await;
+}
+
+async fn orphans_are_paged_by_a_key_a_page_answered(api: &Api, db: &TestDb) {
+    db.client()
+        .await
+        .batch_execute(
+            "insert into sume.inbox_checks (job_id, verdict, created_at)
+             values ('job_o3', 'orphan', now() - interval '1 minute'),
+                    ('job_o1', 'orphan', now() - interval '3 minutes'),
+                    ('job_o2', 'orphan', now() - interval '2 minutes')",
+        )
+        .await
+        .unwrap();
+    for after in ["junk", "job_o1", "2026-01-01T00:00:00Z"] {
+        let (s, body) = api
+            .get(&format!("/v1/orphans?after={after}"), OPERATOR)
+            .await;
+        assert_eq!(s, 400, "after={after}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_query");
+    }
+    let mut seen = Vec::new();
+    let mut path = "/v1/orphans?limit=2".to_owned();
+    loop {
+        let (s, page) = api.get(&path, OPERATOR).await;
+        assert_eq!(s, 200, "{path}: {page}");
+        for o in page["orphans"].as_array().unwrap() {
+            seen.push(o["job_id"].as_str().unwrap().to_owned());
+        }
+        let Some(after) = page["next_after"].as_str() else {
+            break;
+        };
+        let after: String = url::form_urlencoded::byte_serialize(after.as_bytes()).collect();
+        path = format!("/v1/orphans?limit=2&after={after}");
+    }
+    assert_eq!(seen, ["job_o1", "job_o2", "job_o3"]);
+}

@@ -5,6 +5,7 @@ mod admin_api;
 mod admin_port;
 mod attach;
 mod cli;
+mod cli_output;
 mod cli_remote;
 mod console;
 mod console_browser;

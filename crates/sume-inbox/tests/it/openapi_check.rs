@@ -3,7 +3,8 @@
 //! status among its documented answers, the content type, and the body against that answer's
 //! schema. The schemas are read strictly: an object may carry no property its schema does not
 //! name (JSON Schema would allow it). Every check is recorded, so a test can require that every
-//! operation's answers were seen.
+//! operation's answers were seen. A shared answer (`{"$ref": "#/components/responses/..."}`) is
+//! read where it is.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -81,7 +82,7 @@ impl Document {
         if op.is_null() {
             return Err(format!("no {method} {template} in the document"));
         }
-        let answer = &op["responses"][status.to_string()];
+        let (answer, at) = self.answer(&template, method, status);
         let content = answer["content"].as_object().ok_or_else(|| {
             format!("{method} {template} documents no {status} answer with content")
         })?;
@@ -90,11 +91,7 @@ impl Document {
             format!("{method} {template} {status}: {media} is not a documented content type")
         })?;
         if !documented["schema"].is_null() {
-            let at = format!(
-                "#/paths/{}/{method}/responses/{status}/content/{}/schema",
-                pointer_token(&template),
-                pointer_token(media)
-            );
+            let at = format!("{at}/content/{}/schema", pointer_token(media));
             self.validate(&at, body)?;
         }
         self.checked
@@ -102,6 +99,38 @@ impl Document {
             .unwrap()
             .insert((method.to_owned(), template, status));
         Ok(())
+    }
+
+    /// The answer `method template` documents for `status`, a shared one
+    /// (`{"$ref": "#/components/responses/..."}`) read where it is, and where it is (a `#/...`
+    /// reference).
+    fn answer(&self, template: &str, method: &str, status: u16) -> (&Value, String) {
+        let answer = &self.doc["paths"][template][method]["responses"][status.to_string()];
+        match answer["$ref"].as_str() {
+            Some(at) => (
+                self.doc
+                    .pointer(at.trim_start_matches('#'))
+                    .unwrap_or(&Value::Null),
+                at.to_owned(),
+            ),
+            None => (
+                answer,
+                format!(
+                    "#/paths/{}/{method}/responses/{status}",
+                    pointer_token(template)
+                ),
+            ),
+        }
+    }
+
+    /// The headers the answer of `method path` documents for `status`, in lower case.
+    pub fn headers(&self, method: &str, path: &str, status: u16) -> Vec<String> {
+        let Ok(template) = self.template(path) else {
+            return Vec::new();
+        };
+        let (answer, _) = self.answer(&template, method, status);
+        let names = answer["headers"].as_object().into_iter().flatten();
+        names.map(|(name, _)| name.to_ascii_lowercase()).collect()
     }
 
     /// Validates `value` against the schema at `pointer` (a `#/...` reference into the
@@ -188,4 +217,33 @@ fn the_check_refuses_what_does_not_match() {
         .check("get", "/q", 200, "application/json", &ok)
         .is_err());
     assert_eq!(doc.checked().len(), 1);
+}
+
+#[test]
+fn a_shared_answer_is_read_where_it_is() {
+    let doc = Document::new(json!({
+        "paths": {"/p": {"get": {"responses": {
+            "405": {"$ref": "#/components/responses/Other"}}}}},
+        "components": {
+            "responses": {"Other": {"description": "another method",
+                "headers": {"Allow": {"schema": {"type": "string"}}},
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/E"}}}}},
+            "schemas": {"E": {"type": "object", "required": ["code"],
+                "properties": {"code": {"type": "string"}}}}}
+    }));
+    doc.check("get", "/p", 405, "application/json", &json!({"code": "x"}))
+        .unwrap();
+    for bad in [
+        json!({}),
+        json!({"code": 1}),
+        json!({"code": "x", "more": 1}),
+    ] {
+        assert!(
+            doc.check("get", "/p", 405, "application/json", &bad)
+                .is_err(),
+            "{bad}"
+        );
+    }
+    assert_eq!(doc.headers("get", "/p", 405), ["allow"]);
+    assert!(doc.headers("get", "/p", 200).is_empty());
 }

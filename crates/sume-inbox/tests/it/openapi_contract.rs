@@ -2,9 +2,10 @@
 //! reference validator (PyPI's `openapi-spec-validator`, from `scripts/openapi-tools`), and
 //! every answer it documents, for every route, is produced by a running daemon and validated
 //! against it by an independent JSON Schema validator ([`openapi_check`]): the successes, the
-//! replay and drop routes, and the errors (a bad query or body, no token, the application's
-//! token on an operator route, a foreign Host, a write that is not JSON, a database that cannot
-//! answer).
+//! replay and drop routes, and the errors (a bad query or body, a query parameter the route
+//! does not take, no token, the application's token on an operator route, a foreign Host or two
+//! Host headers, a write that is not JSON, a method the path does not take, a body that stalls,
+//! a database that cannot answer).
 //!
 //! [`openapi_check`]: crate::openapi_check
 
@@ -29,7 +30,11 @@ pub struct Served {
 
 impl Served {
     pub async fn start(db: &TestDb) -> Served {
-        let mut c = config(&db.url);
+        Served::start_with(config(&db.url)).await
+    }
+
+    /// As [`Served::start`], with `c` (the tokens set here).
+    pub async fn start_with(mut c: sume_inbox::config::Config) -> Served {
         c.admin_token = Some(sume_wire::Secret::new(OPERATOR));
         c.admin_app_token = Some(sume_wire::Secret::new(APP));
         let daemon = Daemon::start(c).await;
@@ -101,7 +106,8 @@ pub(crate) struct Call<'a> {
     path: &'a str,
     token: Option<&'a str>,
     body: Option<(&'a str, String)>,
-    host: Option<String>,
+    /// `Host` headers sent in its place (each one a header).
+    hosts: Vec<String>,
 }
 
 impl<'a> Call<'a> {
@@ -111,7 +117,7 @@ impl<'a> Call<'a> {
             path,
             token,
             body: None,
-            host: None,
+            hosts: Vec::new(),
         }
     }
 
@@ -150,7 +156,7 @@ impl Checked<'_> {
             }
             req = req.header("content-type", content_type).body(body);
         }
-        if let Some(host) = call.host {
+        for host in call.hosts {
             req = req.header("host", host);
         }
         let r = req.send().await?;
@@ -250,11 +256,12 @@ async fn seed(db: &TestDb, served: &Served) -> String {
     event
 }
 
-/// The errors every route can give before its handler runs: no token, a foreign Host, the
-/// application's token on an operator route, and for a write a body that is not JSON or not
+/// The errors every route can give before its handler runs: no token, a foreign Host, two
+/// Host headers, the application's token on an operator route, and for a write a body that is not JSON or not
 /// sent as JSON.
 async fn errors_before_the_handler(checked: &Checked<'_>) {
     let foreign = format!("rebound.example:{}", checked.served.daemon.admin.port());
+    let ours = checked.served.daemon.admin.to_string();
     for (method, template) in checked.doc.operations() {
         let path = instantiate(&template);
         let operator_only = checked.served.doc["paths"][&template][&method]["security"]
@@ -278,17 +285,29 @@ async fn errors_before_the_handler(checked: &Checked<'_>) {
             )
             .await;
         let token = Some(OPERATOR);
-        let host = Some(foreign.clone());
+        let hosts = vec![foreign.clone()];
         checked
             .expect(
                 421,
                 Call {
                     token,
-                    host,
+                    hosts,
                     ..call()
                 },
             )
             .await;
+        let hosts = vec![ours.clone(), foreign.clone()];
+        let body = checked
+            .expect(
+                400,
+                Call {
+                    token,
+                    hosts,
+                    ..call()
+                },
+            )
+            .await;
+        assert_eq!(body["error"]["code"], "invalid_host");
         if operator_only {
             let body = checked.expect(403, call()).await;
             assert_eq!(body["error"]["code"], "forbidden");
@@ -300,6 +319,131 @@ async fn errors_before_the_handler(checked: &Checked<'_>) {
             checked.expect(400, torn).await;
             checked.expect_too_large(&method, &path, token).await;
         }
+    }
+}
+
+/// A query parameter a route does not take: 400 `invalid_query` naming it, on every route but
+/// `/metrics` (a scraper's own parameters are let through).
+async fn unknown_query_parameters(checked: &Checked<'_>) {
+    for (method, template) in checked.doc.operations() {
+        let path = format!("{}?not_a_parameter=1", instantiate(&template));
+        let mut call = Call::new(&method, &path, Some(OPERATOR));
+        if method == "post" {
+            call = call.json(json!({}));
+        }
+        if template == "/metrics" {
+            checked.expect(200, call).await;
+            continue;
+        }
+        let body = checked.expect(400, call).await;
+        assert_eq!(body["error"]["code"], "invalid_query", "{method} {path}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("not_a_parameter"),
+            "{method} {path}: {message}"
+        );
+    }
+}
+
+/// A method no route of a path takes (`DELETE`, on every path): 405 `method_not_allowed`,
+/// its `Allow` naming the methods the document gives the path (and `HEAD` beside `GET`), the
+/// answer checked as each of those methods' 405.
+async fn other_methods(checked: &Checked<'_>) {
+    let mut paths = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for (method, template) in checked.doc.operations() {
+        paths.entry(template).or_default().push(method);
+    }
+    for (template, methods) in paths {
+        let path = instantiate(&template);
+        let r = checked
+            .served
+            .http
+            .delete(checked.served.daemon.admin_url(&path))
+            .bearer_auth(OPERATOR)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let allow = r
+            .headers()
+            .get("allow")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let content_type = r.headers()["content-type"].to_str().unwrap().to_owned();
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(status, 405, "DELETE {path}: {body}");
+        assert_eq!(body["error"]["code"], "method_not_allowed", "{path}");
+        let mut expected: Vec<String> = methods.iter().map(|m| m.to_ascii_uppercase()).collect();
+        if methods.iter().any(|m| m == "get") {
+            expected.push("HEAD".into());
+        }
+        expected.sort();
+        let mut allowed: Vec<String> = allow
+            .unwrap_or_default()
+            .split(',')
+            .map(|m| m.trim().to_owned())
+            .collect();
+        allowed.sort();
+        assert_eq!(allowed, expected, "Allow of {path}");
+        for method in &methods {
+            assert_eq!(
+                checked.doc.headers(method, &path, 405),
+                ["allow"],
+                "{method} {path}"
+            );
+            checked
+                .doc
+                .check(method, &path, status, &content_type, &body)
+                .unwrap_or_else(|e| panic!("DELETE {path} as {method}'s 405: {e}\n{body:#}"));
+        }
+    }
+}
+
+/// BODY_TIMEOUT of the daemon whose answers are checked: a stalled body is answered after it.
+const STALL: Duration = Duration::from_secs(2);
+
+/// A write whose body stalls (sent in part, over a raw socket), on every route that takes a
+/// body, all at once: 408 `body_timeout` after BODY_TIMEOUT, the connection closed.
+async fn stalled_bodies(checked: &Checked<'_>) {
+    let admin = checked.served.daemon.admin;
+    let writes: Vec<String> = checked
+        .doc
+        .operations()
+        .into_iter()
+        .filter(|(method, template)| {
+            !checked.served.doc["paths"][template][method]["requestBody"].is_null()
+        })
+        .map(|(_, template)| instantiate(&template))
+        .collect();
+    assert!(writes.len() >= 4, "{writes:?}");
+    let stalled = writes.iter().map(|path| async move {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: {admin}\r\nauthorization: Bearer {OPERATOR}\r\n\
+             content-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"a\":"
+        );
+        let mut s = crate::port::open_with(admin, &head).await;
+        let answer = crate::port::read_until_closed(&mut s, STALL * 10).await;
+        (
+            path,
+            answer.expect("a stalled body keeps its connection open"),
+        )
+    });
+    for (path, answer) in futures_util::future::join_all(stalled).await {
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        let head = head.to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 408"), "{path}: {answer}");
+        assert!(head.contains("\r\nconnection: close"), "{path}: {answer}");
+        let content_type = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-type:"))
+            .unwrap_or("")
+            .trim();
+        let body: Value = serde_json::from_str(body).unwrap_or(Value::String(body.into()));
+        assert_eq!(body["error"]["code"], "body_timeout", "{path}");
+        assert_eq!(checked.doc.headers("post", path, 408), ["connection"]);
+        checked
+            .doc
+            .check("post", path, 408, content_type, &body)
+            .unwrap_or_else(|e| panic!("POST {path} (408): {e}\n{body:#}"));
     }
 }
 
@@ -429,7 +573,9 @@ async fn database_unavailable(doc: &Document) {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_documented_answer_of_every_route_is_given_as_documented() {
     let db = TestDb::new().await;
-    let served = Served::start(&db).await;
+    let mut c = config(&db.url);
+    c.port.body_timeout = STALL;
+    let served = Served::start_with(c).await;
     let event = seed(&db, &served).await;
     let doc = Document::new(served.doc.clone());
     let checked = Checked {
@@ -437,6 +583,9 @@ async fn every_documented_answer_of_every_route_is_given_as_documented() {
         doc: &doc,
     };
     errors_before_the_handler(&checked).await;
+    unknown_query_parameters(&checked).await;
+    other_methods(&checked).await;
+    stalled_bodies(&checked).await;
     application_routes(&checked).await;
     operator_routes(&checked, &event).await;
     database_unavailable(&doc).await;

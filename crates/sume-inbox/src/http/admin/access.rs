@@ -4,7 +4,8 @@
 //!    is on every answer, in every error's body and in the request's log line;
 //! 2. the `Host` check: a loopback port is still reachable from a browser through DNS
 //!    rebinding (a page whose name resolves to 127.0.0.1), so only the admin address itself,
-//!    `localhost` on its port and the names of ADMIN_HOSTS are answered;
+//!    `localhost` on its port and the names of ADMIN_HOSTS are answered (the authority of an
+//!    absolute-form target stands for `Host`, and two `Host` headers are refused);
 //! 3. writes must say `Content-Type: application/json` (a browser cannot send that to another
 //!    origin without asking first);
 //! 4. the token and its scope: with ADMIN_TOKEN set, the operator's token opens every route,
@@ -215,8 +216,9 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
             "this is the admin API: Sume's webhooks go to POST /webhooks/sume on LISTEN_ADDR",
         ));
     }
-    if !access.host_allowed(header(header::HOST)) {
-        let host = header(header::HOST).unwrap_or("").to_ascii_lowercase();
+    let host = host(request)?;
+    if !access.host_allowed(host) {
+        let host = host.unwrap_or("").to_ascii_lowercase();
         return Err(ApiError::new(
             StatusCode::MISDIRECTED_REQUEST,
             "unknown_host",
@@ -246,6 +248,28 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
         ));
     }
     Ok(scope)
+}
+
+/// The host a request names, for the `Host` check: the authority of an absolute-form target
+/// (`GET http://host:port/path`), which replaces `Host` (RFC 9112, 3.2.2), else the one `Host`
+/// header. More than one `Host` header is refused (RFC 9112, 3.2): which one a proxy in front
+/// read is anyone's guess.
+fn host(request: &Request) -> Result<Option<&str>, ApiError> {
+    let headers: Vec<&HeaderValue> = request.headers().get_all(header::HOST).iter().collect();
+    if headers.len() > 1 {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_host",
+            format!(
+                "a request carries one Host header, this one carries {}: send one, naming the admin address",
+                headers.len()
+            ),
+        ));
+    }
+    if let Some(authority) = request.uri().authority() {
+        return Ok(Some(authority.as_str()));
+    }
+    Ok(headers.first().and_then(|v| v.to_str().ok()))
 }
 
 /// The layer of the operator's routes: the application's token is not enough.

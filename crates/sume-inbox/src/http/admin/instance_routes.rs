@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 
-use super::{unavailable, AdminState};
+use super::{unavailable, AdminState, NoQuery};
 use crate::db::clock::Clock;
 use crate::db::{FleetMinute, InstanceRow};
 
@@ -29,7 +29,7 @@ pub struct FleetAnswer {
 /// `GET /v1/instances`: every instance and the fleet's last hour.
 #[utoipa::path(get, path = "/v1/instances", tag = "operator", operation_id = "list_instances",
     responses((status = 200, description = "The fleet", body = FleetAnswer)))]
-pub(super) async fn instances(State(state): State<AdminState>) -> Response {
+pub(super) async fn instances(State(state): State<AdminState>, _: NoQuery) -> Response {
     let clock = Clock::Database;
     let store = &state.store;
     let read = tokio::try_join!(

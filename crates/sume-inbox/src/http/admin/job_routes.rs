@@ -19,7 +19,7 @@ use chrono::{DateTime, Datelike, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::openapi::ErrorBody;
-use super::{unavailable, AdminState, PathId};
+use super::{unavailable, AdminState, NoQuery, PathId};
 use crate::db::{
     CloserName, FeedPage, JobFilter, JobRow, JobStateName, NewJob, Registered, CLOSERS, JOB_STATES,
     PAGE_LIMIT_MAX,
@@ -104,6 +104,7 @@ fn bad_id(field: &str, value: &str) -> Option<Response> {
                 not configured (`unknown_api_key`), or a body not of this shape", body = ErrorBody)))]
 pub(super) async fn register(
     State(state): State<AdminState>,
+    _: NoQuery,
     headers: axum::http::HeaderMap,
     body: Result<Json<Registration>, JsonRejection>,
 ) -> Response {

@@ -2,7 +2,9 @@
 //! handlers live in a file per concern (`job_routes.rs`: registering, reading and listing jobs,
 //! the feed of closes; `wait.rs`: waiting for a close; `operator.rs`: the operator's reads;
 //! `instance_routes.rs`: the fleet's instances and last hour; `replay_routes.rs`: the
-//! operator's writes and their audit); [`openapi`] describes them all.
+//! operator's writes and their audit); [`openapi`] describes them all. A query parameter a
+//! route does not take is refused (`invalid_query`) on every route but `/metrics`, whose
+//! scrapers may add their own.
 
 use std::sync::Arc;
 
@@ -112,6 +114,27 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
                 StatusCode::NOT_FOUND,
                 "not_found",
                 format!("the id in the path names nothing: {}", e.body_text()),
+            )),
+        }
+    }
+}
+
+/// A route that takes no query: a parameter is refused 400 `invalid_query`, named, as the
+/// routes that take some refuse one they do not know (a misspelt `?wait=` must not pass as
+/// nothing asked).
+pub(super) struct NoQuery;
+
+impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or("");
+        match url::form_urlencoded::parse(query.as_bytes()).next() {
+            None => Ok(NoQuery),
+            Some((name, _)) => Err(error(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                format!("unknown query parameter `{name}`: this route takes none"),
             )),
         }
     }

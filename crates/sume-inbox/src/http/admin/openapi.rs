@@ -8,9 +8,11 @@
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
+use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::Operation;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{self as oa, Content, Ref, RefOr, ResponseBuilder};
+use utoipa::openapi::{self as oa, Components, Content, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::{instance_routes, job_routes, operator, replay_routes};
@@ -34,8 +36,8 @@ pub struct ErrorDetail {
 }
 
 /// The two bearer schemes, which one each route takes, and the error answers every route can
-/// give before its handler runs (the Host, the token, the content type of a write) or when the
-/// database cannot answer.
+/// give before its handler runs (the Host, the token, the content type of a write, another
+/// method, a body that stalls) or when the database cannot answer.
 struct Schemes;
 
 /// The schemes, as the document names them.
@@ -55,16 +57,52 @@ fn bearer(token: &str, opens: &str) -> SecurityScheme {
 }
 
 fn error_answer(description: &str) -> RefOr<oa::Response> {
+    error_response(description).into()
+}
+
+fn error_response(description: &str) -> ResponseBuilder {
     let schema = RefOr::Ref(Ref::from_schema_name("ErrorBody"));
     ResponseBuilder::new()
         .description(description)
         .content("application/json", Content::new(Some(schema)))
-        .into()
+}
+
+/// The answers every path gives alike, under `components/responses`, each operation referring
+/// to them: a method the path does not take (405), and a write whose body stalls (408).
+const METHOD_NOT_ALLOWED: &str = "MethodNotAllowed";
+const BODY_TIMEOUT: &str = "BodyTimeout";
+
+fn shared_answers(components: &mut Components) {
+    let text = || ObjectBuilder::new().schema_type(Type::String);
+    let allow = HeaderBuilder::new()
+        .schema(text())
+        .description(Some("The methods the path takes, e.g. `POST,GET,HEAD`"))
+        .build();
+    let other_method = error_response(
+        "Another method than this path takes (`method_not_allowed`): `Allow` lists those it \
+         takes",
+    )
+    .header("Allow", allow);
+    let close = HeaderBuilder::new()
+        .schema(text())
+        .description(Some("`close`: the connection is closed after this answer"))
+        .build();
+    let stalled = error_response(
+        "The body did not arrive within BODY_TIMEOUT once the headers were in (`body_timeout`)",
+    )
+    .header("Connection", close);
+    components
+        .responses
+        .insert(METHOD_NOT_ALLOWED.to_owned(), other_method.build().into());
+    components
+        .responses
+        .insert(BODY_TIMEOUT.to_owned(), stalled.build().into());
 }
 
 impl Modify for Schemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
+        shared_answers(components);
         components.add_security_scheme(
             OPERATOR,
             bearer("ADMIN_TOKEN", "the operator's token, every route"),
@@ -141,6 +179,46 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
             .entry(status.to_owned())
             .or_insert_with(|| error_answer(description));
     }
+    let mut shared = vec![("405", METHOD_NOT_ALLOWED)];
+    if op.request_body.is_some() {
+        shared.push(("408", BODY_TIMEOUT));
+    }
+    for (status, name) in shared {
+        let answer = RefOr::Ref(Ref::from_response_name(name));
+        op.responses.responses.insert(status.to_owned(), answer);
+    }
+    refused_before_the_route(op, path);
+}
+
+/// The 400s every route can give before its own checks: more than one Host header, and (on
+/// every route but `/metrics`, whose scrapers add their own) a query parameter it does not
+/// take. A route's own 400 says them too.
+fn refused_before_the_route(op: &mut Operation, path: &str) {
+    let answers = &mut op.responses.responses;
+    let own = match answers.get("400") {
+        Some(RefOr::T(answer)) => Some(answer.description.clone()),
+        Some(RefOr::Ref(_)) => return,
+        None => None,
+    };
+    let mut causes: Vec<&str> = own.iter().map(String::as_str).collect();
+    if path != "/metrics" && !own.as_ref().is_some_and(|d| d.contains("`invalid_query`")) {
+        causes.push("a query parameter the route does not take (`invalid_query`)");
+    }
+    causes.push("more than one Host header (`invalid_host`)");
+    let joined = causes.join("; or ");
+    let mut chars = joined.chars();
+    let description: String = chars
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(chars)
+        .collect();
+    match answers.get_mut("400") {
+        Some(RefOr::T(answer)) => answer.description = description,
+        _ => {
+            answers.insert("400".to_owned(), error_answer(&description));
+        }
+    }
 }
 
 /// The document.
@@ -171,7 +249,7 @@ pub struct ApiDoc;
 /// `GET /v1/openapi.json`.
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "application", operation_id = "get_openapi",
     responses((status = 200, description = "This document", content_type = "application/json")))]
-pub async fn serve() -> Response {
+pub(super) async fn serve(_: super::NoQuery) -> Response {
     Json(ApiDoc::openapi()).into_response()
 }
 

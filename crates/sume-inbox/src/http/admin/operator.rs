@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::job_routes::page_limit;
 use super::openapi::ErrorBody;
-use super::{unavailable, AdminState, PathId};
+use super::{unavailable, AdminState, NoQuery, PathId};
 use crate::config::setting::MAX_DURATION;
 use crate::db::{
     AuditEntry, DbError, DeadLetterRow, Disagreement, JobDetail, Orphan, PageKey, SetAsideEvent,
@@ -76,7 +76,12 @@ page!(
     SetAsideEvent,
     "A page of set-aside events."
 );
-page!(OrphanPage, orphans, Orphan, "A page of orphans, by job id.");
+page!(
+    OrphanPage,
+    orphans,
+    Orphan,
+    "A page of orphans, the oldest check first."
+);
 page!(
     DisagreementPage,
     disagreements,
@@ -152,6 +157,7 @@ fn respond<T: Serialize>(what: &str, result: Result<T, DbError>) -> Response {
                (status = 404, description = "No job and no event (`not_found`)", body = ErrorBody)))]
 pub(super) async fn job_detail(
     State(state): State<AdminState>,
+    _: NoQuery,
     PathId(job_id): PathId,
 ) -> Response {
     let none = || {
@@ -250,18 +256,20 @@ pub(super) async fn orphans(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after) = match read(query, |s| Some(s.to_owned())) {
+    let (limit, after) = match read(query, PageKey::decode) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
     let rows = state
         .store
-        .inbox_checks_orphans_page(after.as_deref(), limit)
+        .inbox_checks_orphans_page(after.as_ref(), limit)
         .await;
     respond(
         "reading orphans failed",
         rows.map(|orphans| OrphanPage {
-            next_after: next(&orphans, limit, |o| o.job_id.clone()),
+            next_after: next(&orphans, limit, |o| {
+                PageKey::of(o.created_at, &o.job_id).encode()
+            }),
             orphans,
         }),
     )
@@ -316,7 +324,7 @@ pub(super) async fn dead_letters(
 /// `GET /v1/stats`: the numbers an operator checks first.
 #[utoipa::path(get, path = "/v1/stats", tag = "operator", operation_id = "get_stats",
     responses((status = 200, description = "The stats", body = Stats)))]
-pub(super) async fn stats(State(state): State<AdminState>) -> Response {
+pub(super) async fn stats(State(state): State<AdminState>, _: NoQuery) -> Response {
     respond("reading stats failed", state.store.stats_summary().await)
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::openapi::ErrorBody;
-use super::{current_request_id, unavailable, AdminState, PathId};
+use super::{current_request_id, unavailable, AdminState, NoQuery, PathId};
 use crate::http::ApiError;
 use crate::operations::replay::{self, Replayed};
 
@@ -72,6 +72,7 @@ pub struct ReplayEvent {}
                (status = 404, description = "No such event (`not_found`)", body = ErrorBody)))]
 pub(super) async fn replay_event(
     State(state): State<AdminState>,
+    _: NoQuery,
     PathId(event_id): PathId,
     headers: HeaderMap,
     body: Result<Json<ReplayEvent>, JsonRejection>,
@@ -122,6 +123,7 @@ pub struct ReplayedList {
                 not of this shape (`invalid_body`)", body = ErrorBody)))]
 pub(super) async fn replay_dead_letters(
     State(state): State<AdminState>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Result<Json<ReplayDeadLetters>, JsonRejection>,
 ) -> Response {
@@ -174,6 +176,7 @@ pub struct Dropped {
                 (`invalid_field`), or a body not of this shape (`invalid_body`)", body = ErrorBody)))]
 pub(super) async fn drop_dead_letters(
     State(state): State<AdminState>,
+    _: NoQuery,
     headers: HeaderMap,
     body: Result<Json<DropDeadLetters>, JsonRejection>,
 ) -> Response {
