@@ -181,3 +181,50 @@ async fn jobs_registered_long_after_their_creation_are_still_found_by_the_walk()
         "{polled:?}"
     );
 }
+
+/// Jobs the list does not show are read by themselves only once their own poll is due: a walk
+/// every half POLL_MAX_INTERVAL does not read them sooner than their backoff would. Before,
+/// every walk read each job it had not seen, whatever its backoff said.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_the_list_does_not_show_is_read_only_when_its_poll_is_due() {
+    let mut config = SimConfig {
+        list_order: ListOrder::Oldest,
+        ..sim_config()
+    };
+    config.faults.list_cursor_stuck = 1.0;
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(config).await.unwrap();
+    migrate(&db).await;
+    let http = reqwest::Client::new();
+    // Jobs still running: walks leave them open. The list shows two pages, then its cursor
+    // does not move on.
+    for _ in 0..250 {
+        let id = create(
+            &http,
+            &sim,
+            MAIN_KEY,
+            None,
+            json!({"duration_ms": 3_600_000}),
+        )
+        .await;
+        register(&db, &id).await;
+    }
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let first = sweep.poll_once().await;
+    let read_alone = singles(&http, &sim).await;
+    assert_eq!((first.seen_in_list, read_alone), (200, 50), "{first:?}");
+    // The 50 read alone back off for hours; the 200 the list showed are due again.
+    db.client()
+        .await
+        .batch_execute(
+            "update sume.jobs set next_poll_at = case when last_poll_answer like '%(list)' \
+             then now() else now() + interval '10 hours' end",
+        )
+        .await
+        .unwrap();
+    sweep.advance(sweep.config.poll_max_interval / 2 + Duration::from_secs(1));
+    let second = sweep.poll_once().await;
+    assert!(second.list_pages >= 1, "a second walk: {second:?}");
+    assert_eq!(singles(&http, &sim).await, read_alone, "{second:?}");
+}
