@@ -124,7 +124,7 @@ pub enum CliError {
     /// unhealthy daemon); the message says which.
     #[error("{0}")]
     Failed(String),
-    /// Standard output could not be written (see [`print`]).
+    /// Standard output could not be written (see [`print()`]).
     #[error("cannot write to standard output: {0}")]
     Stdout(std::io::Error),
 }

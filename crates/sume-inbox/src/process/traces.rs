@@ -93,7 +93,7 @@ const COMPRESSION: [&str; 2] = [
 ];
 
 /// The exporter's layer (spans of [`TARGET`] only) and its handle; turns [`on`] on. Call before
-/// any thread starts (it removes [`COMPRESSION`] from the environment).
+/// any thread starts (it removes the compression variables from the environment).
 pub fn install<S>(
     config: &TracesConfig,
 ) -> Result<(impl Layer<S> + Send + Sync + 'static, Exporting), ConfigError>
