@@ -149,8 +149,9 @@ async fn schema_checked_store(
         );
         return Ok(store);
     }
-    let found = patiently(DATABASE_URL.name, url, shutdown, || {
-        store.schema_migrations_missing()
+    let found = patiently(DATABASE_URL.name, url, shutdown, || async {
+        let missing = store.schema_migrations_missing().await;
+        missing.map_err(|e| reach::lacking_usage(DATABASE_URL.name, url, &e).unwrap_or(e))
     })
     .await;
     match found {

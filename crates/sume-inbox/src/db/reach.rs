@@ -149,6 +149,23 @@ pub fn lacking_rights(setting: &'static str, url: &str, e: &DbError) -> Option<D
     })
 }
 
+/// A failure to read the schema because the role behind `setting`'s URL may not (SQLSTATE
+/// 42501, `permission denied for schema sume`: a runtime role not granted its rights), as
+/// [`DbError::Refused`]; `None` for any other failure.
+pub fn lacking_usage(setting: &'static str, url: &str, e: &DbError) -> Option<DbError> {
+    let DbError::Query { source, .. } = e else {
+        return None;
+    };
+    (source.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE)).then(|| DbError::Refused {
+        setting,
+        target: redacted(url),
+        problem: format!(
+            "the role may not read the schema: {}: retrying cannot fix this; grant it usage on schema sume and its tables' rights (README \"Least privilege\")",
+            pg_message(source)
+        ),
+    })
+}
+
 /// Opens one connection outside the pool (migrations, the CLI), driving it on a task.
 pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
     connect_named("DATABASE_URL", url).await

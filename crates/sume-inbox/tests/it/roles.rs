@@ -76,6 +76,33 @@ async fn a_runtime_role_that_cannot_change_the_schema_runs_the_daemon() {
     );
 }
 
+/// A runtime role never granted its rights (usage on the schema), where the daemon only reads
+/// the schema (behind a transaction pooler, migrations a step of their own): the start stops
+/// at once (78) saying what to grant, instead of exiting 1 on "permission denied".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runtime_role_without_its_grants_stops_the_start_saying_what_to_grant() {
+    let db = TestDb::new().await;
+    let roles = Roles::create(&db).await;
+    let mut m = connect(&as_role(&db.url, &roles.migrator)).await;
+    sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("serve")
+        .env_clear()
+        .env("DATABASE_URL", as_role(&db.url, &roles.runtime))
+        .env("DB_POOLER", "transaction")
+        .env("SUME_WEBHOOK_SECRET", "whsec_x")
+        .env("LISTEN_ADDR", "127.0.0.1:0")
+        .env("ADMIN_ADDR", "127.0.0.1:0")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{said}");
+    assert!(
+        said.contains("may not read the schema") && said.contains("grant it usage on schema sume"),
+        "{said}"
+    );
+}
+
 /// The three roles of README's grants, named afresh for each test.
 struct Roles {
     migrator: String,
