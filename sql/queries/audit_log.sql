@@ -12,3 +12,8 @@ from sume.audit_log
 where $1::bigint is null or id < $1
 order by id desc
 limit $2;
+
+-- name: audit_log_writable
+-- Whether this session's role may write the audit log: asked before an operator's write, so
+-- that no write is done that cannot be recorded.
+select has_table_privilege('sume.audit_log', 'INSERT') as writable;

@@ -22,12 +22,14 @@ order by received_at desc
 limit $1;
 
 -- name: dead_letters_pending
--- Dead letters not replayed yet, oldest first, with what replay needs.
-select dead_letter_id, reason, body, header_event_id, signed_at, signature
+-- Dead letters not replayed yet, oldest first, with what replay needs: keyset-paged in
+-- (received_at, dead_letter_id) order after ($1, $2) (null: from the first), at most $3.
+select dead_letter_id, reason, body, header_event_id, signed_at, signature, received_at
 from sume.dead_letters
 where replayed_at is null
-order by received_at
-limit $1;
+  and ($1::timestamptz is null or (received_at, dead_letter_id) > ($1, $2::text))
+order by received_at, dead_letter_id
+limit $3;
 
 -- name: dead_letters_drop
 -- An operator's decision: these dead letters are not wanted. Answers the ids removed.

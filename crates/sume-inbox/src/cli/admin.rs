@@ -111,7 +111,8 @@ pub struct ReplayArgs {
     /// Replay every dead letter not replayed yet.
     #[arg(long)]
     pub dead_letters: bool,
-    /// The most dead letters to replay in one run, 1 to 10000.
+    /// The most dead letters to replay in one run, 1 to 10000; those that still cannot be
+    /// replayed are reported and passed over.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i64).range(1..=REPLAY_LIMIT_MAX))]
     pub limit: i64,
     /// Print JSON instead of text.

@@ -77,11 +77,22 @@ impl Store {
         Ok(rows.iter().map(dead_letter_row).collect())
     }
 
-    /// Dead letters not replayed yet, oldest first.
-    pub async fn dead_letters_pending(&self, limit: i64) -> Result<Vec<StoredDelivery>, DbError> {
+    /// Dead letters not replayed yet, oldest first, after `after` (the position the last page
+    /// answered); with the position of the last one.
+    pub async fn dead_letters_pending(
+        &self,
+        after: Option<&PendingAfter>,
+        limit: i64,
+    ) -> Result<(Vec<StoredDelivery>, Option<PendingAfter>), DbError> {
         let client = self.client().await?;
-        let rows = sql::DEAD_LETTERS_PENDING.query(&client, &[&limit]).await?;
-        Ok(rows
+        let (at, id) = (after.map(|a| a.0), after.map(|a| a.1.as_str()));
+        let rows = sql::DEAD_LETTERS_PENDING
+            .query(&client, &[&at, &id, &limit])
+            .await?;
+        let last = rows
+            .last()
+            .map(|r| PendingAfter(r.get("received_at"), r.get("dead_letter_id")));
+        let letters = rows
             .iter()
             .map(|r| {
                 let body: Vec<u8> = r.get("body");
@@ -97,11 +108,13 @@ impl Store {
                     reason: r.get("reason"),
                 }
             })
-            .collect())
+            .collect();
+        Ok((letters, last))
     }
 
     /// Removes these dead letters; answers the ids that were there.
     pub async fn dead_letters_drop(&self, ids: &[String]) -> Result<Vec<String>, DbError> {
+        self.audit_log_ensure_writable().await?;
         let client = self.client().await?;
         let rows = sql::DEAD_LETTERS_DROP.query(&client, &[&ids]).await?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
@@ -116,6 +129,10 @@ impl Store {
         Ok(())
     }
 }
+
+/// A position in the dead letters not replayed yet: a letter's arrival and id.
+#[derive(Debug, Clone)]
+pub struct PendingAfter(pub DateTime<Utc>, pub String);
 
 /// A dead letter with the head of its raw body, for the console.
 #[derive(Debug, Clone)]

@@ -138,6 +138,9 @@ pub enum DbError {
         /// User, hosts, ports and database (never the password).
         target: String,
     },
+    /// An operator's write refused before it was done: the role may not record it.
+    #[error("the database role may not write the audit log (insert on sume.audit_log): grant it, as README's \"Least privilege\" lists; nothing was done")]
+    AuditUnwritable,
     /// DATABASE_URL cannot be used as it is.
     #[error("bad DATABASE_URL: {0}")]
     Config(String),
@@ -186,6 +189,7 @@ impl DbError {
                 permanent: true,
                 ..
             } | DbError::Refused { .. }
+                | DbError::AuditUnwritable
         )
     }
 

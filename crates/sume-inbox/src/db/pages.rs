@@ -234,6 +234,17 @@ impl Store {
             .collect())
     }
 
+    /// Refuses, before an operator's write, when the role may not record it in the audit log
+    /// (a role granted its rights before the log existed): nothing is done then.
+    pub async fn audit_log_ensure_writable(&self) -> Result<(), DbError> {
+        let client = self.client().await?;
+        let row = sql::AUDIT_LOG_WRITABLE.query_one(&client, &[]).await?;
+        match row.get("writable") {
+            true => Ok(()),
+            false => Err(DbError::AuditUnwritable),
+        }
+    }
+
     /// Records what an operator did.
     pub async fn audit_log_insert(
         &self,

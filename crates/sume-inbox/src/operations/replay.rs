@@ -50,6 +50,7 @@ pub async fn replay_event(
     secrets: &[Secret],
     event_id: &str,
 ) -> Result<Replayed, DbError> {
+    store.audit_log_ensure_writable().await?;
     let Some(d) = store.events_get(event_id).await? else {
         return Ok(Replayed {
             id: event_id.to_owned(),
@@ -96,55 +97,82 @@ pub async fn replay_event(
 /// The most dead letters one `replay --dead-letters` run takes (and the admin API's `limit`).
 pub const REPLAY_LIMIT_MAX: i64 = 10_000;
 
+/// The most dead letters one run reads, replayed or not: letters that still cannot be replayed
+/// are passed over, and the run ends here however few were replayed.
+pub const REPLAY_READ_MAX: usize = 100_000;
+
 /// `replay --dead-letters`: each dead letter is verified and read again (a newer version may
-/// understand it); one that now names a job goes into the inbox and is attached.
+/// understand it); one that now names a job goes into the inbox and is attached. `limit` counts
+/// the letters replayed: the run reads on, page after page, past those that still name no job
+/// or no longer verify (reported, left as they are), so that they never hold the others back.
 pub async fn replay_dead_letters(
     store: &Store,
     secrets: &[Secret],
     limit: i64,
 ) -> Result<Vec<Replayed>, DbError> {
+    store.audit_log_ensure_writable().await?;
     let mut out = Vec::new();
-    for d in store.dead_letters_pending(limit).await? {
-        let event = match reverify(&d, secrets) {
-            Some(Delivery::Event(event)) => event,
-            Some(Delivery::DeadLetter(letter)) => {
-                out.push(Replayed {
-                    id: d.id,
-                    job_id: None,
-                    result: format!("still names no job: {}", letter.reason),
-                    ok: false,
-                    not_verified: false,
-                });
-                continue;
+    let (mut replayed, mut after) = (0, None);
+    while replayed < limit && out.len() < REPLAY_READ_MAX {
+        let (page, last) = store.dead_letters_pending(after.as_ref(), 500).await?;
+        for d in page {
+            if replayed == limit || out.len() == REPLAY_READ_MAX {
+                return Ok(out);
             }
-            None => {
-                out.push(Replayed {
-                    id: d.id,
-                    job_id: None,
-                    result: NOT_VERIFIED.into(),
-                    ok: false,
-                    not_verified: true,
-                });
-                continue;
-            }
-        };
-        let job_id = event.job_id.clone();
-        let mut event = [event];
-        let new = store.write_inbox_batch(&mut event, &mut []).await?;
-        store.dead_letters_mark_replayed(&d.id).await?;
-        let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;
-        let fate = match (new.is_empty(), report.events_applied > 0) {
-            (true, _) => "its event was already in the inbox",
-            (false, true) => "stored and applied",
-            (false, false) => "stored; waiting for its job row",
-        };
-        out.push(Replayed {
-            id: d.id,
-            job_id: Some(job_id.clone()),
-            result: format!("{fate} (job {job_id})"),
-            ok: true,
-            not_verified: false,
-        });
+            let one = replay_letter(store, secrets, d).await?;
+            replayed += i64::from(one.ok);
+            out.push(one);
+        }
+        match last {
+            Some(last) => after = Some(last),
+            None => break,
+        }
     }
     Ok(out)
+}
+
+/// One dead letter, verified and read again, stored and attached when it now names a job.
+async fn replay_letter(
+    store: &Store,
+    secrets: &[Secret],
+    d: StoredDelivery,
+) -> Result<Replayed, DbError> {
+    let event = match reverify(&d, secrets) {
+        Some(Delivery::Event(event)) => event,
+        Some(Delivery::DeadLetter(letter)) => {
+            return Ok(Replayed {
+                id: d.id,
+                job_id: None,
+                result: format!("still names no job: {}", letter.reason),
+                ok: false,
+                not_verified: false,
+            })
+        }
+        None => {
+            return Ok(Replayed {
+                id: d.id,
+                job_id: None,
+                result: NOT_VERIFIED.into(),
+                ok: false,
+                not_verified: true,
+            })
+        }
+    };
+    let job_id = event.job_id.clone();
+    let mut event = [event];
+    let new = store.write_inbox_batch(&mut event, &mut []).await?;
+    store.dead_letters_mark_replayed(&d.id).await?;
+    let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;
+    let fate = match (new.is_empty(), report.events_applied > 0) {
+        (true, _) => "its event was already in the inbox",
+        (false, true) => "stored and applied",
+        (false, false) => "stored; waiting for its job row",
+    };
+    Ok(Replayed {
+        id: d.id,
+        job_id: Some(job_id.clone()),
+        result: format!("{fate} (job {job_id})"),
+        ok: true,
+        not_verified: false,
+    })
 }

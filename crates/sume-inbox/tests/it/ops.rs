@@ -236,6 +236,93 @@ async fn an_operator_drops_dead_letters_nobody_wants() {
     assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 1);
 }
 
+/// Dead letters that still cannot be replayed, older than one that can, do not hold it back:
+/// `--limit` counts the letters replayed, and the run reads past the others (before, every run
+/// read the same oldest ones and never reached the newer).
+#[tokio::test(flavor = "multi_thread")]
+async fn letters_that_cannot_be_replayed_do_not_hold_the_others_back() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let mut m = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
+    // Signed, so they verify, but not JSON: they still name no job.
+    let ts = unix_now();
+    let sig = signature_header(&[Secret::new(SECRET)], ts, b"no");
+    for i in 0..3 {
+        c.execute(
+            "insert into sume.dead_letters (dead_letter_id, reason, body, signed_at, signature, received_at)
+             values ($1, 'not JSON', 'no', $2, $3, now() - interval '1 hour')",
+            &[&format!("dl_junk_{i}"), &ts, &sig],
+        )
+        .await
+        .unwrap();
+    }
+    readable_dead_letter(&db, "dl_good", "job_behind_junk").await;
+    let (ok, out, err) = admin(&db, &["replay", "--dead-letters", "--limit", "2", "--json"]);
+    assert!(ok, "{out}{err}");
+    let results = json(&out);
+    let ids: Vec<&str> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["dl_junk_0", "dl_junk_1", "dl_junk_2", "dl_good"],
+        "{out}"
+    );
+    assert_eq!(results[3]["ok"], true, "{out}");
+    assert_eq!(
+        db.scalar("select count(*) from sume.events where job_id = 'job_behind_junk'")
+            .await,
+        1
+    );
+}
+
+/// A role that may not write the audit log (granted its rights before the log existed) is
+/// refused an operator's write before it is done, exit 78 saying what to grant: before, the
+/// drop was made, then reported as failed, with no audit entry.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_that_could_not_be_audited_is_not_made() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let mut m = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
+    readable_dead_letter(&db, "dl_kept_unaudited", "job_unaudited").await;
+    let role = format!("sume_rt_{}", rand::random::<u32>());
+    c.batch_execute(&format!(
+        "create role {role} login; grant usage on schema sume to {role};
+         grant select, insert, update, delete on all tables in schema sume to {role};
+         revoke insert on sume.audit_log from {role};"
+    ))
+    .await
+    .unwrap();
+    let (scheme, rest) = db.url.split_once("://").unwrap();
+    let host = rest.split_once('@').map_or(rest, |(_, h)| h);
+    let as_role = format!("{scheme}://{role}@{host}");
+    for args in [
+        &["dead-letters", "drop", "dl_kept_unaudited"][..],
+        &["replay", "--dead-letters"][..],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .args(args)
+            .env("DATABASE_URL", &as_role)
+            .env("SUME_WEBHOOK_SECRET", SECRET)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{args:?}: {said}");
+        assert!(said.contains("may not write the audit log"), "{said}");
+    }
+    assert_eq!(
+        db.scalar("select count(*) from sume.dead_letters where replayed_at is null")
+            .await,
+        1,
+        "nothing dropped nor replayed"
+    );
+}
+
 /// Runs the binary with settings that name no reachable database or Sume: what it answered
 /// (exit code, stderr) can only come from reading its command line.
 fn run_unreachable(args: &[&str]) -> (Option<i32>, String) {
