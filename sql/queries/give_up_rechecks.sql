@@ -2,17 +2,20 @@
 
 -- name: give_up_rechecks_claim
 -- Claims up to $2 rechecks due by the clock ($4, or the database's when null) for instance $1
--- until the clock + $3 seconds, with the job's key name; skips rows another transaction holds
--- and rows under another instance's live lease.
+-- until the clock + $3 seconds, with the job's key name; skips rows another transaction holds,
+-- rows under another instance's live lease, and jobs naming a key not in $5, this instance's
+-- keys (only an instance holding a job's key asks about it).
 with due as (
-    select job_id
-    from sume.give_up_rechecks
-    where next_at <= coalesce($4, now())
-      and until_at >= coalesce($4, now())
-      and (lease_until is null or lease_until < coalesce($4, now()))
-    order by next_at
+    select r.job_id
+    from sume.give_up_rechecks r
+    where r.next_at <= coalesce($4, now())
+      and r.until_at >= coalesce($4, now())
+      and (r.lease_until is null or r.lease_until < coalesce($4, now()))
+      and exists (select 1 from sume.jobs j
+                  where j.job_id = r.job_id and (j.api_key is null or j.api_key = any($5::text[])))
+    order by r.next_at
     limit $2
-    for update skip locked
+    for update of r skip locked
 )
 update sume.give_up_rechecks r
 set lease_owner = $1,

@@ -108,8 +108,10 @@ where j.ctid = u.at
 -- name: jobs_claim_due
 -- Claims up to $2 open jobs that are due a poll for instance $1 until the clock + $3 seconds.
 -- Due: never polled and created at least $4 seconds ago, or rescheduled to the clock or
--- earlier. Skips rows another transaction holds, rows under another instance's live lease, and
--- jobs of the keys in $6 (their jobs are settled by walks of the key's list instead).
+-- earlier. Skips rows another transaction holds, rows under another instance's live lease,
+-- jobs of the keys in $6 (their jobs are settled by walks of the key's list instead), and jobs
+-- naming a key not in $7, this instance's keys: another key's 404 says nothing of them, so
+-- only an instance holding their key asks about them.
 -- The clock is $5, or the database's own when $5 is null (always, outside tests); age_secs is
 -- the job's age by the same clock, for the give-up.
 with due as (
@@ -121,6 +123,7 @@ with due as (
            or next_poll_at <= coalesce($5, now()))
       and (lease_until is null or lease_until < coalesce($5, now()))
       and (api_key is null or not (api_key = any($6::text[])))
+      and (api_key is null or api_key = any($7::text[]))
     order by coalesce(next_poll_at, created_at)
     limit $2
     for update skip locked

@@ -21,17 +21,22 @@ pub struct ClaimedRecheck {
 }
 
 impl Store {
-    /// Claims up to `limit` due rechecks for `owner` for `lease_secs`.
+    /// Claims up to `limit` due rechecks for `owner` for `lease_secs`, of jobs naming no key
+    /// or one of `own_keys`.
     pub async fn give_up_rechecks_claim(
         &self,
         owner: &str,
         limit: i64,
         lease_secs: f64,
+        own_keys: &[String],
         clock: &Clock,
     ) -> Result<Vec<ClaimedRecheck>, DbError> {
         let client = self.client().await?;
         let rows = sql::GIVE_UP_RECHECKS_CLAIM
-            .query(&client, &[&owner, &limit, &lease_secs, &clock.now()])
+            .query(
+                &client,
+                &[&owner, &limit, &lease_secs, &clock.now(), &own_keys],
+            )
             .await?;
         Ok(rows
             .iter()

@@ -83,11 +83,13 @@ pub struct GiveUp<'a> {
 
 impl Store {
     /// Claims open jobs due a poll by `clock`: never polled and older than `poll_after_secs`,
-    /// or due again.
+    /// or due again; none of the keys in `skip_keys` (walked), none naming a key outside
+    /// `own_keys` (this instance's).
     pub async fn jobs_claim_due(
         &self,
         claim: &Claim<'_>,
         skip_keys: &[String],
+        own_keys: &[String],
         clock: &Clock,
     ) -> Result<Vec<ClaimedJob>, DbError> {
         let client = self.client().await?;
@@ -103,6 +105,7 @@ impl Store {
                     &c.poll_after_secs,
                     &now,
                     &skip_keys,
+                    &own_keys,
                 ],
             )
             .await?;

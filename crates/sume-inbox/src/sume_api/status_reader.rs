@@ -209,6 +209,11 @@ impl StatusReader {
         &self.owner
     }
 
+    /// The names of this instance's keys.
+    pub fn key_names(&self) -> Vec<String> {
+        self.keys().iter().map(|k| k.name.clone()).collect()
+    }
+
     /// The configured keys, in order.
     pub fn keys(&self) -> &[ApiKey] {
         &self.keys

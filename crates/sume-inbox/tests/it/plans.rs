@@ -208,6 +208,7 @@ fn params_of(name: &str) -> Vec<Box<dyn tokio_postgres::types::ToSql + Sync>> {
             Box::new(120.0f64),
             Box::new(DATABASE_CLOCK),
             Box::new(vec!["walked"]),
+            Box::new(vec!["main"]),
         ],
         "jobs_open_by_key" => vec![
             Box::new(120.0f64),

@@ -131,7 +131,7 @@ fn scan_and_sweep(polls: String) -> Vec<(&'static str, &'static str, String)> {
         (
             sql::JOBS_CLAIM_DUE.name(),
             sql::JOBS_CLAIM_DUE.sql(),
-            "'plans', 100, 60, 120, null, array['walked']".into(),
+            "'plans', 100, 60, 120, null, array['walked'], array['main']".into(),
         ),
         (
             sql::JOBS_OPEN_BY_KEY.name(),

@@ -306,3 +306,47 @@ async fn a_key_that_cannot_be_asked_does_not_spend_the_others_reads() {
         "no verdict without the other key"
     );
 }
+
+/// An instance without a job's key (another instance holds it: a key being rolled out) never
+/// asks about that job, nor rechecks its give-up: its own keys' 404s say nothing of it. Before,
+/// it polled the job under its own key and gave it up on that 404, as a verdict.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_instance_without_a_jobs_key_never_asks_about_it() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let foreign = ApiKey {
+        name: "foreign".into(),
+        key: Secret::new(FOREIGN_KEY),
+    };
+    let sweep = Sweep::with_keys(&db, &sim.api_url(), clocked_config(), vec![foreign]).await;
+    let http = reqwest::Client::new();
+    let job = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 20})).await;
+    register(&db, &job).await;
+    let given_up = create(&http, &sim, MAIN_KEY, None, json!({"duration_ms": 20})).await;
+    register(&db, &given_up).await;
+    let c = db.client().await;
+    c.execute(
+        "update sume.jobs set state = 'expired', closed_by = 'give_up', closed_at = now() where job_id = $1",
+        &[&given_up],
+    )
+    .await
+    .unwrap();
+    c.execute(
+        "insert into sume.give_up_rechecks (job_id, until_at, next_at) values ($1, now() + interval '7 days', now())",
+        &[&given_up],
+    )
+    .await
+    .unwrap();
+    for _ in 0..3 {
+        sweep.advance(sweep.config.poll_give_up + Duration::from_secs(1));
+        let polled = sweep.poll_once().await;
+        assert_eq!(polled.jobs_claimed, 0, "{polled:?}");
+        assert_eq!(sweep.recheck_once().await.claimed, 0);
+    }
+    assert_eq!(job_state(&db, &job).await.as_deref(), Some("open"));
+    assert_eq!(
+        count(&db, "select count(*) from sume.give_up_rechecks").await,
+        1,
+        "the recheck is left to an instance with the key"
+    );
+}

@@ -106,6 +106,7 @@ impl Recheck {
                     self.reader.owner(),
                     batch,
                     self.config.lease.as_secs_f64(),
+                    &self.reader.key_names(),
                     &self.clock,
                 )
                 .await?;

@@ -177,7 +177,7 @@ impl Poll {
         let claim = self.claim(self.config.batch as i64);
         let claims = self
             .store
-            .jobs_claim_due(&claim, walked_keys, &self.clock)
+            .jobs_claim_due(&claim, walked_keys, &self.reader.key_names(), &self.clock)
             .await?;
         let mut stats = PollStats {
             jobs_claimed: claims.len(),
