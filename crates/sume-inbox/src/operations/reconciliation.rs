@@ -198,6 +198,14 @@ impl Reconcile {
                 ));
                 break;
             }
+            if page.has_more && cursor.is_none() && !reached_cutoff {
+                report.stopped = Some(
+                    "Sume's list said more follows but gave no cursor to read it with: the rest \
+                     of it cannot be read"
+                        .into(),
+                );
+                break;
+            }
             if reached_cutoff || !page.has_more || cursor.is_none() {
                 report.complete = true;
                 break;

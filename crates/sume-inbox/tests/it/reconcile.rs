@@ -268,3 +268,31 @@ async fn sumes_own_limit_outlasting_max_wait_is_reported_as_sume_refusing() {
     );
     assert!(stopped.contains("--max-wait"), "{report:?}");
 }
+
+/// A list page that says more follows but gives no cursor: the run cannot read the rest, and
+/// says so (exit 1 from the command); before, it reported the window covered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_saying_more_follows_without_a_cursor_is_not_a_complete_run() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let app = axum::Router::new().fallback(|| async {
+        axum::Json(json!({"data": [], "has_more": true, "next_cursor": null}))
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let store = Store::new(&db.url, 2).unwrap();
+    let client =
+        sume_wire::StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+    let rate = Rate {
+        count: 1000,
+        per: Duration::from_secs(1),
+    };
+    let report = Reconcile::new(store, client, vec![main_key()], rate, 1000)
+        .run(Duration::from_secs(3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(!report.complete(), "{report:?}");
+    let stopped = report.keys[0].stopped.as_deref().unwrap_or("");
+    assert!(stopped.contains("gave no cursor"), "{report:?}");
+}
