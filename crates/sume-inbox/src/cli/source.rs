@@ -29,20 +29,28 @@ pub enum Source {
     Api(Remote),
 }
 
-/// `cli:<user>@<host>`: who acts, for the audit log.
+/// `cli:<user>@<host>`: who acts, for the audit log. Control characters of USER, LOGNAME or
+/// the host name are left out, as the admin API leaves them out of `X-Actor`.
 pub fn actor() -> String {
     // Without USER or LOGNAME (a container, a cron job), the uid this process runs as.
     let uid = || {
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata("/proc/self").map(|m| format!("uid {}", m.uid()))
     };
+    let shown = |s: String| -> Option<String> {
+        let s: String = s.chars().filter(|c| !c.is_control()).collect();
+        let s = s.trim();
+        (!s.is_empty()).then(|| s.to_owned())
+    };
     let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
         .ok()
-        .filter(|u| !u.trim().is_empty())
+        .and_then(shown)
+        .or_else(|| std::env::var("LOGNAME").ok().and_then(shown))
         .or_else(|| uid().ok())
         .unwrap_or_else(|| "unknown".into());
-    let host = crate::process::instance_name::kernel_hostname().unwrap_or_else(|| "unknown".into());
+    let host = crate::process::instance_name::kernel_hostname()
+        .and_then(shown)
+        .unwrap_or_else(|| "unknown".into());
     format!("cli:{user}@{host}")
 }
 
@@ -88,7 +96,10 @@ impl Remote {
             Some(body) => self.http.post(&url).json(body),
             None => self.http.get(&url),
         };
-        req = req.header("x-actor", &self.actor);
+        // As bytes: a user or host name beyond ASCII is sent as it is (the API reads UTF-8).
+        if let Ok(actor) = reqwest::header::HeaderValue::from_bytes(self.actor.as_bytes()) {
+            req = req.header("x-actor", actor);
+        }
         if let Some(t) = &self.token {
             req = req.bearer_auth(t.expose());
         }

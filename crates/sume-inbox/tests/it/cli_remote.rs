@@ -148,3 +148,29 @@ async fn a_wrong_admin_url_is_named_with_what_went_wrong() {
     assert!(!ok);
     assert!(err.contains("such as http://127.0.0.1:9090"), "{err}");
 }
+
+/// A USER holding control characters: they are left out of who acts, so the header carrying
+/// it is sent and the audit log holds no escape sequence.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_with_control_characters_acts_through_the_api_without_them() {
+    let db = TestDb::new().await;
+    let daemon = with_admin_token(&db).await;
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(["dead-letters", "drop", "dl_nobody"])
+        .env_remove("DATABASE_URL")
+        .env("SUME_INBOX_ADMIN_URL", daemon.admin_url(""))
+        .env("SUME_INBOX_ADMIN_TOKEN", TOKEN)
+        .env("USER", "eve\u{1b}]0;hi\u{7}")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 of 1 ids name no dead letter"), "{err}");
+    let (ok, out, err) = remote(&daemon, TOKEN, &["audit", "ls", "--json"]);
+    assert!(ok, "{err}");
+    let actor = json(&out)[0]["actor"].as_str().unwrap().to_owned();
+    assert!(
+        actor.starts_with("api:operator (cli:eve]0;hi@"),
+        "{actor:?}"
+    );
+    daemon.stop().await;
+}

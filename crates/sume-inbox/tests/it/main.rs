@@ -6,6 +6,7 @@ mod admin_port;
 mod attach;
 mod cli;
 mod cli_output;
+mod cli_refused;
 mod cli_remote;
 mod console;
 mod console_browser;
