@@ -103,9 +103,9 @@ pub fn render(report: &ReconcileReport) -> String {
     for k in &report.keys {
         out.push_str(&format!(
             "  key {}: {} page(s), {} job(s) listed, {} terminal: {} closed now, {} already closed, {} disagreement(s), {} not registered here{}\n",
-            k.key, k.pages, k.listed, k.terminal, k.closed, k.already_closed, k.disagreements, k.not_registered,
+            super::render::shown(&k.key), k.pages, k.listed, k.terminal, k.closed, k.already_closed, k.disagreements, k.not_registered,
             match &k.stopped {
-                Some(why) => format!("; STOPPED EARLY: {why}"),
+                Some(why) => format!("; STOPPED EARLY: {}", super::render::shown(why)),
                 None => String::new(),
             }
         ));

@@ -8,6 +8,7 @@ mod cli;
 mod cli_output;
 mod cli_refused;
 mod cli_remote;
+mod cli_terminal;
 mod console;
 mod console_browser;
 mod contested;
