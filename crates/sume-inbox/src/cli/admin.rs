@@ -14,7 +14,7 @@ use crate::config::declared::{
     DATABASE_URL, SUME_INBOX_ADMIN_TOKEN, SUME_INBOX_ADMIN_URL, SUME_WEBHOOK_SECRET,
 };
 use crate::config::{self, ConfigError, Values};
-use crate::db::{Store, PAGE_LIMIT_MAX};
+use crate::db::{reach, DbError, Store, PAGE_LIMIT_MAX};
 use crate::operations::replay::REPLAY_LIMIT_MAX;
 
 /// `--limit` of a listing: what one page of the admin API answers.
@@ -124,7 +124,9 @@ pub struct ReplayArgs {
     pub settings: SettingArgs<scopes::Replay>,
 }
 
-/// A small pool for an admin command, once the schema is known to be there.
+/// A small pool for an admin command, once the schema is known to be there. A server that
+/// cannot be reached or refuses us is said as `serve` says it: the setting, the target without
+/// its password, the server's words, and exit 78 when waiting cannot help.
 async fn open_store(database_url: &str, pooler: config::Pooler) -> Result<Store, CliError> {
     let no_schema =
         || CliError::Failed("the database has no sume schema yet: run `sume-inbox migrate`".into());
@@ -136,8 +138,14 @@ async fn open_store(database_url: &str, pooler: config::Pooler) -> Result<Store,
         Ok(v) if v >= 1 => Ok(store),
         Ok(_) => Err(no_schema()),
         Err(e) if e.is_missing_schema() => Err(no_schema()),
-        Err(e) => Err(e.into()),
+        Err(e) => Err(reaching(database_url, e).into()),
     }
+}
+
+/// A failure to reach the server behind DATABASE_URL as [`DbError::Unreachable`] (the setting,
+/// the target, the server's words, whether waiting can help); any other failure as it is.
+pub(super) fn reaching(database_url: &str, e: DbError) -> DbError {
+    reach::unreachable_from(DATABASE_URL.name, database_url, &e).unwrap_or(e)
 }
 
 /// The admin API when `--admin-url` is given, else the database.

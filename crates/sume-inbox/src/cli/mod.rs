@@ -124,6 +124,10 @@ pub enum CliError {
     /// unhealthy daemon); the message says which.
     #[error("{0}")]
     Failed(String),
+    /// An argument this command cannot take as given (exit 2, as clap's refusals): the message
+    /// says why and what to do instead.
+    #[error("{0}")]
+    Usage(String),
     /// Standard output could not be written (see [`print()`]).
     #[error("cannot write to standard output: {0}")]
     Stdout(std::io::Error),
@@ -134,6 +138,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             _ if self.reader_gone() => 0,
+            CliError::Usage(_) => 2,
             CliError::Config(_) => 78,
             CliError::Run(RunError::Config(_)) => 78,
             CliError::Db(e) | CliError::Run(RunError::Db(e)) if e.is_permanent() => 78,

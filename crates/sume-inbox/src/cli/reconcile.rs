@@ -72,7 +72,11 @@ impl ReconcileArgs {
 /// `reconcile`: prints what it did per key; fails (exit 1) when a key's listing stopped early.
 pub async fn reconcile(args: ReconcileArgs) -> Result<(), CliError> {
     let (run, since, max_wait) = args.reconcile()?;
-    let report = run.run(since, max_wait).await?;
+    let database_url = args.settings.values().postgres_url(&DATABASE_URL)?;
+    let report = run
+        .run(since, max_wait)
+        .await
+        .map_err(|e| super::admin::reaching(database_url.expose(), e))?;
     let out = if args.json {
         let json = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::Failed(format!("the report does not serialize: {e}")))?;
@@ -99,9 +103,9 @@ pub fn render(report: &ReconcileReport) -> String {
     for k in &report.keys {
         out.push_str(&format!(
             "  key {}: {} page(s), {} job(s) listed, {} terminal: {} closed now, {} already closed, {} disagreement(s), {} not registered here{}\n",
-            k.key, k.pages, k.listed, k.terminal, k.closed, k.already_closed, k.disagreements, k.not_registered,
+            super::render::shown(&k.key), k.pages, k.listed, k.terminal, k.closed, k.already_closed, k.disagreements, k.not_registered,
             match &k.stopped {
-                Some(why) => format!("; STOPPED EARLY: {why}"),
+                Some(why) => format!("; STOPPED EARLY: {}", super::render::shown(why)),
                 None => String::new(),
             }
         ));

@@ -2,6 +2,7 @@
 //! `replay`, `stats`, `audit ls`, for a terminal by default and as JSON with `--json` (the same
 //! shapes the admin API answers). Rendering only: the commands read through `cli/source.rs`.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -17,6 +18,34 @@ fn render<T: Serialize>(value: &T, json: bool, text: impl FnOnce(&T) -> String) 
     } else {
         text(value)
     }
+}
+
+/// A stored or typed string as a terminal may show it: every control character (C0, DEL, C1,
+/// a newline too) escaped as `\u{1b}`, so that no row can move the cursor, clear the screen,
+/// set a title or start a line of its own. Every text renderer writes strings through here;
+/// JSON keeps them exact.
+pub fn shown(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(
+        s.chars()
+            .map(|c| match c {
+                c if c.is_control() => format!("\\u{{{:x}}}", u32::from(c)),
+                c => c.to_string(),
+            })
+            .collect(),
+    )
+}
+
+/// An optional string [`shown`], `-` when there is none.
+fn shown_or_dash(s: &Option<String>) -> Cow<'_, str> {
+    s.as_deref().map_or(Cow::Borrowed("-"), shown)
+}
+
+/// A stored JSON value [`shown`] (its text escapes C0 but leaves DEL and C1 as they are).
+fn shown_json(v: &serde_json::Value) -> String {
+    shown(&v.to_string()).into_owned()
 }
 
 fn ago(secs: f64) -> String {
@@ -39,38 +68,42 @@ fn job_text(d: &JobDetail) -> String {
     let mut s = String::new();
     let Some(j) = &d.job else {
         if d.events.is_empty() {
-            let _ = writeln!(s, "no job and no event for {}", d.job_id);
+            let _ = writeln!(s, "no job and no event for {}", shown(&d.job_id));
         } else {
-            let _ = writeln!(s, "job {}: no row (its events wait in the inbox)", d.job_id);
+            let _ = writeln!(
+                s,
+                "job {}: no row (its events wait in the inbox)",
+                shown(&d.job_id)
+            );
         }
         return s;
     };
-    let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    let dash = shown_or_dash;
     let _ = writeln!(
         s,
         "job {}  state {}  sume_status {}",
-        j.job_id,
-        j.state,
+        shown(&j.job_id),
+        shown(&j.state),
         dash(&j.sume_status)
     );
     let _ = writeln!(s, "  order {}  key {}", dash(&j.order_id), dash(&j.api_key));
     let _ = writeln!(s, "  registered {}", j.created_at.to_rfc3339());
     match (&j.closed_by, j.closed_at) {
         (Some(by), Some(at)) => {
-            let _ = writeln!(s, "  closed by {by} at {}", at.to_rfc3339());
+            let _ = writeln!(s, "  closed by {} at {}", shown(by), at.to_rfc3339());
         }
         _ => {
             let _ = writeln!(s, "  open");
         }
     }
     if let Some(reason) = &j.close_reason {
-        let _ = writeln!(s, "  reason {reason}");
+        let _ = writeln!(s, "  reason {}", shown(reason));
     }
     if let Some(g) = &j.superseded_give_up {
-        let _ = writeln!(s, "  superseded a give-up: {g}");
+        let _ = writeln!(s, "  superseded a give-up: {}", shown_json(g));
     }
     if let Some(r) = &j.result {
-        let _ = writeln!(s, "  result {r}");
+        let _ = writeln!(s, "  result {}", shown_json(r));
     }
     s
 }
@@ -82,16 +115,16 @@ fn history_text(s: &mut String, d: &JobDetail) {
     }
     for e in &d.events {
         let fate = match (&e.outcome, &e.set_aside_reason) {
-            (Some(o), _) => format!("applied: {o}"),
-            (None, Some(r)) => format!("set aside: {r}"),
+            (Some(o), _) => format!("applied: {}", shown(o)),
+            (None, Some(r)) => format!("set aside: {}", shown(r)),
             (None, None) => "waiting".to_owned(),
         };
         let _ = writeln!(
             s,
             "  {}  {}  {}  received {}  {fate}",
-            e.event_id,
-            e.event_type.as_deref().unwrap_or("-"),
-            e.status.as_deref().unwrap_or("-"),
+            shown(&e.event_id),
+            shown_or_dash(&e.event_type),
+            shown_or_dash(&e.status),
             e.received_at.to_rfc3339()
         );
     }
@@ -99,10 +132,10 @@ fn history_text(s: &mut String, d: &JobDetail) {
         let _ = writeln!(
             s,
             "disagreement: kept {}, {} saw {} ({}) at {}",
-            x.kept_state,
-            x.source,
-            x.seen_state,
-            x.seen_status,
+            shown(&x.kept_state),
+            shown(&x.source),
+            shown(&x.seen_state),
+            shown(&x.seen_status),
             x.recorded_at.to_rfc3339()
         );
     }
@@ -110,7 +143,9 @@ fn history_text(s: &mut String, d: &JobDetail) {
         let _ = writeln!(
             s,
             "inbox check: {} after {} attempt(s), answers {}",
-            c.verdict, c.attempts, c.answers
+            shown(&c.verdict),
+            c.attempts,
+            shown_json(&c.answers)
         );
     }
     if !d.polls.is_empty() {
@@ -122,8 +157,8 @@ fn history_text(s: &mut String, d: &JobDetail) {
             "  #{} {}  key {}  {}  {} ms",
             p.seq,
             p.polled_at.to_rfc3339(),
-            p.key_name,
-            p.answer,
+            shown(&p.key_name),
+            shown(&p.answer),
             p.latency_ms
         );
     }
@@ -143,15 +178,15 @@ pub fn render_inbox(rows: &[WaitingEvent], json: bool) -> String {
             let why = match (r.job_exists, r.verdict.as_deref()) {
                 (true, _) => "attach (row exists)".to_owned(),
                 (false, Some("orphan")) => "its row: ORPHAN (Sume knows the job)".to_owned(),
-                (false, Some(v)) => format!("its row (check: {v})"),
+                (false, Some(v)) => format!("its row (check: {})", shown(v)),
                 (false, None) => "its row".to_owned(),
             };
             let _ = writeln!(
                 s,
                 "{:<40} {:<32} {:<10} {:>10}  {why}",
-                r.event_id,
-                r.job_id,
-                r.status.as_deref().unwrap_or("-"),
+                shown(&r.event_id),
+                shown(&r.job_id),
+                shown_or_dash(&r.status),
                 ago(r.age_secs)
             );
         }
@@ -177,10 +212,10 @@ pub fn render_dead_letters(rows: &[DeadLetterRow], json: bool) -> String {
             let _ = writeln!(
                 s,
                 "{:<72} {:>7}  {:<25} {}{replayed}",
-                r.dead_letter_id,
+                shown(&r.dead_letter_id),
                 r.bytes,
                 r.received_at.to_rfc3339(),
-                r.reason
+                shown(&r.reason)
             );
         }
         s
@@ -199,7 +234,7 @@ pub fn render_stats(st: &Stats, json: bool) -> String {
             let _ = writeln!(
                 reads,
                 "sume reads today .... {}: {}",
-                r.key_name,
+                shown(&r.key_name),
                 reads_line(r)
             );
         }
@@ -268,10 +303,10 @@ pub fn render_dropped(dropped: &[String], missing: &[&String], json: bool) -> St
     render(&value, json, |_| {
         let mut s = String::new();
         for id in dropped {
-            let _ = writeln!(s, "{id}: dropped");
+            let _ = writeln!(s, "{}: dropped", shown(id));
         }
         for id in missing {
-            let _ = writeln!(s, "{id}: no such dead letter");
+            let _ = writeln!(s, "{}: no such dead letter", shown(id));
         }
         s
     })
@@ -285,7 +320,7 @@ pub fn render_replayed(items: &[Replayed], json: bool) -> String {
         }
         items
             .iter()
-            .map(|r| format!("{}: {}\n", r.id, r.result))
+            .map(|r| format!("{}: {}\n", shown(&r.id), shown(&r.result)))
             .collect()
     })
 }
@@ -302,11 +337,26 @@ pub fn render_audit(entries: &[crate::db::AuditEntry], json: bool) -> String {
                 format!(
                     "{}  {:<22} {:<36} {}\n",
                     e.at.to_rfc3339(),
-                    e.action,
-                    e.actor,
-                    e.detail
+                    shown(&e.action),
+                    shown(&e.actor),
+                    shown_json(&e.detail)
                 )
             })
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_shown_escaped_and_the_rest_as_it_is() {
+        assert!(matches!(shown("job_1 é ✓"), Cow::Borrowed("job_1 é ✓")));
+        assert_eq!(
+            shown("a\u{1b}[2Jb\u{7}\n\t\u{7f}\u{9b}\u{85}"),
+            r"a\u{1b}[2Jb\u{7}\u{a}\u{9}\u{7f}\u{9b}\u{85}"
+        );
+        assert_eq!(shown_json(&serde_json::json!("x\u{9b}")), r#""x\u{9b}""#);
+    }
 }

@@ -29,28 +29,43 @@ pub enum Source {
     Api(Remote),
 }
 
-/// `cli:<user>@<host>`: who acts, for the audit log.
+/// `cli:<user>@<host>`: who acts, for the audit log. Control characters of USER, LOGNAME or
+/// the host name are left out, as the admin API leaves them out of `X-Actor`.
 pub fn actor() -> String {
     // Without USER or LOGNAME (a container, a cron job), the uid this process runs as.
     let uid = || {
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata("/proc/self").map(|m| format!("uid {}", m.uid()))
     };
+    let shown = |s: String| -> Option<String> {
+        let s: String = s.chars().filter(|c| !c.is_control()).collect();
+        let s = s.trim();
+        (!s.is_empty()).then(|| s.to_owned())
+    };
     let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
         .ok()
-        .filter(|u| !u.trim().is_empty())
+        .and_then(shown)
+        .or_else(|| std::env::var("LOGNAME").ok().and_then(shown))
         .or_else(|| uid().ok())
         .unwrap_or_else(|| "unknown".into());
-    let host = crate::process::instance_name::kernel_hostname().unwrap_or_else(|| "unknown".into());
+    let host = crate::process::instance_name::kernel_hostname()
+        .and_then(shown)
+        .unwrap_or_else(|| "unknown".into());
     format!("cli:{user}@{host}")
 }
 
-/// A path segment, percent-encoded (event ids hold slashes).
-fn segment(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes())
+/// A path segment, percent-encoded (event ids hold slashes). `.` and `..` cannot be sent: a
+/// URL reads them (and `%2E`) as this path and the one above, so they would reach another
+/// route or none; they are refused (exit 2), and the database still reads them.
+fn segment(s: &str) -> Result<String, CliError> {
+    if s == "." || s == ".." {
+        return Err(CliError::Usage(format!(
+            "the id {s:?} cannot travel in an admin API URL (it reads as a path, not a name): use DATABASE_URL instead of --admin-url for it"
+        )));
+    }
+    Ok(url::form_urlencoded::byte_serialize(s.as_bytes())
         .collect::<String>()
-        .replace('+', "%20")
+        .replace('+', "%20"))
 }
 
 impl Remote {
@@ -77,18 +92,25 @@ impl Remote {
         })
     }
 
-    /// Sends a request; answers the JSON of a 2xx, `None` for a 404, else the API's error.
+    /// Sends a request; answers the JSON of a 2xx, else the API's error. With `absent`, a 404
+    /// whose envelope says `not_found` (the route's own answer for an id naming nothing) is
+    /// `None`; any other failure (`no_route` for a path no route has, a 401, another server)
+    /// is an error, as it is.
     async fn send<T: DeserializeOwned>(
         &self,
         post: Option<Value>,
         path: &str,
+        absent: bool,
     ) -> Result<Option<T>, CliError> {
         let url = format!("{}{path}", self.base);
         let mut req = match &post {
             Some(body) => self.http.post(&url).json(body),
             None => self.http.get(&url),
         };
-        req = req.header("x-actor", &self.actor);
+        // As bytes: a user or host name beyond ASCII is sent as it is (the API reads UTF-8).
+        if let Ok(actor) = reqwest::header::HeaderValue::from_bytes(self.actor.as_bytes()) {
+            req = req.header("x-actor", actor);
+        }
         if let Some(t) = &self.token {
             req = req.bearer_auth(t.expose());
         }
@@ -109,11 +131,11 @@ impl Remote {
                  daemon's ADMIN_ADDR, not its webhook port or a proxy?"
             ))
         })?;
-        if status.as_u16() == 404 && path.ends_with("/detail") {
+        let code = body["error"]["code"].as_str().unwrap_or("error");
+        if absent && status == reqwest::StatusCode::NOT_FOUND && code == "not_found" {
             return Ok(None);
         }
         if !status.is_success() {
-            let code = body["error"]["code"].as_str().unwrap_or("error");
             let message = body["error"]["message"].as_str().unwrap_or("");
             let id = body["request_id"].as_str().unwrap_or("-");
             return Err(failed(format!("{status} {code}: {message} (request {id})")));
@@ -124,13 +146,13 @@ impl Remote {
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CliError> {
-        self.send(None, path)
+        self.send(None, path, false)
             .await?
             .ok_or_else(|| CliError::Failed(format!("{path}: not found")))
     }
 
     async fn post<T: DeserializeOwned>(&self, path: &str, body: Value) -> Result<T, CliError> {
-        self.send(Some(body), path)
+        self.send(Some(body), path, false)
             .await?
             .ok_or_else(|| CliError::Failed(format!("{path}: not found")))
     }
@@ -149,8 +171,8 @@ impl Source {
         match self {
             Source::Db(store) => Ok(store.job_detail(job_id).await?),
             Source::Api(api) => {
-                let path = format!("/v1/jobs/{}/detail", segment(job_id));
-                Ok(api.send(None, &path).await?.unwrap_or(JobDetail {
+                let path = format!("/v1/jobs/{}/detail", segment(job_id)?);
+                Ok(api.send(None, &path, true).await?.unwrap_or(JobDetail {
                     job_id: job_id.to_owned(),
                     job: None,
                     events: Vec::new(),
@@ -262,9 +284,9 @@ impl Source {
             }
             Source::Api(api) => match event_id {
                 Some(id) => {
-                    let path = format!("/v1/events/{}/replay", segment(id));
-                    match api.send::<Replayed>(Some(json!({})), &path).await {
-                        Err(CliError::Failed(m)) if m.contains("404") => vec![Replayed {
+                    let path = format!("/v1/events/{}/replay", segment(id)?);
+                    match api.send::<Replayed>(Some(json!({})), &path, true).await? {
+                        None => vec![Replayed {
                             id: id.to_owned(),
                             job_id: None,
                             result: "no such event (dead letters are replayed with --dead-letters)"
@@ -272,7 +294,7 @@ impl Source {
                             ok: false,
                             not_verified: false,
                         }],
-                        other => vec![other?.unwrap_or_else(|| unreachable_none(id))],
+                        Some(replayed) => vec![replayed],
                     }
                 }
                 None => {
@@ -292,16 +314,5 @@ impl Source {
                 r
             })
             .collect())
-    }
-}
-
-/// A replay answered 2xx always has a body; this stands for a body that was `null`.
-fn unreachable_none(id: &str) -> Replayed {
-    Replayed {
-        id: id.to_owned(),
-        job_id: None,
-        result: "the admin API answered nothing".into(),
-        ok: false,
-        not_verified: false,
     }
 }

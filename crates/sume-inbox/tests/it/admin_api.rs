@@ -140,7 +140,7 @@ async fn the_scopes_the_host_and_json_writes_hold_and_errors_carry_the_request_i
     let (s, body) = api.get("/v1/nothing-here", OPERATOR).await;
     assert_eq!(
         (s.as_u16(), body["error"]["code"].as_str()),
-        (404, Some("not_found"))
+        (404, Some("no_route"))
     );
     api.daemon.stop().await;
 }

@@ -148,3 +148,111 @@ async fn a_wrong_admin_url_is_named_with_what_went_wrong() {
     assert!(!ok);
     assert!(err.contains("such as http://127.0.0.1:9090"), "{err}");
 }
+
+/// A USER holding control characters: they are left out of who acts, so the header carrying
+/// it is sent and the audit log holds no escape sequence.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_with_control_characters_acts_through_the_api_without_them() {
+    let db = TestDb::new().await;
+    let daemon = with_admin_token(&db).await;
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(["dead-letters", "drop", "dl_nobody"])
+        .env_remove("DATABASE_URL")
+        .env("SUME_INBOX_ADMIN_URL", daemon.admin_url(""))
+        .env("SUME_INBOX_ADMIN_TOKEN", TOKEN)
+        .env("USER", "eve\u{1b}]0;hi\u{7}")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 of 1 ids name no dead letter"), "{err}");
+    let (ok, out, err) = remote(&daemon, TOKEN, &["audit", "ls", "--json"]);
+    assert!(ok, "{err}");
+    let actor = json(&out)[0]["actor"].as_str().unwrap().to_owned();
+    assert!(
+        actor.starts_with("api:operator (cli:eve]0;hi@"),
+        "{actor:?}"
+    );
+    daemon.stop().await;
+}
+
+/// Runs `sume-inbox ARGS` against `url` with `token`: (exit code, stdout, stderr).
+fn coded_at(url: &str, token: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env("SUME_INBOX_ADMIN_URL", url)
+        .env("SUME_INBOX_ADMIN_TOKEN", token)
+        .output()
+        .unwrap();
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+    (out.status.code(), text(out.stdout), text(out.stderr))
+}
+
+/// "No such event" and "no job" are read from the route's own 404 `not_found`, never from a
+/// message that happens to hold "404": a wrong token, a daemon not there, the webhook port or a
+/// path no route has are each said as they are.
+#[tokio::test(flavor = "multi_thread")]
+async fn only_the_routes_own_not_found_reads_as_no_such_event_or_job() {
+    let db = TestDb::new().await;
+    let daemon = with_admin_token(&db).await;
+    let http = reqwest::Client::new();
+    Delivery::completed("job_b1")
+        .send(&http, &daemon.url("/webhooks/sume"))
+        .await;
+    let admin = daemon.admin_url("");
+    let doubled = daemon.admin_url("/v1");
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    for (url, token, said) in [
+        (
+            admin.as_str(),
+            "wrongtokenwrongtoken",
+            "401 Unauthorized unauthorized",
+        ),
+        (closed.as_str(), TOKEN, "Connection refused"),
+        (&daemon.url(""), TOKEN, "is this the daemon's ADMIN_ADDR"),
+        (
+            doubled.as_str(),
+            TOKEN,
+            "404 Not Found no_route: no such route",
+        ),
+    ] {
+        for args in [
+            &["replay", "evt_404"][..],
+            &["jobs", "show", "job_b1"],
+            &["jobs", "show", "job_b1", "--json"],
+        ] {
+            let (code, out, err) = coded_at(url, token, args);
+            assert_eq!(code, Some(1), "{url} {args:?}: {out} {err}");
+            assert!(err.contains(said), "{url} {args:?}: {err}");
+            assert!(
+                !out.contains("no such event") && !err.contains("no job and no event"),
+                "{url} {args:?}: {out} {err}"
+            );
+        }
+    }
+    // The route's own answers still read as nothing there.
+    let (code, out, _) = coded_at(&admin, TOKEN, &["replay", "evt_404"]);
+    assert!(
+        code == Some(1) && out.contains("evt_404: no such event"),
+        "{out}"
+    );
+    let (code, _, err) = coded_at(&admin, TOKEN, &["jobs", "show", "job_404"]);
+    assert!(
+        code == Some(1) && err.contains("no job and no event"),
+        "{err}"
+    );
+    let (code, out, _) = coded_at(&admin, TOKEN, &["jobs", "show", "job_b1"]);
+    assert!(
+        code == Some(0) && out.contains("job_b1/job.completed"),
+        "{out}"
+    );
+    // `.` and `..` cannot travel as a path segment: refused, not answered "no job".
+    for id in [".", ".."] {
+        for args in [&["jobs", "show", id][..], &["replay", id]] {
+            let (code, out, err) = coded_at(&admin, TOKEN, args);
+            assert_eq!(code, Some(2), "{args:?}: {out} {err}");
+            assert!(err.contains("use DATABASE_URL"), "{err}");
+        }
+    }
+    daemon.stop().await;
+}

@@ -158,7 +158,7 @@ async fn method_not_allowed(response: Response) -> Response {
 }
 
 async fn not_found() -> Response {
-    error(StatusCode::NOT_FOUND, "not_found", "no such route")
+    error(StatusCode::NOT_FOUND, "no_route", "no such route")
 }
 
 /// `GET /metrics`: Prometheus' text format.

@@ -29,7 +29,7 @@ pub struct ErrorBody {
 /// The error itself.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// Stable and machine-readable: `invalid_query`, `not_found`, `unauthorized`, ...
+    /// Stable and machine-readable: `invalid_query`, `not_found`, `no_route`, `unauthorized`, ...
     pub code: String,
     /// For a person.
     pub message: String,
