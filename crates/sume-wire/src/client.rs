@@ -34,7 +34,21 @@ pub const LONGEST_PAUSE: Duration = Duration::from_secs(86_400);
 /// number of seconds: no window is 31 years long.
 const EPOCH_FROM: u64 = 978_307_200;
 
+/// How long a 429 that names no usable wait is waited out.
+pub const DEFAULT_429_WAIT: Duration = Duration::from_secs(60);
+
 impl RateLimit {
+    /// How long to wait after a 429: `Retry-After`, else `RateLimit-Reset`, else
+    /// [`DEFAULT_429_WAIT`]. A wait that reads as none (`Retry-After: 0`, a date already past,
+    /// `RateLimit-Reset: 0`) is no wait to a refusal: asking again at once is the tight loop
+    /// Sume's docs forbid, so it counts as unsaid.
+    pub fn wait_after_429(&self) -> Duration {
+        let some = |d: Option<Duration>| d.filter(|d| !d.is_zero());
+        some(self.retry_after)
+            .or(some(self.reset))
+            .unwrap_or(DEFAULT_429_WAIT)
+    }
+
     /// Reads the four headers from any answer, whatever its status. Names match in any case.
     /// See [`RateLimit::read`] for how times are read.
     pub fn from_headers(headers: &HeaderMap) -> RateLimit {
@@ -106,6 +120,25 @@ pub struct StatusReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 429 whose wait reads as none (`Retry-After: 0`, a date already past, a reset of 0)
+    /// is waited out as one that names none: a tight loop of refusals was the alternative.
+    #[test]
+    fn a_429_asking_for_no_wait_is_waited_out_all_the_same() {
+        let secs = |n| Some(Duration::from_secs(n));
+        let wait = |retry_after, reset| {
+            RateLimit {
+                retry_after,
+                reset,
+                ..RateLimit::default()
+            }
+            .wait_after_429()
+        };
+        assert_eq!(wait(secs(7), secs(30)), Duration::from_secs(7));
+        assert_eq!(wait(secs(0), secs(30)), Duration::from_secs(30));
+        assert_eq!(wait(secs(0), secs(0)), DEFAULT_429_WAIT);
+        assert_eq!(wait(None, None), DEFAULT_429_WAIT);
+    }
 
     #[test]
     fn reads_rate_limit_headers() {

@@ -6,9 +6,6 @@ use std::time::Duration;
 use serde_json::Value;
 use sume_wire::{ClientError, StatusOutcome, StatusReply};
 
-/// How long a 429 without `Retry-After` or `RateLimit-Reset` keeps a job from its next poll.
-const DEFAULT_RETRY_IN: Duration = Duration::from_secs(60);
-
 /// One key's answer about one job, as the decisions read it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
@@ -62,11 +59,7 @@ impl Answer {
                     StatusOutcome::RateLimited => (
                         r.http_status.to_string(),
                         Reply::RateLimited {
-                            retry_in: r
-                                .rate
-                                .retry_after
-                                .or(r.rate.reset)
-                                .unwrap_or(DEFAULT_RETRY_IN),
+                            retry_in: r.rate.wait_after_429(),
                         },
                     ),
                     _ if matches!(r.http_status, 402 | 403) => {

@@ -157,8 +157,7 @@ impl Budget {
         rate: &RateLimit,
     ) -> Result<Option<Duration>, DbError> {
         let pause = match (status, rate.retry_after, rate.remaining, rate.reset) {
-            (429, Some(after), _, _) => Some(after),
-            (429, None, _, reset) => Some(reset.unwrap_or(Duration::from_secs(60))),
+            (429, _, _, _) => Some(rate.wait_after_429()),
             (_, _, Some(0), Some(reset)) => Some(reset),
             _ => None,
         };

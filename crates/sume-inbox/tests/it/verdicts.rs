@@ -350,3 +350,50 @@ async fn an_instance_without_a_jobs_key_never_asks_about_it() {
         "the recheck is left to an instance with the key"
     );
 }
+
+/// A 429 asking for no wait (`Retry-After: 0`; a date already past reads the same) is waited
+/// out as one naming none: before, the job was asked again at every pass, each read spending
+/// the key's day.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_429_asking_for_no_wait_is_not_asked_again_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let db = TestDb::new().await;
+    let asked = Arc::new(AtomicUsize::new(0));
+    let app = axum::Router::new().fallback({
+        let asked = asked.clone();
+        move |uri: axum::http::Uri| async move {
+            use axum::response::IntoResponse;
+            if !uri.path().ends_with("/status") {
+                // The key check: a list, so the key works.
+                return axum::Json(json!({"data": [], "has_more": false})).into_response();
+            }
+            asked.fetch_add(1, Ordering::SeqCst);
+            (
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", "0")],
+                r#"{"error":{"code":"rate_limit_exceeded","message":"slow down","details":{}},"request_id":"req_1"}"#,
+            )
+                .into_response()
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let api = format!("http://{addr}/v1");
+    let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![main_key()]).await;
+    register(&db, "job_behind_a_429").await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    sweep.poll_once().await;
+    let first = asked.load(Ordering::SeqCst);
+    assert_eq!(first, 1);
+    for _ in 0..3 {
+        sweep.advance(Duration::from_secs(2));
+        sweep.poll_once().await;
+    }
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        first,
+        "asked again within the wait"
+    );
+}
