@@ -194,16 +194,18 @@ impl Store {
         let mut folds = jobs::lock(&tx, &ids).await?;
         let mut outcomes = Vec::with_capacity(folds.len());
         for fold in folds.iter_mut() {
-            let Some(o) = seen.iter().find(|o| o.job_id == fold.job_id) else {
-                continue;
-            };
-            let outcome = fold.apply(&Observation {
-                source: Source::Poll,
-                event_id: None,
-                status: Some(o.status.clone()),
-                result: o.result.clone(),
-            });
-            outcomes.push((fold.job_id.clone(), outcome));
+            // Every entry the list gave for the job: one contradicting the first is recorded
+            // as a disagreement by the fold, never dropped.
+            let job_id = fold.job_id.clone();
+            for o in seen.iter().filter(|o| o.job_id == job_id) {
+                let outcome = fold.apply(&Observation {
+                    source: Source::Poll,
+                    event_id: None,
+                    status: Some(o.status.clone()),
+                    result: o.result.clone(),
+                });
+                outcomes.push((job_id.clone(), outcome));
+            }
         }
         jobs::write(&tx, &folds).await?;
         super::commit(tx, WHAT).await?;

@@ -296,3 +296,50 @@ async fn a_page_saying_more_follows_without_a_cursor_is_not_a_complete_run() {
     let stopped = report.keys[0].stopped.as_deref().unwrap_or("");
     assert!(stopped.contains("gave no cursor"), "{report:?}");
 }
+
+/// A page listing one job twice, `failed` then `completed`: the first closes it and the second
+/// is a recorded disagreement, counted; before, the second was dropped without a word and
+/// counted as a job not registered here.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_listed_twice_saying_two_things_is_a_recorded_disagreement() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    register(&db, "job_listed_twice").await;
+    let page = json!({"data": [
+        {"id": "job_listed_twice", "status": "failed"},
+        {"id": "job_listed_twice", "status": "completed"},
+        {"id": "job_never_registered", "status": "completed"},
+    ], "has_more": false});
+    let app = axum::Router::new().fallback(move || {
+        let page = page.clone();
+        async move { axum::Json(page) }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let store = Store::new(&db.url, 2).unwrap();
+    let client =
+        sume_wire::StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+    let rate = Rate {
+        count: 1000,
+        per: Duration::from_secs(1),
+    };
+    let report = Reconcile::new(store, client, vec![main_key()], rate, 1000)
+        .run(Duration::from_secs(3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let key = &report.keys[0];
+    assert_eq!(
+        (key.closed, key.disagreements, key.not_registered),
+        (1, 1, 1),
+        "{report:?}"
+    );
+    assert_eq!(
+        job_state(&db, "job_listed_twice").await.as_deref(),
+        Some("failed")
+    );
+    assert_eq!(
+        db.scalar("select count(*) from sume.disagreements").await,
+        1
+    );
+}

@@ -228,3 +228,47 @@ async fn a_job_the_list_does_not_show_is_read_only_when_its_poll_is_due() {
     assert!(second.list_pages >= 1, "a second walk: {second:?}");
     assert_eq!(singles(&http, &sim).await, read_alone, "{second:?}");
 }
+
+/// A list showing one of our jobs twice, `failed` then `completed`: the list settles nothing of
+/// it and a read of its own decides (here, `running`: it stays open). Before, the first entry
+/// closed it, and the second was dropped without a word.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_listed_twice_saying_two_things_is_read_by_itself() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    for id in ["job_w1", "job_w2", "job_w3"] {
+        register(&db, id).await;
+    }
+    let list = json!({"data": [
+        {"id": "job_w1", "status": "completed"},
+        {"id": "job_w2", "status": "failed"},
+        {"id": "job_w2", "status": "completed"},
+        {"id": "job_w3", "status": "completed"},
+    ], "has_more": false});
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let list = list.clone();
+        async move {
+            match uri.path().strip_suffix("/status") {
+                Some(path) => {
+                    let id = path.rsplit('/').next().unwrap_or_default().to_owned();
+                    axum::Json(json!({"id": id, "status": "running"}))
+                }
+                None => axum::Json(list),
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let api = format!("http://{addr}/v1");
+    let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![crate::sweep::main_key()]).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (polled.list_pages, polled.closed_by_poll, polled.requests),
+        (1, 2, 1),
+        "{polled:?}"
+    );
+    assert_eq!(job_state(&db, "job_w2").await.as_deref(), Some("open"));
+    assert_eq!(job_state(&db, "job_w1").await.as_deref(), Some("completed"));
+}

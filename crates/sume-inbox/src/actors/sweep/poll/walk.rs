@@ -42,6 +42,8 @@ struct Walked {
     pages: usize,
     /// The pages up to the last one that held a claimed job: the next walk's estimate.
     useful_pages: usize,
+    /// Claimed jobs the list showed twice with different statuses.
+    contradicted: HashSet<String>,
 }
 
 impl Poll {
@@ -154,6 +156,14 @@ impl Poll {
             walked.pages += 1;
             let mut settled = 0;
             for job in &page.data {
+                if let Some(first) = walked.seen.get(&job.id) {
+                    // Listed twice, saying two things: the list settles nothing of it, a read
+                    // of its own decides.
+                    if first.status != job.status {
+                        walked.contradicted.insert(job.id.clone());
+                    }
+                    continue;
+                }
                 if wanted.remove(job.id.as_str()).is_some() {
                     settled += 1;
                     let seen = Seen {
@@ -175,6 +185,9 @@ impl Poll {
             if !page.has_more || cursor.is_none() {
                 break;
             }
+        }
+        for id in &walked.contradicted {
+            walked.seen.remove(id);
         }
         Ok(walked)
     }
