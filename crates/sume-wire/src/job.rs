@@ -44,10 +44,17 @@ impl JobObject {
 
     /// What a database can store of it, as the webhook path does with an event: a `result` or
     /// `error` holding a NUL character (`\u0000`, which neither `text` nor `jsonb` holds) or
-    /// nested deeper than [`crate::MAX_RESULT_DEPTH`] is dropped; an `id` or `status` holding one makes the object unusable (`None`).
+    /// nested deeper than [`crate::MAX_RESULT_DEPTH`] is dropped; an `id` or `status` holding one
+    /// makes the object unusable (`None`); a status past [`MAX_STATUS_CHARS`] is cut.
     pub fn storable(mut self) -> Option<JobObject> {
         if self.id.contains('\0') || self.status.contains('\0') {
             return None;
+        }
+        // Sume's statuses are short words; one longer is none this version knows, and is kept
+        // cut (it is stored with the job and in each poll's answer).
+        if self.status.chars().count() > MAX_STATUS_CHARS {
+            let cut: String = self.status.chars().take(MAX_STATUS_CHARS).collect();
+            self.status = format!("{cut}…");
         }
         let nul = |v: &Option<Value>| {
             v.as_ref()
@@ -62,6 +69,9 @@ impl JobObject {
         Some(self)
     }
 }
+
+/// The longest status kept as read: longer ones are cut ([`JobObject::storable`]).
+pub const MAX_STATUS_CHARS: usize = 64;
 
 /// A job's `result`, else `{"error": error}`, else nothing; JSON `null` counts as absent.
 pub fn outcome_value(result: Option<&Value>, error: Option<&Value>) -> Option<Value> {
@@ -139,5 +149,8 @@ mod tests {
             .unwrap();
         assert_eq!((kept.status.as_str(), kept.result), ("completed", None));
         assert_eq!(job("complet\u{0}ed", Value::Null).storable(), None);
+        let long = job(&"x".repeat(900_000), Value::Null).storable().unwrap();
+        assert_eq!(long.status.chars().count(), MAX_STATUS_CHARS + 1);
+        assert!(long.status.ends_with('…'));
     }
 }
