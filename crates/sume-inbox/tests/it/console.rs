@@ -281,8 +281,18 @@ async fn posts_without_the_forms_nonce_count_for_nothing_and_guesses_spend_their
         assert_eq!(s, StatusCode::FORBIDDEN);
         assert!(set_cookie(&h, "sume_console").is_none());
     }
+    // A post without the field at all is refused the same way (it was 422, the form's
+    // shape, before its nonce was looked at).
+    let (s, _) = console
+        .post("/console/sign-in", &[("token", OPERATOR)])
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
     // The operator signs in right after the flood.
     console.sign_in().await;
+    for action in ["/console/dead-letters/replay", "/console/sign-out"] {
+        let (s, _) = console.post(action, &[]).await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{action} without its CSRF field");
+    }
     // A stranger who loads the form from another address and guesses spends that address's
     // attempts, not the operator's.
     let stranger = reqwest::Client::builder()

@@ -265,7 +265,7 @@ async fn a_replay_without_the_token_changes_nothing(db: &TestDb, console: &Conso
     let (s, _) = console
         .post("/console/set-aside/replay", &[("event_id", event)])
         .await;
-    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "no token field");
+    assert_eq!(s, StatusCode::FORBIDDEN, "no token field");
     let (s, _) = console
         .post(
             "/console/set-aside/replay",

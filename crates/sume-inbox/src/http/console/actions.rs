@@ -17,6 +17,8 @@ use crate::operations::replay;
 /// The replay form's field.
 #[derive(Debug, Deserialize)]
 pub struct ReplayForm {
+    /// Missing reads as empty: refused 403 as a wrong one, not 422.
+    #[serde(default)]
     csrf: String,
 }
 
@@ -63,6 +65,8 @@ pub async fn replay(
 /// The drop form's fields.
 #[derive(Debug, Deserialize)]
 pub struct DropForm {
+    /// Missing reads as empty: refused 403 as a wrong one, not 422.
+    #[serde(default)]
     csrf: String,
     id: String,
 }
@@ -96,6 +100,8 @@ pub async fn drop(
 /// The form of a set-aside event's replay.
 #[derive(Debug, Deserialize)]
 pub struct ReplayEventForm {
+    /// Missing reads as empty: refused 403 as a wrong one, not 422.
+    #[serde(default)]
     csrf: String,
     event_id: String,
 }

@@ -209,6 +209,8 @@ fn form(state: &ConsoleState, status: StatusCode, error: Option<&str>) -> Respon
 #[derive(Debug, Deserialize)]
 pub struct SignIn {
     token: String,
+    /// Missing reads as empty: refused 403 as a wrong one, not 422.
+    #[serde(default)]
     csrf: String,
 }
 
@@ -269,6 +271,8 @@ pub async fn sign_in(
 /// The sign-out form's field.
 #[derive(Debug, Deserialize)]
 pub struct CsrfOnly {
+    /// Missing reads as empty: refused 403 as a wrong one, not 422.
+    #[serde(default)]
     csrf: String,
 }
 
