@@ -127,7 +127,10 @@ pub struct ReplayArgs {
 /// A small pool for an admin command, once the schema is known to be there. A server that
 /// cannot be reached or refuses us is said as `serve` says it: the setting, the target without
 /// its password, the server's words, and exit 78 when waiting cannot help.
-async fn open_store(database_url: &str, pooler: config::Pooler) -> Result<Store, CliError> {
+pub(super) async fn open_store(
+    database_url: &str,
+    pooler: config::Pooler,
+) -> Result<Store, CliError> {
     let no_schema =
         || CliError::Failed("the database has no sume schema yet: run `sume-inbox migrate`".into());
     let mut store = Store::new(database_url, 2)?;
@@ -135,11 +138,23 @@ async fn open_store(database_url: &str, pooler: config::Pooler) -> Result<Store,
         store = store.behind_pooler(None);
     }
     match store.schema_migrations_version().await {
-        Ok(v) if v >= 1 => Ok(store),
-        Ok(_) => Err(no_schema()),
-        Err(e) if e.is_missing_schema() => Err(no_schema()),
-        Err(e) => Err(reaching(database_url, e).into()),
+        Ok(v) if v >= 1 => {}
+        Ok(_) => return Err(no_schema()),
+        Err(e) if e.is_missing_schema() => return Err(no_schema()),
+        Err(e) => return Err(reaching(database_url, e).into()),
     }
+    // A schema an older release left: this binary's statements would fail on what is missing.
+    let missing = store
+        .schema_migrations_missing()
+        .await
+        .map_err(|e| reaching(database_url, e))?;
+    if !missing.is_empty() {
+        return Err(CliError::Failed(format!(
+            "the schema lacks this version's migrations {missing:?}: run `sume-inbox migrate` \
+             of this version first"
+        )));
+    }
+    Ok(store)
 }
 
 /// A failure to reach the server behind DATABASE_URL as [`DbError::Unreachable`] (the setting,

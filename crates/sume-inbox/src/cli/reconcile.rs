@@ -73,6 +73,9 @@ impl ReconcileArgs {
 pub async fn reconcile(args: ReconcileArgs) -> Result<(), CliError> {
     let (run, since, max_wait) = args.reconcile()?;
     let database_url = args.settings.values().postgres_url(&DATABASE_URL)?;
+    // The schema there, and this version's: said as the other admin commands say it.
+    let pooler = config::pooler(args.settings.values())?;
+    super::admin::open_store(database_url.expose(), pooler).await?;
     let report = run
         .run(since, max_wait)
         .await

@@ -403,3 +403,44 @@ fn durations_past_ten_years_are_refused_naming_the_option() {
         );
     }
 }
+
+/// Against a schema an older release left (a migration of this version missing), or none, the
+/// admin commands say to migrate: before, `stats` failed on a column the older schema lacks,
+/// and `reconcile` on a table that was not there.
+#[tokio::test(flavor = "multi_thread")]
+async fn admin_commands_on_a_schema_behind_this_version_say_to_migrate() {
+    let db = TestDb::new().await;
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .args(args)
+            .env("DATABASE_URL", &db.url)
+            .env("SUME_API_KEYS", "main:sk_test")
+            .env("SUME_API_URL", "http://127.0.0.1:9/v1")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, said) = run(&["reconcile", "--since", "1h"]);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("run `sume-inbox migrate`"), "{said}");
+    let mut c = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut c).await.unwrap();
+    let latest = sume_inbox::db::migrate::latest();
+    c.execute(
+        "delete from sume.schema_migrations where version = $1",
+        &[&latest],
+    )
+    .await
+    .unwrap();
+    for args in [&["stats"][..], &["reconcile", "--since", "1h"][..]] {
+        let (code, said) = run(args);
+        assert_eq!(code, Some(1), "{args:?}: {said}");
+        assert!(
+            said.contains(&format!("lacks this version's migrations [{latest}]")),
+            "{args:?}: {said}"
+        );
+    }
+}
