@@ -287,7 +287,10 @@ async fn collect(
             let doubled = (buffer.capacity() * 2).min(state.max_body_bytes);
             let grown = needed.max(doubled);
             claim(state, reading, &mut held, grown - buffer.capacity()).await?;
-            buffer.reserve(grown - buffer.len());
+            // Exactly `grown`: `reserve` would double past MAX_BODY_BYTES near the end.
+            let mut larger = BytesMut::with_capacity(grown);
+            larger.extend_from_slice(&buffer);
+            buffer = larger;
             // The allocator's rounding, if any, is claimed too.
             if buffer.capacity() > grown {
                 claim(state, reading, &mut held, buffer.capacity() - grown).await?;

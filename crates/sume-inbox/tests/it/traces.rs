@@ -608,6 +608,8 @@ async fn the_traces_own_endpoint_is_used_as_written_with_the_headers() {
             headers.display().to_string(),
         ),
         ("OTEL_EXPORTER_OTLP_COMPRESSION", "none".to_owned()),
+        // Blank: unset, not "no headers" (which kept the ones above from being sent).
+        ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", String::new()),
         (
             "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
             "http/protobuf".to_owned(),
