@@ -254,6 +254,18 @@ impl Reconcile {
         if seen.is_empty() {
             return Ok(());
         }
+        // The same entry twice says nothing new (two that differ are both folded: the second
+        // a disagreement).
+        let mut distinct: Vec<ReconcileObservation> = Vec::with_capacity(seen.len());
+        for o in seen {
+            let again = distinct
+                .iter()
+                .any(|d| d.job_id == o.job_id && d.status == o.status && d.result == o.result);
+            if !again {
+                distinct.push(o.clone());
+            }
+        }
+        let seen = &distinct;
         let outcomes = self.store.close_reconciled(seen).await?;
         report.not_registered += seen.len() - outcomes.len();
         for (job_id, outcome) in outcomes {

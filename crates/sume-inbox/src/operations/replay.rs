@@ -99,7 +99,7 @@ pub const REPLAY_LIMIT_MAX: i64 = 10_000;
 
 /// The most dead letters one run reads, replayed or not: letters that still cannot be replayed
 /// are passed over, and the run ends here however few were replayed.
-pub const REPLAY_READ_MAX: usize = 100_000;
+pub const REPLAY_READ_MAX: usize = 20_000;
 
 /// `replay --dead-letters`: each dead letter is verified and read again (a newer version may
 /// understand it); one that now names a job goes into the inbox and is attached. `limit` counts

@@ -297,15 +297,16 @@ async fn a_page_saying_more_follows_without_a_cursor_is_not_a_complete_run() {
     assert!(stopped.contains("gave no cursor"), "{report:?}");
 }
 
-/// A page listing one job twice, `failed` then `completed`: the first closes it and the second
-/// is a recorded disagreement, counted; before, the second was dropped without a word and
-/// counted as a job not registered here.
+/// A page listing one job twice, `failed` then `completed` (and the first entry again): the
+/// first closes it, the second is a recorded disagreement, the repeat says nothing new; before,
+/// the second was dropped without a word and counted as a job not registered here.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_job_listed_twice_saying_two_things_is_a_recorded_disagreement() {
     let db = TestDb::new().await;
     migrate(&db).await;
     register(&db, "job_listed_twice").await;
     let page = json!({"data": [
+        {"id": "job_listed_twice", "status": "failed"},
         {"id": "job_listed_twice", "status": "failed"},
         {"id": "job_listed_twice", "status": "completed"},
         {"id": "job_never_registered", "status": "completed"},
@@ -330,8 +331,13 @@ async fn a_job_listed_twice_saying_two_things_is_a_recorded_disagreement() {
         .unwrap();
     let key = &report.keys[0];
     assert_eq!(
-        (key.closed, key.disagreements, key.not_registered),
-        (1, 1, 1),
+        (
+            key.closed,
+            key.disagreements,
+            key.not_registered,
+            key.already_closed
+        ),
+        (1, 1, 1, 0),
         "{report:?}"
     );
     assert_eq!(

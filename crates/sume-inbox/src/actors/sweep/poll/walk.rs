@@ -159,7 +159,8 @@ impl Poll {
                 if let Some(first) = walked.seen.get(&job.id) {
                     // Listed twice, saying two things: the list settles nothing of it, a read
                     // of its own decides.
-                    if first.status != job.status {
+                    if first.status != job.status || first.result != job.outcome_value() {
+                        tracing::warn!(key = %key.name, job_id = %job.id, first = %first.status, then = %job.status, "Sume's list showed a job twice, saying two things: it is read by itself");
                         walked.contradicted.insert(job.id.clone());
                     }
                     continue;
