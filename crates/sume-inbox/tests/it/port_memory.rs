@@ -25,6 +25,34 @@ const RSS_BOUND_KIB: u64 = 256 * 1024;
 /// The daemon process, killed when dropped.
 struct Binary(Child);
 
+impl Binary {
+    /// `sume-inbox serve` on `db` with free ports and `env` besides, once it is ready; with the
+    /// addresses it listens on (public, admin).
+    async fn start(db: &TestDb, env: &[(&str, &str)]) -> (Binary, SocketAddr, SocketAddr) {
+        let (listen, admin): (SocketAddr, SocketAddr) = (
+            format!("127.0.0.1:{}", free_port()).parse().unwrap(),
+            format!("127.0.0.1:{}", free_port()).parse().unwrap(),
+        );
+        let child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .arg("serve")
+            .env("DATABASE_URL", &db.url)
+            .env("SUME_WEBHOOK_SECRET", SECRET)
+            .env("LISTEN_ADDR", listen.to_string())
+            .env("ADMIN_ADDR", admin.to_string())
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let daemon = Binary(child);
+        wait_for("binary ready", Duration::from_secs(30), || async {
+            matches!(reqwest::get(format!("http://{listen}/readyz")).await, Ok(r) if r.status() == 200)
+        })
+        .await;
+        (daemon, listen, admin)
+    }
+}
+
 impl Drop for Binary {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -72,28 +100,9 @@ async fn stalled_upload(addr: SocketAddr) -> TcpStream {
 async fn thousands_of_stalled_uploads_at_the_largest_size_keep_no_delivery_out_nor_memory() {
     sume_inbox::process::fd_limit::raise(UPLOADS as u64 + 1024);
     let db = TestDb::new().await;
-    let (port, admin) = (free_port(), free_port());
-    let (listen, admin): (SocketAddr, SocketAddr) = (
-        format!("127.0.0.1:{port}").parse().unwrap(),
-        format!("127.0.0.1:{admin}").parse().unwrap(),
-    );
-    let child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("SUME_WEBHOOK_SECRET", SECRET)
-        .env("SUME_API_URL", "http://127.0.0.1:9/v1")
-        .env("LISTEN_ADDR", listen.to_string())
-        .env("ADMIN_ADDR", admin.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let daemon = Binary(child);
+    let (daemon, listen, admin) =
+        Binary::start(&db, &[("SUME_API_URL", "http://127.0.0.1:9/v1")]).await;
     let pid = daemon.0.id();
-    wait_for("binary ready", Duration::from_secs(30), || async {
-        matches!(reqwest::get(format!("http://{listen}/readyz")).await, Ok(r) if r.status() == 200)
-    })
-    .await;
     let idle_rss = rss_kib(pid);
     let mut uploads = Vec::with_capacity(UPLOADS);
     for batch in 0..UPLOADS.div_ceil(250) {
@@ -157,29 +166,13 @@ async fn bodies_sent_a_byte_a_chunk_hold_what_they_sent_not_their_buffers() {
     const CONNECTIONS: usize = 8;
     const CHUNKS: usize = 1_000;
     let db = TestDb::new().await;
-    let (listen, admin): (SocketAddr, SocketAddr) = (
-        format!("127.0.0.1:{}", free_port()).parse().unwrap(),
-        format!("127.0.0.1:{}", free_port()).parse().unwrap(),
-    );
-    let child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("SUME_WEBHOOK_SECRET", SECRET)
-        .env("LISTEN_ADDR", listen.to_string())
-        .env("ADMIN_ADDR", admin.to_string())
-        .env("MAX_BODY_BYTES", "64KiB")
-        .env("MAX_BODY_MEMORY", "1MiB")
-        .env("BODY_TIMEOUT", "60s")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let daemon = Binary(child);
+    let limits = [
+        ("MAX_BODY_BYTES", "64KiB"),
+        ("MAX_BODY_MEMORY", "1MiB"),
+        ("BODY_TIMEOUT", "60s"),
+    ];
+    let (daemon, listen, admin) = Binary::start(&db, &limits).await;
     let pid = daemon.0.id();
-    wait_for("binary ready", Duration::from_secs(30), || async {
-        matches!(reqwest::get(format!("http://{listen}/readyz")).await, Ok(r) if r.status() == 200)
-    })
-    .await;
     let idle_rss = rss_kib(pid);
     let head = format!(
         "POST /webhooks/sume HTTP/1.1\r\nhost: inbox\r\ntransfer-encoding: chunked\r\n\

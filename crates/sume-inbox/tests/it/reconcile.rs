@@ -16,8 +16,13 @@ use crate::sweep::{
 };
 
 fn reconcile(db: &TestDb, sim: &RunningSim, daily: u32) -> Reconcile {
+    reconcile_at(db, &sim.api_url(), daily)
+}
+
+/// A run against what answers at `api_url`, two jobs a page, within `daily` reads.
+fn reconcile_at(db: &TestDb, api_url: &str, daily: u32) -> Reconcile {
     let store = Store::new(&db.url, 2).unwrap();
-    let client = sume_wire::StatusClient::new(&sim.api_url(), Duration::from_secs(5)).unwrap();
+    let client = sume_wire::StatusClient::new(api_url, Duration::from_secs(5)).unwrap();
     let rate = Rate {
         count: 1000,
         per: Duration::from_secs(1),
@@ -278,17 +283,8 @@ async fn a_page_saying_more_follows_without_a_cursor_is_not_a_complete_run() {
     let app = axum::Router::new().fallback(|| async {
         axum::Json(json!({"data": [], "has_more": true, "next_cursor": null}))
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let store = Store::new(&db.url, 2).unwrap();
-    let client =
-        sume_wire::StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
-    let rate = Rate {
-        count: 1000,
-        per: Duration::from_secs(1),
-    };
-    let report = Reconcile::new(store, client, vec![main_key()], rate, 1000)
+    let api = stand_in_api(app).await;
+    let report = reconcile_at(&db, &api, 1000)
         .run(Duration::from_secs(3600), Duration::from_secs(5))
         .await
         .unwrap();
@@ -315,17 +311,8 @@ async fn a_job_listed_twice_saying_two_things_is_a_recorded_disagreement() {
         let page = page.clone();
         async move { axum::Json(page) }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let store = Store::new(&db.url, 2).unwrap();
-    let client =
-        sume_wire::StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
-    let rate = Rate {
-        count: 1000,
-        per: Duration::from_secs(1),
-    };
-    let report = Reconcile::new(store, client, vec![main_key()], rate, 1000)
+    let api = stand_in_api(app).await;
+    let report = reconcile_at(&db, &api, 1000)
         .run(Duration::from_secs(3600), Duration::from_secs(5))
         .await
         .unwrap();

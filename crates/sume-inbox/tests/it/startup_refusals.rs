@@ -43,20 +43,23 @@ async fn password_asking_server() -> u16 {
     port
 }
 
-/// `sume-inbox <command>` with only `env` (and the listeners on free ports), run off the
-/// runtime so a server of the test can answer it.
+/// `sume-inbox <command>` with only `env`, a webhook secret and the listeners on free ports.
+fn sume_inbox(command: &str, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+    cmd.arg(command)
+        .env_clear()
+        .env("SUME_WEBHOOK_SECRET", "whsec_x")
+        .env("LISTEN_ADDR", "127.0.0.1:0")
+        .env("ADMIN_ADDR", "127.0.0.1:0")
+        .envs(env.iter().copied());
+    cmd
+}
+
+/// [`sume_inbox`] run to its end off the runtime, so a server of the test can answer it.
 async fn run(command: &'static str, env: Vec<(&'static str, String)>) -> (Output, String) {
     let out = tokio::task::spawn_blocking(move || {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
-        cmd.arg(command)
-            .env_clear()
-            .env("SUME_WEBHOOK_SECRET", "whsec_x")
-            .env("LISTEN_ADDR", "127.0.0.1:0")
-            .env("ADMIN_ADDR", "127.0.0.1:0");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        cmd.output().unwrap()
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        sume_inbox(command, &env).output().unwrap()
     })
     .await
     .unwrap();
@@ -171,16 +174,13 @@ async fn a_listen_url_the_server_refuses_stops_the_start_naming_it() {
 #[test]
 fn sigterm_while_waiting_for_the_database_exits_zero() {
     use std::io::{BufRead, BufReader};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .arg("serve")
-        .env_clear()
-        .env("DATABASE_URL", "postgres://sume@127.0.0.1:1/app")
-        .env("SUME_WEBHOOK_SECRET", "whsec_x")
-        .env("LISTEN_ADDR", "127.0.0.1:0")
-        .env("ADMIN_ADDR", "127.0.0.1:0")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sume_inbox(
+        "serve",
+        &[("DATABASE_URL", "postgres://sume@127.0.0.1:1/app")],
+    )
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut seen = String::new();
     // The second wait: by then the signal handler, spawned before the start, is in place.
@@ -223,13 +223,7 @@ async fn sigterm_while_the_migrations_lock_is_held_stops_at_once() {
         while askers(&holder).await > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        let child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-            .arg(command)
-            .env_clear()
-            .env("DATABASE_URL", &db.url)
-            .env("SUME_WEBHOOK_SECRET", "whsec_x")
-            .env("LISTEN_ADDR", "127.0.0.1:0")
-            .env("ADMIN_ADDR", "127.0.0.1:0")
+        let child = sume_inbox(command, &[("DATABASE_URL", &db.url)])
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -269,10 +263,7 @@ async fn migrate_tells_the_schemas_version_even_when_newer_than_its_own() {
     let db = crate::support::TestDb::new().await;
     let latest = sume_inbox::db::migrate::latest();
     let migrate = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-            .arg("migrate")
-            .env_clear()
-            .env("DATABASE_URL", &db.url)
+        let out = sume_inbox("migrate", &[("DATABASE_URL", &db.url)])
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");

@@ -84,6 +84,16 @@ impl Delivery {
     }
 }
 
+/// Serves `app` on a free loopback port for the rest of the test, as what answers at
+/// SUME_API_URL (a front in Sume's place, or Sume answering oddly); answers that base URL,
+/// `http://127.0.0.1:PORT/v1`.
+pub async fn stand_in_api(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/v1")
+}
+
 /// A loopback port free now, for a daemon binary to bind.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -377,10 +377,7 @@ async fn a_429_asking_for_no_wait_is_not_asked_again_at_once() {
                 .into_response()
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let api = format!("http://{addr}/v1");
+    let api = stand_in_api(app).await;
     let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![main_key()]).await;
     register(&db, "job_behind_a_429").await;
     sweep.advance(sweep.config.poll_after + Duration::from_secs(1));

@@ -257,10 +257,7 @@ async fn a_job_listed_twice_saying_two_things_is_read_by_itself() {
             }
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let api = format!("http://{addr}/v1");
+    let api = stand_in_api(app).await;
     let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![crate::sweep::main_key()]).await;
     sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
     let polled = sweep.poll_once().await;
