@@ -139,11 +139,29 @@ pub fn lacking_rights(setting: &'static str, url: &str, e: &DbError) -> Option<D
         | DbError::Migration(_, source) => source,
         _ => return None,
     };
+    refused_for_privilege(
+        setting,
+        url,
+        source,
+        "the role may not set up the schema",
+        "run `sume-inbox migrate` with a role that may create the schema",
+    )
+}
+
+/// [`DbError::Refused`] when `source` is SQLSTATE 42501: what the role may not do, the server's
+/// words, and what to do about it.
+fn refused_for_privilege(
+    setting: &'static str,
+    url: &str,
+    source: &tokio_postgres::Error,
+    what: &str,
+    todo: &str,
+) -> Option<DbError> {
     (source.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE)).then(|| DbError::Refused {
         setting,
         target: redacted(url),
         problem: format!(
-            "the role may not set up the schema: {}: retrying cannot fix this; run `sume-inbox migrate` with a role that may create the schema (README \"Least privilege\")",
+            "{what}: {}: retrying cannot fix this; {todo} (README \"Least privilege\")",
             pg_message(source)
         ),
     })
@@ -156,14 +174,13 @@ pub fn lacking_usage(setting: &'static str, url: &str, e: &DbError) -> Option<Db
     let DbError::Query { source, .. } = e else {
         return None;
     };
-    (source.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE)).then(|| DbError::Refused {
+    refused_for_privilege(
         setting,
-        target: redacted(url),
-        problem: format!(
-            "the role may not read the schema: {}: retrying cannot fix this; grant it usage on schema sume and its tables' rights (README \"Least privilege\")",
-            pg_message(source)
-        ),
-    })
+        url,
+        source,
+        "the role may not read the schema",
+        "grant it usage on schema sume and its tables' rights",
+    )
 }
 
 /// Opens one connection outside the pool (migrations, the CLI), driving it on a task.
