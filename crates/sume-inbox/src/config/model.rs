@@ -228,4 +228,7 @@ pub struct TracesConfig {
     pub ratio: f64,
     /// OTEL_RESOURCE_ATTRIBUTES, decoded, in order.
     pub resource: Vec<(String, String)>,
+    /// OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, else OTEL_EXPORTER_OTLP_TIMEOUT: how long one export
+    /// may take.
+    pub timeout: std::time::Duration,
 }

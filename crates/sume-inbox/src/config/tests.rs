@@ -304,6 +304,8 @@ fn the_flags_keep_their_names() {
             "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
             "OTEL_EXPORTER_OTLP_HEADERS",
             "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "OTEL_EXPORTER_OTLP_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
             "OTEL_SERVICE_NAME",
             "OTEL_TRACES_SAMPLER",
             "OTEL_TRACES_SAMPLER_ARG",

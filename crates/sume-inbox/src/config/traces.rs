@@ -11,6 +11,7 @@ use super::model::{Traces, TracesConfig};
 use super::setting::Setting;
 use super::values::Values;
 use super::ConfigError;
+use std::time::Duration;
 
 /// OTEL_* from the environment.
 pub fn traces_from_env() -> Result<Traces, ConfigError> {
@@ -42,6 +43,7 @@ pub fn traces(v: &Values) -> Result<Traces, ConfigError> {
     }
     let sampler = v.choice(&OTEL_TRACES_SAMPLER)?;
     let ratio = ratio(v)?;
+    let timeout = timeout(v)?;
     let resource = resource_attributes(v.text(&OTEL_RESOURCE_ATTRIBUTES).unwrap_or(""))?;
     let because = if disabled {
         Some("OTEL_SDK_DISABLED=true")
@@ -58,6 +60,7 @@ pub fn traces(v: &Values) -> Result<Traces, ConfigError> {
             sampler,
             ratio,
             resource,
+            timeout,
         }),
         (because, _) => Traces::Off { because },
     })
@@ -109,6 +112,27 @@ fn ratio(v: &Values) -> Result<f64, ConfigError> {
             )),
         },
     }
+}
+
+/// OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, else OTEL_EXPORTER_OTLP_TIMEOUT: whole milliseconds from 1
+/// to 600,000, 10 s when neither is set. Both are checked. The SDK would read them itself and
+/// drop a value it cannot read without a word; the one taken is given to it.
+fn timeout(v: &Values) -> Result<Duration, ConfigError> {
+    let read = |s: &'static Setting| {
+        match v.text(s).map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(raw) => match raw.parse::<u64>() {
+            Ok(ms) if (1..=600_000).contains(&ms) => Ok(Some(Duration::from_millis(ms))),
+            _ => Err(ConfigError::new(
+                s.name,
+                format!("{raw:?} is not a timeout in whole milliseconds from 1 to 600000 (such as 10000)"),
+            )),
+        },
+    }
+    };
+    let base = read(&OTEL_EXPORTER_OTLP_TIMEOUT)?;
+    let own = read(&OTEL_EXPORTER_OTLP_TRACES_TIMEOUT)?;
+    Ok(own.or(base).unwrap_or(Duration::from_secs(10)))
 }
 
 /// OTEL_EXPORTER_OTLP_HEADERS (or its traces' own): `name=value` items separated by commas,

@@ -1,6 +1,7 @@
 //! OTEL_* as OpenTelemetry writes them: what turns export on and off, and what is refused.
 
 use super::*;
+use std::time::Duration;
 
 fn values(given: &[(&'static Setting, &str)]) -> Values {
     given
@@ -53,6 +54,21 @@ fn traces_are_read_as_opentelemetry_writes_them() {
     let pairs = [("deployment.environment", "prod"), ("team", "a,b")];
     let pairs: Vec<(String, String)> = pairs.map(|(k, v)| (k.into(), v.into())).into();
     assert_eq!(read.resource, pairs);
+    assert_eq!(read.timeout, Duration::from_secs(10), "the default");
+}
+
+/// The export's timeout is whole milliseconds, the traces' own before the base one.
+#[test]
+fn the_export_timeout_is_read_in_milliseconds_the_traces_own_first() {
+    let base = (&OTEL_EXPORTER_OTLP_TIMEOUT, " 2500 ");
+    assert_eq!(on(&[ENDPOINT, base]).timeout, Duration::from_millis(2500));
+    let own = (&OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, "700");
+    assert_eq!(
+        on(&[ENDPOINT, base, own]).timeout,
+        Duration::from_millis(700)
+    );
+    let e = refused(&[ENDPOINT, (&OTEL_EXPORTER_OTLP_TIMEOUT, "10s")]).to_string();
+    assert!(e.contains("whole milliseconds"), "{e}");
 }
 
 /// Every value is checked whether export is on or not: a bad sampler set on an instance
@@ -75,6 +91,10 @@ fn each_bad_value_is_refused_under_its_own_name_with_export_on_or_off() {
         (&OTEL_EXPORTER_OTLP_PROTOCOL, "grpc"),
         (&OTEL_EXPORTER_OTLP_COMPRESSION, "gzip"),
         (&OTEL_EXPORTER_OTLP_HEADERS, "garbage"),
+        (&OTEL_EXPORTER_OTLP_TIMEOUT, "10s"),
+        (&OTEL_EXPORTER_OTLP_TIMEOUT, "0"),
+        (&OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, "-5"),
+        (&OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, "600001"),
     ] {
         for with_endpoint in [true, false] {
             let mut given = vec![(setting, bad)];

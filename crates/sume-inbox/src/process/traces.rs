@@ -108,6 +108,7 @@ where
         .with_http()
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
         .with_endpoint(config.traces_url.clone())
+        .with_timeout(config.timeout)
         .build()
         .map_err(|e| {
             ConfigError::new(

@@ -65,6 +65,17 @@ declare! { TRACES, "Traces (OpenTelemetry)",
         secret: true,
         about: "the same, for spans only; when set, used rather than OTEL_EXPORTER_OTLP_HEADERS (environment only)",
     }
+    /// How long one export may take.
+    OTEL_EXPORTER_OTLP_TIMEOUT {
+        default_note: Some("10000"),
+        form: Form::Text,
+        about: "how long one export of spans may take, in milliseconds as OpenTelemetry writes it (`10000`, from 1 to 600000); anything else stops the start (environment only)",
+    }
+    /// The same, for spans only.
+    OTEL_EXPORTER_OTLP_TRACES_TIMEOUT {
+        form: Form::Text,
+        about: "the same, for spans only; when set, used rather than OTEL_EXPORTER_OTLP_TIMEOUT (environment only)",
+    }
     /// The `service.name` resource attribute.
     OTEL_SERVICE_NAME {
         default: Some("sume-inbox"),
