@@ -19,7 +19,7 @@
 //! | `app/` | the wiring | [`app::run`]: opens the database, starts every actor and both servers, shuts down in order |
 //! | `actors/` | the long-lived tasks | `ingest.rs` (`ingest_pace.rs`: how long a writer collects), `attach/`, `sweep/` (`inbox_check.rs`: stale inbox rows; `poll.rs`: open jobs; `retention.rs`), `close_waiters.rs`, `heartbeat.rs`; `supervision.rs`: how each starts and is watched |
 //! | `decisions/` | pure decisions | `delivery.rs` (a signed request to an event), `job_fold.rs` (the one close), `poll_decision.rs`, `inbox_verdict.rs`, `backoff.rs` |
-//! | `http/` | the HTTP surfaces | `server.rs` + `timed_io.rs` + `timed_body.rs` (both ports' loop and timeouts), `webhook.rs` (+ `webhook_headers.rs`), `probes.rs` (`/healthz`, `/readyz`), `misrouted.rs` (other paths of the public port), `admin/` (the admin API), `console/` (the operator console) |
+//! | `http/` | the HTTP surfaces | `server.rs` + `timed_io.rs` + `timed_body.rs` (both ports' loop and timeouts), `webhook.rs` (+ `webhook_headers.rs`, `webhook_body.rs`), `probes.rs` (`/healthz`, `/readyz`), `misrouted.rs` (other paths of the public port), `admin/` (the admin API), `console/` (the operator console) |
 //! | `db/` | the database | one file per table mirroring `sql/queries/`, `statement.rs` (every statement), `connection.rs`, `pools.rs` (the pool and the ingest writers' connections), `migrate/` (the migrations and their lock waits), `clock.rs` (the statements' clock), `value_names.rs` (the closed sets of values the tables hold) |
 //! | `sume_api/` | the way to Sume | `status_reader.rs`, `read_budget.rs` (the fleet-wide token bucket), `key_checks.rs` (when a 404 is a verdict), `answer.rs` |
 //! | `operations/` | operator actions | `replay.rs`, `reconciliation.rs` |
