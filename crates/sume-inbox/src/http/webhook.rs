@@ -19,7 +19,7 @@
 //!   without a commit.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -32,10 +32,10 @@ pub use super::body_budget::BodyBudget;
 pub use super::body_readers::BodyReaders;
 use super::probes::{self, Readiness};
 use super::webhook_body::read_body;
-use super::webhook_headers::{header_str, received, unreadable};
+use super::webhook_headers::{before_the_body, header_str, received, unix_now};
 use crate::actors::ingest::{IngestHandle, Stored};
 use crate::db::NewEvent;
-use crate::decisions::delivery::{check_headers, verify_delivery, Delivery};
+use crate::decisions::delivery::{verify_delivery, Delivery};
 use crate::metrics::{Metrics, StatusSource, WebhookOutcome};
 use crate::process::log_budget::LogBudget;
 use crate::process::traces;
@@ -95,13 +95,6 @@ pub fn router(state: WebhookState) -> Router {
 /// Where Sume's webhooks are received (with a trailing `/` too: a `webhook_url` so written).
 pub const WEBHOOK_PATH: &str = "/webhooks/sume";
 
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 /// One delivery, in its `delivery` span when traces are exported ([`traces`]).
 async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Response {
     let span = traces::span!(
@@ -131,13 +124,8 @@ async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Re
 async fn checked(state: Arc<WebhookState>, request: Request, delivery_span: &Span) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
-    let tolerance = state.tolerance.as_secs();
     let checks = traces::span!("check headers").entered();
-    let header_check = match unreadable(headers) {
-        Some(e) => Err(e),
-        None => check_headers(received(headers), unix_now(), tolerance),
-    };
-    if let Err(e) = header_check {
+    if let Err(e) = before_the_body(headers, state.tolerance) {
         return unread_body(refused(&state, e));
     }
     let declared = header_str(headers, header::CONTENT_LENGTH.as_str())
@@ -154,6 +142,7 @@ async fn checked(state: Arc<WebhookState>, request: Request, delivery_span: &Spa
     };
     let now = unix_now();
     let verifying = traces::span!("verify").entered();
+    let tolerance = state.tolerance.as_secs();
     let verified = verify_delivery(received(headers), body, &state.secrets, now, tolerance);
     drop(verifying);
     let delivery = match verified {

@@ -22,7 +22,8 @@ pub enum WebhookOutcome {
     malformed,
     /// Not committed in time: 503.
     unavailable,
-    /// A POST with Sume's signing headers to a path other than `/webhooks/sume`: 404.
+    /// A POST to a path other than `/webhooks/sume` whose signing headers pass the checks
+    /// made before a body is read (well formed, the timestamp fresh): 404.
     misrouted,
 }
 
