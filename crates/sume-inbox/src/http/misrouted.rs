@@ -1,5 +1,6 @@
-//! What the public port answers at paths it does not serve. Anyone may knock there (scanners
-//! do, all day), and they get a plain 404. But a POST whose signing headers pass the checks the webhook
+//! What the public port answers at paths it does not serve, and to methods other than GET at
+//! the health checks. Anyone may knock there (scanners do, all day), and they get a plain 404
+//! (405 at the health checks). But a POST whose signing headers pass the checks the webhook
 //! route makes before reading a body (both there, well formed, the timestamp within
 //! WEBHOOK_TOLERANCE) is Sume, or a relay of it, sending webhooks to the wrong path: a
 //! `webhook_url` mistyped at Sume or a proxy rewriting it. Every such delivery is lost after
@@ -27,6 +28,15 @@ static MISROUTED_LOG: LogBudget = LogBudget::new(1, std::time::Duration::from_se
 pub async fn answer(State(state): State<Arc<WebhookState>>, request: Request) -> Response {
     if !signed_post(&state, &request) {
         return StatusCode::NOT_FOUND.into_response();
+    }
+    misrouted(&state, &request)
+}
+
+/// The answer to a method other than GET (or HEAD) at a path served for GET only, the health
+/// checks: a signed POST there is misrouted like any other; anything else is the 405 it was.
+pub async fn other_method(State(state): State<Arc<WebhookState>>, request: Request) -> Response {
+    if !signed_post(&state, &request) {
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
     }
     misrouted(&state, &request)
 }

@@ -11,7 +11,8 @@
 //! - 401: missing, malformed or wrong signature, or a stale timestamp; nothing stored;
 //! - 413: body over MAX_BODY_BYTES (declared or sent); 408: body not sent within BODY_TIMEOUT;
 //!   400: its chunked framing broken, or sent in too many pieces;
-//!   404/405: wrong path or method;
+//!   404/405: wrong path or method (a signed POST to a path served for GET only is
+//!   [`super::misrouted`]'s);
 //! - 503 with Retry-After: the database could not take the write; or the body was shed for a
 //!   newer request ([`super::body_readers`]: it was the oldest still reading at MAX_IN_FLIGHT,
 //!   or its bytes were needed under MAX_BODY_MEMORY); or its next bytes did not fit in
@@ -80,14 +81,21 @@ impl axum::extract::FromRef<Arc<WebhookState>> for probes::Probes {
 }
 
 /// The public port's routes: the webhook and the health checks; any other path is
-/// [`super::misrouted`]'s. The state is shared behind one `Arc`: every request takes a handle
-/// to it, one reference count instead of one per field.
+/// [`super::misrouted`]'s, and so is any method but GET at the health checks (a signed POST
+/// there is misrouted, anything else 405). The state is shared behind one `Arc`: every request
+/// takes a handle to it, one reference count instead of one per field.
 pub fn router(state: WebhookState) -> Router {
     Router::new()
         .route(WEBHOOK_PATH, post(receive))
         .route("/webhooks/sume/", post(receive))
-        .route("/healthz", get(probes::healthz))
-        .route("/readyz", get(probes::readyz))
+        .route(
+            "/healthz",
+            get(probes::healthz).fallback(super::misrouted::other_method),
+        )
+        .route(
+            "/readyz",
+            get(probes::readyz).fallback(super::misrouted::other_method),
+        )
         .fallback(super::misrouted::answer)
         .with_state(Arc::new(state))
 }

@@ -234,6 +234,34 @@ async fn a_post_whose_signing_headers_would_be_refused_is_not_counted_misrouted(
     daemon.stop().await;
 }
 
+/// `/healthz` and `/readyz` serve GET: a signed POST there is misrouted like one to any other
+/// path (before, a bare 405, neither counted nor logged); an unsigned one, or another method,
+/// still gets its 405.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signed_post_to_a_health_check_is_misrouted_and_an_unsigned_one_gets_405() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    for path in ["/healthz", "/readyz"] {
+        let r = Delivery::completed("job_lost")
+            .send(&http, &daemon.url(path))
+            .await;
+        assert_eq!(r.status(), 404, "{path}");
+        let said = r.text().await.unwrap();
+        assert!(said.contains("POST /webhooks/sume"), "{path}: {said}");
+        let unsigned = http.post(daemon.url(path)).body("{}").send().await.unwrap();
+        assert_eq!(unsigned.status(), 405, "{path}");
+        let put = http.put(daemon.url(path)).send().await.unwrap();
+        assert_eq!(put.status(), 405, "{path}");
+        assert_eq!(put.headers()["allow"], "GET,HEAD", "{path}");
+        let get = http.get(daemon.url(path)).send().await.unwrap();
+        assert_eq!(get.status(), 200, "{path}");
+    }
+    let misrouted = r#"sume_inbox_webhooks_total{outcome="misrouted"}"#;
+    assert_eq!(crate::port::metric(&daemon, misrouted).await, 2.0);
+    daemon.stop().await;
+}
+
 /// Authentic garbage and authentic JSON naming no job are kept as dead letters; a good event
 /// for a job nobody registered, and its duplicate, are stored once.
 async fn authentic_deliveries_get_204(http: &reqwest::Client, url: &str) {
