@@ -1,5 +1,5 @@
 //! The two HTTP surfaces: the public webhook endpoint ([`webhook`], its headers read in
-//! `webhook_headers`) with the health checks
+//! `webhook_headers`, its body in [`webhook_body`]) with the health checks
 //! ([`probes`]) and what other paths get ([`misrouted`]), and the admin API ([`admin`]) with
 //! the console ([`console`]). Handlers only translate HTTP to messages and store calls. Both
 //! ports are served by one loop, [`server`], each with its own connection cap, whose
@@ -17,6 +17,7 @@ pub mod server;
 pub mod timed_body;
 pub mod timed_io;
 pub mod webhook;
+pub mod webhook_body;
 mod webhook_headers;
 
 use axum::http::StatusCode;

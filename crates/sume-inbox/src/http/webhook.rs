@@ -2,14 +2,17 @@
 //!
 //! A delivery is checked from its headers alone first (signature header well formed, timestamp
 //! within the tolerance, Content-Length within MAX_BODY_BYTES), so a request that cannot verify
-//! is refused before its body is read or waited for; then the body is read within BODY_TIMEOUT,
-//! the signature verified over every configured secret, and the delivery handed to the ingest
-//! actor; the answer waits for the commit:
+//! is refused before its body is read or waited for; then the body is read
+//! ([`super::webhook_body`]: within BODY_TIMEOUT, and in at most so many pieces), the signature
+//! verified over every configured secret, and the delivery handed to the ingest actor; the
+//! answer waits for the commit:
 //! - 204: stored, a duplicate, an unknown job (it waits in the inbox), or a verified body that
 //!   names no job (kept as a dead letter);
 //! - 401: missing, malformed or wrong signature, or a stale timestamp; nothing stored;
 //! - 413: body over MAX_BODY_BYTES (declared or sent); 408: body not sent within BODY_TIMEOUT;
-//!   404/405: wrong path or method;
+//!   400: its chunked framing broken, or sent in too many pieces;
+//!   404/405: wrong path or method (a signed POST to a path served for GET only is
+//!   [`super::misrouted`]'s);
 //! - 503 with Retry-After: the database could not take the write; or the body was shed for a
 //!   newer request ([`super::body_readers`]: it was the oldest still reading at MAX_IN_FLIGHT,
 //!   or its bytes were needed under MAX_BODY_MEMORY); or its next bytes did not fit in
@@ -17,34 +20,30 @@
 //!   without a commit.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use bytes::BytesMut;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use sume_wire::{headers, Secret, VerifyError};
 
 pub use super::body_budget::BodyBudget;
-use super::body_budget::{Held, SHED_WAIT};
 pub use super::body_readers::BodyReaders;
-use super::body_readers::Reading;
 use super::probes::{self, Readiness};
-use super::webhook_headers::{header_str, received, unreadable};
+use super::webhook_body::read_body;
+use super::webhook_headers::{before_the_body, header_str, received, unix_now};
 use crate::actors::ingest::{IngestHandle, Stored};
 use crate::db::NewEvent;
-use crate::decisions::delivery::{check_headers, verify_delivery, Delivery};
-use crate::metrics::{Metrics, StatusSource, TimeoutKind, WebhookOutcome};
+use crate::decisions::delivery::{verify_delivery, Delivery};
+use crate::metrics::{Metrics, StatusSource, WebhookOutcome};
 use crate::process::log_budget::LogBudget;
 use crate::process::traces;
 use tracing::{Instrument, Span};
 
 /// Refused deliveries are counted always and logged at most this often (anyone can send them).
-static REFUSALS_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(1));
+pub(super) static REFUSALS_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(1));
 /// Verified deliveries with something odd about them (a replayed delivery can repeat them).
 static ODD_DELIVERIES_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(1));
 
@@ -82,27 +81,27 @@ impl axum::extract::FromRef<Arc<WebhookState>> for probes::Probes {
 }
 
 /// The public port's routes: the webhook and the health checks; any other path is
-/// [`super::misrouted`]'s. The state is shared behind one `Arc`: every request takes a handle
-/// to it, one reference count instead of one per field.
+/// [`super::misrouted`]'s, and so is any method but GET at the health checks (a signed POST
+/// there is misrouted, anything else 405). The state is shared behind one `Arc`: every request
+/// takes a handle to it, one reference count instead of one per field.
 pub fn router(state: WebhookState) -> Router {
     Router::new()
         .route(WEBHOOK_PATH, post(receive))
         .route("/webhooks/sume/", post(receive))
-        .route("/healthz", get(probes::healthz))
-        .route("/readyz", get(probes::readyz))
+        .route(
+            "/healthz",
+            get(probes::healthz).fallback(super::misrouted::other_method),
+        )
+        .route(
+            "/readyz",
+            get(probes::readyz).fallback(super::misrouted::other_method),
+        )
         .fallback(super::misrouted::answer)
         .with_state(Arc::new(state))
 }
 
 /// Where Sume's webhooks are received (with a trailing `/` too: a `webhook_url` so written).
 pub const WEBHOOK_PATH: &str = "/webhooks/sume";
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
 
 /// One delivery, in its `delivery` span when traces are exported ([`traces`]).
 async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Response {
@@ -133,13 +132,8 @@ async fn receive(State(state): State<Arc<WebhookState>>, request: Request) -> Re
 async fn checked(state: Arc<WebhookState>, request: Request, delivery_span: &Span) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
-    let tolerance = state.tolerance.as_secs();
     let checks = traces::span!("check headers").entered();
-    let header_check = match unreadable(headers) {
-        Some(e) => Err(e),
-        None => check_headers(received(headers), unix_now(), tolerance),
-    };
-    if let Err(e) = header_check {
+    if let Err(e) = before_the_body(headers, state.tolerance) {
         return unread_body(refused(&state, e));
     }
     let declared = header_str(headers, header::CONTENT_LENGTH.as_str())
@@ -156,6 +150,7 @@ async fn checked(state: Arc<WebhookState>, request: Request, delivery_span: &Spa
     };
     let now = unix_now();
     let verifying = traces::span!("verify").entered();
+    let tolerance = state.tolerance.as_secs();
     let verified = verify_delivery(received(headers), body, &state.secrets, now, tolerance);
     drop(verifying);
     let delivery = match verified {
@@ -205,128 +200,6 @@ pub(super) fn unread_body(mut answer: Response) -> Response {
     answer
 }
 
-/// Why a body was not read.
-enum Unread {
-    TooLarge,
-    OverBudget,
-    Shed,
-    Broken(axum::Error),
-}
-
-/// Reads the whole body within BODY_TIMEOUT, MAX_BODY_BYTES and MAX_BODY_MEMORY; the error is
-/// the answer. What the body holds of MAX_BODY_MEMORY is returned with it.
-async fn read_body(state: &WebhookState, body: Body) -> Result<(Bytes, Held), Response> {
-    let reading = state.body_readers.enter();
-    let read = async {
-        tokio::select! {
-            read = collect(state, body, &reading) => read,
-            _ = reading.shed() => Err(Unread::Shed),
-        }
-    };
-    match tokio::time::timeout(state.body_timeout, read).await {
-        Ok(Ok(read)) => Ok(read),
-        Ok(Err(Unread::TooLarge)) => Err(unread_body(too_large(state))),
-        Ok(Err(Unread::OverBudget)) => {
-            state.metrics.port_body_memory_refused.inc();
-            Err(unread_body(unavailable(state.retry_after_secs)))
-        }
-        Ok(Err(Unread::Shed)) => {
-            state.metrics.port_bodies_shed.inc();
-            Err(unread_body(unavailable(state.retry_after_secs)))
-        }
-        Ok(Err(Unread::Broken(e))) => {
-            tracing::debug!(error = %e, "webhook body not read");
-            Err(unread_body(
-                (
-                    StatusCode::BAD_REQUEST,
-                    "the request body could not be read (its chunked framing is broken)",
-                )
-                    .into_response(),
-            ))
-        }
-        Err(_) => {
-            state.metrics.port_timeout(TimeoutKind::body);
-            Err(unread_body(
-                (
-                    StatusCode::REQUEST_TIMEOUT,
-                    "the request body did not arrive within BODY_TIMEOUT",
-                )
-                    .into_response(),
-            ))
-        }
-    }
-}
-
-/// Reads the body frame by frame, never trusting what `Content-Length` declares. Each frame is
-/// copied out at once into the body's own buffer: a frame is a slice of the connection's read
-/// buffer, and kept as received it would keep all of that alive (a body sent a byte a chunk,
-/// or behind chunk sizes padded with zeros, held kilobytes per byte counted). What the buffer
-/// grows by is claimed from MAX_BODY_MEMORY before it grows; it at most doubles, so a body
-/// holds under twice what arrived, and exactly that when it came in one frame.
-async fn collect(
-    state: &WebhookState,
-    body: Body,
-    reading: &Reading,
-) -> Result<(Bytes, Held), Unread> {
-    let mut held = state
-        .body_memory
-        .reserve(0)
-        .map_err(|_| Unread::OverBudget)?;
-    let mut buffer = BytesMut::new();
-    let mut limited = Limited::new(body, state.max_body_bytes);
-    while let Some(frame) = limited.frame().await {
-        let frame = frame.map_err(|e| match e.downcast::<LengthLimitError>() {
-            Ok(_) => Unread::TooLarge,
-            Err(e) => Unread::Broken(axum::Error::new(e)),
-        })?;
-        let Ok(data) = frame.into_data() else {
-            continue; // trailers
-        };
-        let needed = buffer.len() + data.len();
-        if needed > buffer.capacity() {
-            let doubled = (buffer.capacity() * 2).min(state.max_body_bytes);
-            let grown = needed.max(doubled);
-            claim(state, reading, &mut held, grown - buffer.capacity()).await?;
-            // Exactly `grown`: `reserve` would double past MAX_BODY_BYTES near the end.
-            let mut larger = BytesMut::with_capacity(grown);
-            larger.extend_from_slice(&buffer);
-            buffer = larger;
-            // The allocator's rounding, if any, is claimed too.
-            if buffer.capacity() > grown {
-                claim(state, reading, &mut held, buffer.capacity() - grown).await?;
-            }
-        }
-        buffer.extend_from_slice(&data);
-    }
-    Ok((buffer.freeze(), held))
-}
-
-/// Adds `n` bytes to what the body holds. When the budget cannot cover them, the oldest other
-/// readers holding enough between them are shed and their bytes waited for, at most
-/// [`SHED_WAIT`]; when no such readers exist, or their bytes do not come back in time, the
-/// body is over budget.
-async fn claim(
-    state: &WebhookState,
-    reading: &Reading,
-    held: &mut Held,
-    n: usize,
-) -> Result<(), Unread> {
-    let budget = &state.body_memory;
-    if held.grow(budget, n).is_err() {
-        let lacking = n.saturating_sub(budget.available());
-        if lacking > 0 && reading.shed_others_for(lacking) == 0 {
-            return Err(Unread::OverBudget);
-        }
-        let more = budget
-            .reserve_within(n, SHED_WAIT)
-            .await
-            .map_err(|_| Unread::OverBudget)?;
-        held.add(more);
-    }
-    reading.holds(held.bytes());
-    Ok(())
-}
-
 fn refused(state: &WebhookState, e: VerifyError) -> Response {
     if let Some(left_out) = REFUSALS_LOG.allow() {
         tracing::warn!(reason = %e, left_out, "webhook refused");
@@ -335,7 +208,7 @@ fn refused(state: &WebhookState, e: VerifyError) -> Response {
     (StatusCode::UNAUTHORIZED, e.to_string()).into_response()
 }
 
-fn too_large(state: &WebhookState) -> Response {
+pub(super) fn too_large(state: &WebhookState) -> Response {
     state.metrics.webhook(WebhookOutcome::too_large);
     (
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -375,7 +248,7 @@ async fn store(state: &WebhookState, delivery: Delivery) -> Response {
     }
 }
 
-fn unavailable(retry_after_secs: u64) -> Response {
+pub(super) fn unavailable(retry_after_secs: u64) -> Response {
     let mut response = (
         StatusCode::SERVICE_UNAVAILABLE,
         "the inbox cannot take writes right now; retry later",

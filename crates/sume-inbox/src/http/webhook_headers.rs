@@ -1,11 +1,34 @@
 //! A webhook's headers as the checks read them: the verifying pair (`X-Sume-Timestamp`,
 //! `X-Sume-Signature`) and the event id hint, and what makes a verifying header unreadable
-//! (sent twice, not ASCII text), which is said as such rather than as "missing".
+//! (sent twice, not ASCII text), which is said as such rather than as "missing"; and the
+//! checks made from them alone, before a body is read ([`before_the_body`]), which the webhook
+//! route refuses by and [`super::misrouted`] counts by.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::http::HeaderMap;
 use sume_wire::{headers, VerifyError};
 
-use crate::decisions::delivery::Received;
+use crate::decisions::delivery::{check_headers, Received};
+
+/// Now, in Unix seconds (what a signed timestamp is compared with).
+pub(super) fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// What the headers alone can tell of a delivery: both verifying headers there, readable and
+/// well formed, and the timestamp within `tolerance` (WEBHOOK_TOLERANCE) of now. What fails
+/// cannot verify, whatever its body; what passes may (anyone can write such headers: only the
+/// body's signature tells).
+pub(super) fn before_the_body(headers: &HeaderMap, tolerance: Duration) -> Result<(), VerifyError> {
+    match unreadable(headers) {
+        Some(e) => Err(e),
+        None => check_headers(received(headers), unix_now(), tolerance.as_secs()),
+    }
+}
 
 pub(super) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())

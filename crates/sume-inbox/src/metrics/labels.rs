@@ -17,9 +17,13 @@ pub enum WebhookOutcome {
     unauthorized,
     /// Body over MAX_BODY_BYTES: 413.
     too_large,
+    /// Body whose chunked framing broke, or that came in more pieces than the port reads for
+    /// one body ([`crate::http::webhook_body::max_frames`]): 400.
+    malformed,
     /// Not committed in time: 503.
     unavailable,
-    /// A POST with Sume's signing headers to a path other than `/webhooks/sume`: 404.
+    /// A POST to a path other than `/webhooks/sume` whose signing headers pass the checks
+    /// made before a body is read (well formed, the timestamp fresh): 404.
     misrouted,
 }
 

@@ -179,6 +179,89 @@ async fn a_trailing_slash_is_served_and_a_signed_post_elsewhere_is_counted() {
     daemon.stop().await;
 }
 
+/// What counts as misrouted is what the webhook route would read the body of: both signing
+/// headers well formed and the timestamp within WEBHOOK_TOLERANCE. A POST naming one header
+/// alone, a stale timestamp or a malformed signature is a stranger's, answered a bare 404 and
+/// not counted (before, any `X-Sume-Timestamp` was counted, and 300 of them fired
+/// `SumeInboxWebhooksMisrouted`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_post_whose_signing_headers_would_be_refused_is_not_counted_misrouted() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let (url, now) = (daemon.url("/webhook/sume"), unix_now());
+    let zeros = format!("v1={}", "0".repeat(64));
+    let strangers: [&[(&str, String)]; 5] = [
+        &[("x-sume-timestamp", now.to_string())],
+        &[("x-sume-signature", zeros.clone())],
+        &[
+            ("x-sume-timestamp", (now - 3600).to_string()),
+            ("x-sume-signature", zeros.clone()),
+        ],
+        &[
+            ("x-sume-timestamp", now.to_string()),
+            ("x-sume-signature", "v1=nothex".into()),
+        ],
+        &[
+            ("x-sume-timestamp", "soon".into()),
+            ("x-sume-signature", zeros.clone()),
+        ],
+    ];
+    for headers in strangers {
+        let mut post = http.post(&url).body("{}");
+        for (name, value) in headers {
+            post = post.header(*name, value);
+        }
+        let r = post.send().await.unwrap();
+        assert_eq!(r.status(), 404, "{headers:?}");
+        assert_eq!(r.text().await.unwrap(), "", "{headers:?}");
+    }
+    let mut stale = Delivery::completed("job_lost");
+    stale.timestamp = now - 3600;
+    assert_eq!(stale.send(&http, &url).await.status(), 404);
+    let misrouted = r#"sume_inbox_webhooks_total{outcome="misrouted"}"#;
+    assert_eq!(crate::port::metric(&daemon, misrouted).await, 0.0);
+    // Well formed and fresh: counted, though only its body could tell whether it is Sume's.
+    let r = http.post(&url).header("x-sume-timestamp", now.to_string());
+    let r = r.header("x-sume-signature", &zeros).body("{}").send().await;
+    assert!(r
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+        .contains("POST /webhooks/sume"));
+    assert_eq!(crate::port::metric(&daemon, misrouted).await, 1.0);
+    daemon.stop().await;
+}
+
+/// `/healthz` and `/readyz` serve GET: a signed POST there is misrouted like one to any other
+/// path (before, a bare 405, neither counted nor logged); an unsigned one, or another method,
+/// still gets its 405.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signed_post_to_a_health_check_is_misrouted_and_an_unsigned_one_gets_405() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    for path in ["/healthz", "/readyz"] {
+        let r = Delivery::completed("job_lost")
+            .send(&http, &daemon.url(path))
+            .await;
+        assert_eq!(r.status(), 404, "{path}");
+        let said = r.text().await.unwrap();
+        assert!(said.contains("POST /webhooks/sume"), "{path}: {said}");
+        let unsigned = http.post(daemon.url(path)).body("{}").send().await.unwrap();
+        assert_eq!(unsigned.status(), 405, "{path}");
+        let put = http.put(daemon.url(path)).send().await.unwrap();
+        assert_eq!(put.status(), 405, "{path}");
+        assert_eq!(put.headers()["allow"], "GET,HEAD", "{path}");
+        let get = http.get(daemon.url(path)).send().await.unwrap();
+        assert_eq!(get.status(), 200, "{path}");
+    }
+    let misrouted = r#"sume_inbox_webhooks_total{outcome="misrouted"}"#;
+    assert_eq!(crate::port::metric(&daemon, misrouted).await, 2.0);
+    daemon.stop().await;
+}
+
 /// Authentic garbage and authentic JSON naming no job are kept as dead letters; a good event
 /// for a job nobody registered, and its duplicate, are stored once.
 async fn authentic_deliveries_get_204(http: &reqwest::Client, url: &str) {

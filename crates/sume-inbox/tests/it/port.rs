@@ -162,6 +162,69 @@ async fn a_broken_chunked_body_is_answered_400_and_its_connection_closed() {
     daemon.stop().await;
 }
 
+/// A webhook request head for a chunked body, with a fresh timestamp and `signature`.
+fn chunked_head(ts: i64, signature: &str) -> String {
+    format!(
+        "POST /webhooks/sume HTTP/1.1\r\nhost: inbox\r\ntransfer-encoding: chunked\r\n\
+         connection: close\r\nx-sume-timestamp: {ts}\r\nx-sume-signature: {signature}\r\n\r\n"
+    )
+}
+
+/// Sends `request` while reading the answer, until the server closes the connection (the
+/// sending may be cut short by the close).
+async fn answered(addr: SocketAddr, request: String) -> String {
+    let (mut reader, mut writer) = TcpStream::connect(addr).await.unwrap().into_split();
+    let sending = tokio::spawn(async move {
+        let _ = writer.write_all(request.as_bytes()).await;
+        writer
+    });
+    let mut all = Vec::new();
+    let read = reader.read_to_end(&mut all);
+    let _ = tokio::time::timeout(Duration::from_secs(10), read).await;
+    drop(sending.await);
+    String::from_utf8_lossy(&all).into_owned()
+}
+
+/// A body sent in more frames than the port reads for one (16,384 by default; each costs its
+/// own work, so a byte a chunk cost some 250 times the CPU of the same body sent whole, before
+/// the signature could be checked) is answered 400 once it passes that many, its connection
+/// closed, and counted; a genuine delivery sent in hundreds of chunks is stored as ever.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_in_too_many_frames_is_answered_400_and_its_connection_closed() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let ts = unix_now();
+    let forged = format!("v1={}", "0".repeat(64));
+    let chunks = "1\r\nx\r\n".repeat(20_000);
+    let request = format!("{}{chunks}0\r\n\r\n", chunked_head(ts, &forged));
+    let answer = answered(daemon.webhook, request).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    assert!(answer.contains("more than 16384 pieces"), "{answer}");
+    let malformed = r#"sume_inbox_webhooks_total{outcome="malformed"}"#;
+    assert_eq!(metric(&daemon, malformed).await, 1.0);
+
+    let mut genuine = Delivery::completed("job_in_chunks");
+    let mut body: serde_json::Value = serde_json::from_str(&genuine.body).unwrap();
+    body["result"]["padding"] = "p".repeat(600).into();
+    genuine.body = body.to_string();
+    let chunks: String = genuine
+        .body
+        .as_bytes()
+        .chunks(2)
+        .map(|c| format!("{:x}\r\n{}\r\n", c.len(), String::from_utf8_lossy(c)))
+        .collect();
+    assert!(genuine.body.len() / 2 >= 300, "a few hundred frames");
+    let head = chunked_head(ts, &signature(ts, genuine.body.as_bytes()));
+    let answer = answered(daemon.webhook, format!("{head}{chunks}0\r\n\r\n")).await;
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+    assert!(db.event_job_ids().await.contains("job_in_chunks"));
+    daemon.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_idle_kept_alive_connection_is_closed_after_idle_timeout() {
     let db = TestDb::new().await;
