@@ -166,7 +166,7 @@ pub(super) fn reaching(database_url: &str, e: DbError) -> DbError {
 /// The admin API when `--admin-url` is given, else the database.
 async fn open(v: &Values) -> Result<Source, CliError> {
     if let Some(url) = v.optional_http_url(&SUME_INBOX_ADMIN_URL)? {
-        let token = v.secret(&SUME_INBOX_ADMIN_TOKEN);
+        let token = v.secret(&SUME_INBOX_ADMIN_TOKEN)?;
         return Ok(Source::Api(Remote::new(&url, token)?));
     }
     if v.text(&DATABASE_URL).is_none() {

@@ -71,6 +71,9 @@ impl ReconcileArgs {
 
 /// `reconcile`: prints what it did per key; fails (exit 1) when a key's listing stopped early.
 pub async fn reconcile(args: ReconcileArgs) -> Result<(), CliError> {
+    for doubt in config::rate_doubts(args.settings.values()) {
+        tracing::warn!("{doubt}");
+    }
     let (run, since, max_wait) = args.reconcile()?;
     let database_url = args.settings.values().postgres_url(&DATABASE_URL)?;
     // The schema there, and this version's: said as the other admin commands say it.
