@@ -5,6 +5,7 @@
 
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 use sume_inbox::cli::{self, Cli};
 
@@ -19,7 +20,10 @@ fn main() -> ExitCode {
     if let Err(e) = sume_inbox::config::secret_files::load() {
         return fail(cli::CliError::from(e));
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return refused_usage(e),
+    };
     // A secret given both by its flag and by its `*_FILE` variable: neither wins silently.
     if let Err(e) = sume_inbox::config::secret_files::check_flags() {
         return fail(cli::CliError::from(e));
@@ -61,28 +65,69 @@ const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 /// as a log shipper reads every other line), and never a panic if nobody reads stderr; none
 /// when the reader of stdout went away (`| head`), which ends a command with 0.
 fn fail(e: cli::CliError) -> ExitCode {
-    use std::io::Write;
     let code = e.exit_code();
     if e.reader_gone() {
         return ExitCode::from(code);
     }
+    write_refusal(&format!("sume-inbox: {e}"), code);
+    ExitCode::from(code)
+}
+
+/// The command line refused (an unknown flag, a value clap cannot read): clap's own text, or,
+/// under `LOG_FORMAT=json`, that text as one line of JSON shaped as every other refusal, exit
+/// 2 either way. What was asked for (`--help`, `--version`, the help shown when no command is
+/// given) stays text.
+fn refused_usage(e: clap::Error) -> ExitCode {
+    let asked = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if asked || !json_requested() {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let message = lines.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    let code = u8::try_from(e.exit_code()).unwrap_or(2);
+    write_refusal(&format!("sume-inbox: {message}"), code);
+    ExitCode::from(code)
+}
+
+/// Whether the log's format is JSON: `--log-format json` (or `=json`) on the command line, else
+/// `LOG_FORMAT`, in any case; read from the raw arguments, as the line may be a refusal of
+/// the command line itself.
+fn json_requested() -> bool {
     let args: Vec<String> = std::env::args().collect();
+    let json = |v: &str| v.trim().eq_ignore_ascii_case("json");
     let flagged = args
         .windows(2)
-        .any(|w| w[0] == "--log-format" && w[1] == "json")
-        || args.iter().any(|a| a == "--log-format=json");
-    let json = flagged || std::env::var("LOG_FORMAT").is_ok_and(|f| f.trim() == "json");
-    let line = if json {
+        .any(|w| w[0] == "--log-format" && json(&w[1]))
+        || args
+            .iter()
+            .any(|a| a.strip_prefix("--log-format=").is_some_and(json));
+    flagged || std::env::var("LOG_FORMAT").is_ok_and(|f| json(&f))
+}
+
+/// Writes a refusal to stderr: one JSON object when the log is JSON, else the text.
+fn write_refusal(message: &str, code: u8) {
+    use std::io::Write;
+    let line = if json_requested() {
         serde_json::json!({
             "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
             "level": "ERROR",
-            "message": format!("sume-inbox: {e}"),
+            "message": message,
             "exit_code": code,
         })
         .to_string()
     } else {
-        format!("sume-inbox: {e}")
+        message.to_owned()
     };
     let _ = writeln!(std::io::stderr(), "{line}");
-    ExitCode::from(code)
 }

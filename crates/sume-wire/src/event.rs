@@ -21,6 +21,11 @@ use crate::surrogates::mend_lone_surrogates;
 /// The longest job or event id accepted; longer ones are treated as garbage, not truncated.
 pub const MAX_ID_LEN: usize = 255;
 
+/// The longest event id [`dedupe_key`] makes: a job id, `/` and a type of at most
+/// [`MAX_ID_LEN`] bytes each (a longer type is written as its 71-byte hash). A dead letter is
+/// keyed by such an id or by a body's hash, so no dead letter's id is longer either.
+pub const MAX_EVENT_ID_LEN: usize = 2 * MAX_ID_LEN + 1;
+
 /// Why a body (whose signature was valid) cannot be filed under a job.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ParseError {

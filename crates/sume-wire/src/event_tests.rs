@@ -208,9 +208,14 @@ fn a_type_too_long_for_an_id_is_keyed_by_its_hash() {
     let kind = format!("job.{}", "x".repeat(3000));
     let body = format!(r#"{{"event":"{kind}","job_id":"job_1"}}"#);
     let key = dedupe_key(&parse_event(body.as_bytes()).unwrap());
-    assert!(key.len() <= 2 * MAX_ID_LEN, "{}", key.len());
+    assert!(key.len() <= MAX_EVENT_ID_LEN, "{}", key.len());
     assert!(key.starts_with("job_1/sha256:"), "{key}");
     assert_eq!(key, dedupe_key(&parse_event(body.as_bytes()).unwrap()));
     let other = format!(r#"{{"event":"{kind}y","job_id":"job_1"}}"#);
     assert_ne!(key, dedupe_key(&parse_event(other.as_bytes()).unwrap()));
+    // The longest key: a job id and a type each of the longest usable length.
+    let (job, usable) = ("j".repeat(MAX_ID_LEN), "t".repeat(MAX_ID_LEN));
+    let longest = format!(r#"{{"event":"{usable}","job_id":"{job}"}}"#);
+    let longest = dedupe_key(&parse_event(longest.as_bytes()).unwrap());
+    assert_eq!(longest.len(), MAX_EVENT_ID_LEN);
 }

@@ -16,6 +16,7 @@ use crate::config::declared::{
 use crate::config::{self, ConfigError, Values};
 use crate::db::{reach, DbError, Store, PAGE_LIMIT_MAX};
 use crate::operations::replay::REPLAY_LIMIT_MAX;
+use sume_wire::event::{MAX_EVENT_ID_LEN, MAX_ID_LEN};
 
 /// `--limit` of a listing: what one page of the admin API answers.
 fn page_limit() -> RangedI64ValueParser<i64> {
@@ -166,7 +167,7 @@ pub(super) fn reaching(database_url: &str, e: DbError) -> DbError {
 /// The admin API when `--admin-url` is given, else the database.
 async fn open(v: &Values) -> Result<Source, CliError> {
     if let Some(url) = v.optional_http_url(&SUME_INBOX_ADMIN_URL)? {
-        let token = v.secret(&SUME_INBOX_ADMIN_TOKEN);
+        let token = v.secret(&SUME_INBOX_ADMIN_TOKEN)?;
         return Ok(Source::Api(Remote::new(&url, token)?));
     }
     if v.text(&DATABASE_URL).is_none() {
@@ -184,13 +185,7 @@ async fn open(v: &Values) -> Result<Source, CliError> {
 
 /// `jobs show ID`: fails when nothing at all is known about the id.
 pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> {
-    if job_id.is_empty() || job_id.len() > sume_wire::event::MAX_ID_LEN {
-        // Named by no job or event, and not sent anywhere (a URL may not even carry it).
-        let shown: String = job_id.chars().take(300).collect();
-        return Err(CliError::Failed(format!(
-            "no job and no event for {shown:?}: a job id is 1 to 255 bytes"
-        )));
-    }
+    super::check_id("a job id", job_id, MAX_ID_LEN)?;
     let detail = open(admin.settings.values())
         .await?
         .job_detail(job_id)
@@ -210,7 +205,7 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
 
 /// `inbox ls`.
 pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
-    let older_than = config::parse_bounded_duration("--older-than", older_than)?;
+    let older_than = super::duration_flag("--older-than", older_than)?;
     let rows = open(admin.settings.values())
         .await?
         .inbox(older_than, limit)
@@ -231,6 +226,9 @@ pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliErr
 
 /// `dead-letters drop ID...`: fails when an id names no dead letter (the others are dropped).
 pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), CliError> {
+    for id in ids {
+        super::check_id("a dead letter's id", id, MAX_EVENT_ID_LEN)?;
+    }
     let dropped = open(admin.settings.values())
         .await?
         .drop_dead_letters(ids)
@@ -250,6 +248,9 @@ pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), 
 /// `replay`: fails when the one event asked for could not be replayed, or when any delivery
 /// does not verify with the current secrets.
 pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
+    if let Some(id) = &args.event_id {
+        super::check_id("an event id", id, MAX_EVENT_ID_LEN)?;
+    }
     let v = args.settings.values();
     let source = open(v).await?;
     let secrets = match (&source, v.text(&SUME_WEBHOOK_SECRET)) {

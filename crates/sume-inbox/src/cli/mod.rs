@@ -153,6 +153,27 @@ impl CliError {
     }
 }
 
+/// A command's duration option (`--older-than`, `--since`, `--max-wait`): one that does not
+/// read, or is past ten years, is refused as any flag is (exit 2), before anything is asked.
+pub fn duration_flag(flag: &'static str, raw: &str) -> Result<std::time::Duration, CliError> {
+    crate::config::parse_bounded_duration(flag, raw).map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// An id longer than any job's, event's or dead letter's (`max` bytes, the admin API's bound)
+/// is refused before anything is asked (exit 2): it names nothing, a URL could not carry it,
+/// and an audit entry would keep it whole. `what` is the id's kind (`a job id`).
+pub fn check_id(what: &str, id: &str, max: usize) -> Result<(), CliError> {
+    if (1..=max).contains(&id.len()) {
+        return Ok(());
+    }
+    let shown: String = id.chars().take(64).collect();
+    let cut = if shown.len() < id.len() { "..." } else { "" };
+    Err(CliError::Usage(format!(
+        "{shown:?}{cut} ({} bytes) names nothing: {what} is 1 to {max} bytes",
+        id.len()
+    )))
+}
+
 /// Every command's output goes through here: written whole and flushed, and a write that fails
 /// is an error, never a panic (`print!` panics): [`CliError::reader_gone`] for a reader that
 /// went away, else exit 1 saying why (a full disk).

@@ -36,8 +36,19 @@ pub struct ReconcileArgs {
 }
 
 impl ReconcileArgs {
-    /// The run, its settings read and checked (a bad one is a [`ConfigError`], exit 78).
+    /// The run, its flags and settings read and checked (a bad flag exits 2, a bad setting is a
+    /// [`ConfigError`], exit 78).
     fn reconcile(&self) -> Result<(Reconcile, Duration, Duration), CliError> {
+        let since = super::duration_flag("--since", &self.since)?;
+        if since.is_zero() {
+            return Err(CliError::Usage(format!(
+                "--since: {:?} looks back over no time, so nothing would be reconciled: write \
+                 how far back to list Sume's jobs, such as 6h (the time since the restore point, \
+                 plus your longest job)",
+                self.since
+            )));
+        }
+        let max_wait = super::duration_flag("--max-wait", &self.max_wait)?;
         let v = self.settings.values();
         let url = v.http_url(&SUME_API_URL)?;
         config::check_plaintext(&url, v.switch(&SUME_API_ALLOW_PLAINTEXT)?)?;
@@ -52,8 +63,6 @@ impl ReconcileArgs {
         let rate = v.rate(&SUME_READ_RATE)?;
         let daily = v.count(&SUME_READ_DAILY)? as u32;
         let timeout = v.duration(&SUME_TIMEOUT)?;
-        let since = config::parse_bounded_duration("--since", &self.since)?;
-        let max_wait = config::parse_bounded_duration("--max-wait", &self.max_wait)?;
         let database_url = v.postgres_url(&DATABASE_URL)?;
         let client = sume_wire::StatusClient::new(&url, timeout)
             .map_err(|e| ConfigError::new(SUME_API_URL.name, e.to_string()))?;
@@ -71,6 +80,9 @@ impl ReconcileArgs {
 
 /// `reconcile`: prints what it did per key; fails (exit 1) when a key's listing stopped early.
 pub async fn reconcile(args: ReconcileArgs) -> Result<(), CliError> {
+    for doubt in config::rate_doubts(args.settings.values()) {
+        tracing::warn!("{doubt}");
+    }
     let (run, since, max_wait) = args.reconcile()?;
     let database_url = args.settings.values().postgres_url(&DATABASE_URL)?;
     // The schema there, and this version's: said as the other admin commands say it.

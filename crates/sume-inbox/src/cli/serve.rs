@@ -50,6 +50,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     for doubt in config::month_doubts(args.settings.values()) {
         tracing::warn!("{doubt}");
     }
+    for doubt in config::rate_doubts(args.settings.values()) {
+        tracing::warn!("{doubt}");
+    }
     let config = args.into_config()?;
     let bind = |setting: &'static str, addr: std::net::SocketAddr| async move {
         crate::process::sockets::bind(addr).map_err(|source| CliError::Bind {

@@ -50,7 +50,7 @@ pub fn markdown() -> String {
         .map(|s| format!("`{}`", s.name))
         .collect();
     out.push_str(&format!(
-        "\nSecrets may instead be read from a file named by the same variable with `_FILE` appended (Docker and Kubernetes secrets, systemd credentials): {}.\n\n",
+        "\nSecrets may instead be read from a file named by the same variable with `_FILE` appended (Docker and Kubernetes secrets, systemd credentials): {}. The file's trailing newline is not part of the value; a list's file may hold one entry a line; a value the file holds that is refused is named by the `_FILE` variable.\n\n",
         files.join(", ")
     ));
     out

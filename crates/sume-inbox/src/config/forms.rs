@@ -1,5 +1,5 @@
-//! Reading one setting's text: durations, sizes, addresses, secrets, API keys, rates, counts,
-//! URLs and switches. Each reader takes the setting's name, so an error names what the user set,
+//! Reading one setting's text: durations, sizes, addresses, rates, counts, URLs and switches
+//! (secrets, API keys and other lists are read in `lists.rs`). Each reader takes the setting's name, so an error names what the user set,
 //! quotes the value as written (never a secret's) and says the form it must take.
 
 use std::net::SocketAddr;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use sume_wire::Secret;
 
 use super::setting::{human, longest_text, DURATION_FORM, MAX_DURATION};
-use super::{ApiKey, ConfigError, Rate};
+use super::{ConfigError, Rate};
 
 /// Reads `250ms`, `30s`, `5m`, `1h`, `14d` (and combinations such as `1m30s`; humantime's
 /// grammar, so `2 minutes`, `2min` and `1 day` too; `M` is a month and `y` a year).
@@ -114,62 +114,6 @@ pub fn parse_addr(name: &'static str, raw: &str) -> Result<SocketAddr, ConfigErr
                 format!("{raw:?} is not an address: write IP:PORT, such as 0.0.0.0:8080 or [::1]:9090 (a host name is not resolved)"),
             )
         })
-}
-
-/// A comma-separated list of secrets; empty items are refused (a stray comma is a typo, and a
-/// typo in a secret list must not pass silently).
-pub fn parse_secrets(name: &'static str, raw: &str) -> Result<Vec<Secret>, ConfigError> {
-    let items: Vec<&str> = raw.split(',').map(str::trim).collect();
-    if items.iter().any(|s| s.is_empty()) {
-        return Err(ConfigError::new(
-            name,
-            "has an empty item (check for stray commas): write secrets separated by commas",
-        ));
-    }
-    Ok(items.into_iter().map(Secret::new).collect())
-}
-
-/// `name:key,name:key`. Names are unique, made of letters, digits, `-`, `_`, `.`.
-pub fn parse_api_keys(name: &'static str, raw: &str) -> Result<Vec<ApiKey>, ConfigError> {
-    let mut keys: Vec<ApiKey> = Vec::new();
-    for (i, item) in raw.split(',').map(str::trim).enumerate() {
-        let (key_name, key) = item
-            .split_once(':')
-            .ok_or_else(|| {
-                ConfigError::new(
-                    name,
-                    format!("item {} is not name:key (write name:key pairs separated by commas, such as main:KEY1,batch:KEY2)", i + 1),
-                )
-            })?;
-        let key_name = key_name.trim();
-        let valid_name = !key_name.is_empty()
-            && key_name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-        if !valid_name {
-            return Err(ConfigError::new(
-                name,
-                format!(
-                    "item {}: key name {key_name:?} must be letters, digits, - _ .",
-                    i + 1
-                ),
-            ));
-        }
-        if key.trim().is_empty() {
-            return Err(ConfigError::new(name, format!("key {key_name:?} is empty")));
-        }
-        if keys.iter().any(|k| k.name == key_name) {
-            return Err(ConfigError::new(
-                name,
-                format!("key name {key_name:?} appears twice"),
-            ));
-        }
-        keys.push(ApiKey {
-            name: key_name.to_owned(),
-            key: Secret::new(key.trim()),
-        });
-    }
-    Ok(keys)
 }
 
 /// `100` (a minute), or `100/1m`, `20/10s`; the window is a duration of at most

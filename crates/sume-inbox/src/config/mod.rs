@@ -18,6 +18,7 @@ mod database_routes;
 pub mod declared;
 pub mod docs;
 mod forms;
+mod lists;
 mod model;
 pub mod near_misses;
 mod read;
@@ -29,6 +30,7 @@ pub mod values;
 
 pub use database_routes::{DatabaseRoutes, Pooler};
 pub use forms::*;
+pub use lists::*;
 pub use model::*;
 pub use read::*;
 pub use setting::{Form, Setting};
@@ -84,6 +86,18 @@ impl Rate {
     /// The rate as requests a second.
     pub fn per_second(&self) -> f64 {
         self.count as f64 / self.per.as_secs_f64()
+    }
+
+    /// The fleet's bucket of this rate holds a tenth of its count (at least 1): the most reads
+    /// taken at once after a quiet while.
+    pub fn burst(&self) -> f64 {
+        (self.count as f64 / 10.0).floor().max(1.0)
+    }
+
+    /// The most reads the fleet may take within one minute: a full bucket, and a minute's
+    /// refill.
+    pub fn most_in_a_minute(&self) -> f64 {
+        self.burst() + self.per_second() * 60.0
     }
 }
 

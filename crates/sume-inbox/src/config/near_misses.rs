@@ -54,7 +54,7 @@ fn names() -> &'static [&'static str] {
             .chain(
                 super::secret_files::file_variables()
                     .into_iter()
-                    .map(|(_, file)| &*Box::leak(file.into_boxed_str())),
+                    .map(|(_, file)| file),
             )
             .collect()
     })

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 use super::declared::*;
 use super::model::*;
+use super::setting::human;
 use super::values::Values;
 use super::{ApiKey, ConfigError, DatabaseRoutes, Pooler};
 
@@ -48,7 +49,7 @@ impl Config {
             database,
             fleet: FleetConfig::default(),
         };
-        config.check(v)?;
+        v.named(config.check(v))?;
         Ok(config)
     }
 
@@ -71,7 +72,7 @@ pub fn api_keys(v: &Values) -> Result<Vec<ApiKey>, ConfigError> {
     if !keys.is_empty() {
         return Ok(keys);
     }
-    Ok(v.secret(&SUME_API_KEY)
+    Ok(v.secret(&SUME_API_KEY)?
         .map(|key| ApiKey {
             name: "default".to_owned(),
             key,
@@ -108,6 +109,40 @@ pub fn api_key_doubts(v: &Values) -> Vec<String> {
         )];
     }
     Vec::new()
+}
+
+/// SUME_READ_RATE and SUME_READ_DAILY above Sume's documented limits (120 reads a minute,
+/// 10,000 a day, per key): one warning each, naming the setting and the limit. Warnings, not
+/// refusals: a workspace may have a raised limit. A value that does not read is left to its
+/// refusal.
+pub fn rate_doubts(v: &Values) -> Vec<String> {
+    let mut doubts = Vec::new();
+    if let Ok(rate) = v.rate(&SUME_READ_RATE) {
+        let most = rate.most_in_a_minute();
+        if most > f64::from(SUME_READS_A_MINUTE) {
+            doubts.push(format!(
+                "{} lets the fleet read up to {most:.0} times a minute per key (a burst of {} \
+                 and {:.0} a minute), above Sume's documented {SUME_READS_A_MINUTE} a minute: \
+                 expect 429s, unless this workspace's limit was raised",
+                v.quote(
+                    &SUME_READ_RATE,
+                    &format!("{}/{}", rate.count, human(rate.per))
+                ),
+                rate.burst(),
+                rate.per_second() * 60.0,
+            ));
+        }
+    }
+    if let Ok(daily) = v.count(&SUME_READ_DAILY) {
+        if daily > SUME_READS_A_DAY {
+            doubts.push(format!(
+                "{} is above Sume's documented {SUME_READS_A_DAY} reads a day per key (UTC): \
+                 expect 429s once they are spent, unless this workspace's limit was raised",
+                v.quote(&SUME_READ_DAILY, &daily.to_string()),
+            ));
+        }
+    }
+    doubts
 }
 
 /// Durations written with an `M`, which the parser reads as months (`SWEEP_INTERVAL=1M`, a
@@ -276,3 +311,7 @@ pub fn local_listen_addr(v: &Values) -> Result<SocketAddr, ConfigError> {
     }
     Ok(addr)
 }
+
+#[cfg(test)]
+#[path = "read_tests.rs"]
+mod tests;

@@ -52,6 +52,7 @@ impl Config {
             Config::body_memory,
             Config::polls,
             Config::lease,
+            Config::tolerance,
             Config::retention,
             Config::orphans,
             Config::waits,
@@ -187,6 +188,23 @@ impl Config {
                 "{} is not more than twice {}: a claim must outlive the requests made under it",
                 v.quote(&SWEEP_LEASE, &human(lease)),
                 v.quote(&SUME_TIMEOUT, &human(timeout)),
+            ),
+        })
+    }
+
+    /// A delivery replayed within WEBHOOK_TOLERANCE must still find the event it duplicates:
+    /// kept for RETENTION, which must be the longer (README, "Retries and timestamps").
+    fn tolerance(&self, v: &Values) -> Option<Broken> {
+        let (tolerance, retention) = (self.webhook_tolerance, self.sweep.retention);
+        (tolerance >= retention).then(|| Broken {
+            a: &WEBHOOK_TOLERANCE,
+            b: &RETENTION,
+            why: format!(
+                "{} is not shorter than {}: a delivery replayed within the tolerance would no \
+                 longer find the event it duplicates, and would be stored and applied again; \
+                 keep RETENTION longer than WEBHOOK_TOLERANCE",
+                v.quote(&WEBHOOK_TOLERANCE, &human(tolerance)),
+                v.quote(&RETENTION, &human(retention)),
             ),
         })
     }

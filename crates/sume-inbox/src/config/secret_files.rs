@@ -1,11 +1,15 @@
 //! `*_FILE` variables: a secret may be given as the path of a file holding it (a Docker or
 //! Kubernetes secret mount, a systemd credential), e.g. `SUME_WEBHOOK_SECRET_FILE=/run/secrets/hook`.
 //! The file's content, without its trailing newline, becomes the variable's value before the
-//! command line is read. Every setting declared `secret` has one.
+//! command line is read. Every setting declared `secret` has one. A list's file may hold one
+//! entry a line (`main:sk_1` and `batch:sk_2` on two lines): its lines become entries as
+//! commas would (see `lists.rs`). A refusal of a value read from a file names the `_FILE`
+//! variable ([`super::Values::named`]).
 
 use std::sync::{Mutex, OnceLock};
 
 use super::declared;
+use super::setting::Setting;
 use super::ConfigError;
 
 /// The settings whose value [`load`] read from a file.
@@ -25,9 +29,9 @@ pub fn flag_given(setting: &'static str, flag: &'static str) {
 pub fn check_flags() -> Result<(), ConfigError> {
     match FLAGGED.lock().expect("flags").first() {
         Some((name, flag)) => {
-            let file_var = format!("{name}_FILE");
+            let file_var = declared::find(name).map_or("", |s| s.file_name);
             Err(refused(
-                &file_var,
+                file_var,
                 format!("--{flag} and {file_var} are both set: set one of them"),
             ))
         }
@@ -36,9 +40,9 @@ pub fn check_flags() -> Result<(), ConfigError> {
 }
 
 /// The settings that may come from a file, each with the variable that names the file.
-pub fn file_variables() -> Vec<(&'static str, String)> {
+pub fn file_variables() -> Vec<(&'static Setting, &'static str)> {
     declared::all()
-        .filter_map(|s| s.file_variable().map(|f| (s.name, f)))
+        .filter_map(|s| s.file_variable().map(|f| (s, f)))
         .collect()
 }
 
@@ -51,38 +55,43 @@ pub fn loaded() -> Vec<&'static str> {
 /// environment variables). Errors name the variable and never include a file's content.
 pub fn load() -> Result<(), ConfigError> {
     let mut loaded = Vec::new();
-    for (name, file_var) in file_variables() {
-        let Some(path) = std::env::var_os(&file_var).filter(|p| !p.is_empty()) else {
+    for (setting, file_var) in file_variables() {
+        let name = setting.name;
+        let Some(path) = std::env::var_os(file_var).filter(|p| !p.is_empty()) else {
             continue;
         };
         if std::env::var_os(name).is_some_and(|v| !v.is_empty()) {
             return Err(refused(
-                &file_var,
+                file_var,
                 format!("{name} and {file_var} are both set: set one of them"),
             ));
         }
         let content = std::fs::read_to_string(&path).map_err(|e| {
             refused(
-                &file_var,
+                file_var,
                 format!("cannot read {}: {e}", path.to_string_lossy()),
             )
         })?;
         let value = content.trim_end_matches(['\n', '\r']);
         if value.trim().is_empty() {
             return Err(refused(
-                &file_var,
+                file_var,
                 format!("{} is empty", path.to_string_lossy()),
             ));
         }
-        std::env::set_var(name, value);
+        // A list's lines are its entries: said with commas, as every reader of the variable
+        // (OpenTelemetry's too) takes them.
+        match setting.form.is_list() {
+            true => std::env::set_var(name, super::lists::comma_separated(value)),
+            false => std::env::set_var(name, value),
+        }
         loaded.push(name);
     }
     let _ = LOADED.set(loaded);
     Ok(())
 }
 
-/// An error naming a `*_FILE` variable. The process stops on it, so the name (built from the
-/// declaration's) is kept for the rest of the process.
-fn refused(file_var: &str, problem: String) -> ConfigError {
-    ConfigError::new(Box::leak(file_var.to_owned().into_boxed_str()), problem)
+/// An error naming a `*_FILE` variable.
+fn refused(file_var: &'static str, problem: String) -> ConfigError {
+    ConfigError::new(file_var, problem)
 }

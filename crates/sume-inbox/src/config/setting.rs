@@ -25,6 +25,8 @@ pub struct Setting {
     /// A secret: never printed (not even in `--help` from the environment), and may be read
     /// from a file named by `{name}_FILE`.
     pub secret: bool,
+    /// `{name}_FILE`, the variable naming a file that holds it (read only for a secret).
+    pub file_name: &'static str,
     /// What it does, for `--help` and README's configuration table.
     pub about: &'static str,
 }
@@ -73,9 +75,9 @@ pub enum Form {
     },
     /// A PostgreSQL connection URL (libpq's keywords, `sslmode`, `sslrootcert`).
     PostgresUrl,
-    /// Secrets separated by commas.
+    /// Secrets separated by commas (or newlines).
     Secrets,
-    /// `name:key,name:key`.
+    /// `name:key,name:key` (or one pair a line).
     ApiKeys,
     /// One secret (a key, a token): never printed.
     Secret,
@@ -83,8 +85,11 @@ pub enum Form {
     Token,
     /// Requests per window: `100` (a minute) or `100/1m`.
     Rate,
-    /// Names separated by commas.
+    /// Names separated by commas (or newlines).
     Names,
+    /// `name=value` headers separated by commas, each value percent-encoded, read by a library
+    /// (OpenTelemetry's exporter) from the variable itself.
+    Headers,
     /// Free text, read by a library (`RUST_LOG`'s filter).
     Text,
 }
@@ -150,6 +155,9 @@ impl Form {
             Form::Token => "a token of at least 16 characters, each printable ASCII (0x20 to 0x7e: letters, digits, punctuation and spaces; no accented letters, tabs or control characters)".into(),
             Form::Rate => "a count per window: 100 (a minute), 100/1m or 20/10s".into(),
             Form::Names => "names separated by commas".into(),
+            Form::Headers => {
+                "name=value headers separated by commas, each value percent-encoded".into()
+            }
             Form::Text => "text".into(),
         }
     }
@@ -202,9 +210,20 @@ fn quoted(words: &[&str]) -> String {
     }
 }
 
+impl Form {
+    /// Whether the setting takes several entries, separated by commas; a newline separates
+    /// them too (a file of one entry a line), see [`super::list_items`].
+    pub fn is_list(&self) -> bool {
+        matches!(
+            self,
+            Form::Secrets | Form::ApiKeys | Form::Names | Form::Headers
+        )
+    }
+}
+
 impl Setting {
     /// The variable naming a file that holds this secret (`DATABASE_URL_FILE`).
-    pub fn file_variable(&self) -> Option<String> {
-        self.secret.then(|| format!("{}_FILE", self.name))
+    pub fn file_variable(&self) -> Option<&'static str> {
+        self.secret.then_some(self.file_name)
     }
 }

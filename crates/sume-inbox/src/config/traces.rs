@@ -35,8 +35,8 @@ pub fn traces(v: &Values) -> Result<Traces, ConfigError> {
     ] {
         only_value(v, setting, only, why)?;
     }
-    check_headers(v, &OTEL_EXPORTER_OTLP_HEADERS)?;
-    check_headers(v, &OTEL_EXPORTER_OTLP_TRACES_HEADERS)?;
+    v.named(check_headers(v, &OTEL_EXPORTER_OTLP_HEADERS))?;
+    v.named(check_headers(v, &OTEL_EXPORTER_OTLP_TRACES_HEADERS))?;
     let service_name = v.text(&OTEL_SERVICE_NAME).unwrap_or_default().trim();
     if service_name.is_empty() {
         return Err(ConfigError::new(OTEL_SERVICE_NAME.name, "is empty"));

@@ -10,6 +10,7 @@ use std::time::Duration;
 use sume_wire::Secret;
 
 use super::forms::{self, months_hint, read_as};
+use super::lists;
 use super::setting::{longest_text, size_text, Form, Setting, MAX_DURATION};
 use super::{ApiKey, ConfigError, Rate};
 
@@ -63,9 +64,14 @@ impl Values {
     /// such as WORKER_THREADS).
     pub fn from_env(settings: &[&'static Setting]) -> Result<Values, ConfigError> {
         let mut values = Values::default();
+        let from_files = super::secret_files::loaded();
         for s in settings {
+            let source = match from_files.contains(&s.name) {
+                true => Source::File,
+                false => Source::Environment,
+            };
             match std::env::var(s.name) {
-                Ok(text) => values.set(s, &text, Source::Environment),
+                Ok(text) => values.set(s, &text, source),
                 Err(std::env::VarError::NotPresent) => {}
                 Err(std::env::VarError::NotUnicode(_)) => {
                     return Err(ConfigError::new(s.name, "is not UTF-8"))
@@ -139,7 +145,7 @@ impl Values {
             panic!("{} is not declared as a duration or a word", s.name)
         };
         let raw = self.required(s)?;
-        if words.contains(&raw.trim()) {
+        if word(raw, words).is_some() {
             return Ok(None);
         }
         let d = forms::parse_duration(s.name, raw).map_err(|_| {
@@ -212,14 +218,13 @@ impl Values {
         forms::parse_bool(s.name, self.required(s)?)
     }
 
-    /// One of the declared words, as written (lower case).
+    /// One of the declared words, as declared (lower case), written in any case.
     pub fn choice(&self, s: &'static Setting) -> Result<&'static str, ConfigError> {
         let Form::Choice(words) = s.form else {
             panic!("{} is not declared as a choice", s.name)
         };
         let raw = self.required(s)?;
-        let lower = raw.trim().to_ascii_lowercase();
-        words.iter().copied().find(|w| *w == lower).ok_or_else(|| {
+        word(raw, words).ok_or_else(|| {
             ConfigError::new(s.name, format!("{raw:?} is not {}", s.form.describe()))
         })
     }
@@ -258,7 +263,7 @@ impl Values {
 
     /// A PostgreSQL URL, checked to be readable (never printed).
     pub fn postgres_url(&self, s: &'static Setting) -> Result<Secret, ConfigError> {
-        forms::check_database_url(s.name, self.required(s)?)
+        self.named(forms::check_database_url(s.name, self.required(s)?))
     }
 
     /// An optional PostgreSQL URL.
@@ -269,14 +274,15 @@ impl Values {
         self.text(s).map(|_| self.postgres_url(s)).transpose()
     }
 
-    /// Secrets separated by commas (required).
+    /// Secrets separated by commas or newlines (required).
     pub fn secrets(&self, s: &'static Setting) -> Result<Vec<Secret>, ConfigError> {
-        forms::parse_secrets(s.name, self.required(s)?)
+        self.named(lists::parse_secrets(s.name, self.required(s)?))
     }
 
-    /// One optional secret.
-    pub fn secret(&self, s: &'static Setting) -> Option<Secret> {
-        self.text(s).map(|t| Secret::new(t.trim()))
+    /// One optional secret; one holding a control character is refused.
+    pub fn secret(&self, s: &'static Setting) -> Result<Option<Secret>, ConfigError> {
+        let secret = self.text(s).map(|t| lists::parse_secret(s.name, t));
+        self.named(secret.transpose())
     }
 
     /// An optional bearer token: at least 16 characters, each printable ASCII (it travels in an
@@ -308,13 +314,13 @@ impl Values {
         } else {
             return Ok(Some(Secret::new(t)));
         };
-        Err(ConfigError::new(s.name, problem))
+        self.named(Err(ConfigError::new(s.name, problem)))
     }
 
-    /// `name:key` pairs, or none when unset.
+    /// `name:key` pairs (commas or newlines between them), or none when unset.
     pub fn api_keys(&self, s: &'static Setting) -> Result<Vec<ApiKey>, ConfigError> {
         match self.text(s) {
-            Some(raw) => forms::parse_api_keys(s.name, raw),
+            Some(raw) => self.named(lists::parse_api_keys(s.name, raw)),
             None => Ok(Vec::new()),
         }
     }
@@ -324,28 +330,22 @@ impl Values {
         forms::parse_rate(s.name, self.required(s)?)
     }
 
-    /// Names separated by commas, trimmed and lower-cased; empty items dropped; one that no
-    /// `Host` header could hold (a space inside, a scheme, a path) refused.
+    /// Host names separated by commas or newlines, lower-cased (see [`lists::parse_names`]).
     pub fn names(&self, s: &'static Setting) -> Result<Vec<String>, ConfigError> {
-        let names: Vec<String> = self
-            .text(s)
-            .unwrap_or("")
-            .split(',')
-            .map(|h| h.trim().to_ascii_lowercase())
-            .filter(|h| !h.is_empty())
-            .collect();
-        // What a `Host` header can hold: a name or an address, and its port.
-        let hostlike = |c: char| c.is_ascii_alphanumeric() || "-._:[]".contains(c);
-        match names.iter().find(|h| !h.chars().all(hostlike)) {
-            Some(bad) => Err(ConfigError::new(
-                s.name,
-                format!(
-                    "{bad:?} is no host name, so no request could name it: write names alone \
-                     (admin.internal, or admin.internal:9090), separated by commas"
-                ),
-            )),
-            None => Ok(names),
-        }
+        lists::parse_names(s.name, self.text(s).unwrap_or(""))
+    }
+
+    /// `result`, its error named after the `_FILE` variable its setting was read from, when it
+    /// was (`ADMIN_TOKEN_FILE: is 5 characters long`): that variable is what the operator set,
+    /// and the only name under which the value can be found.
+    pub fn named<T>(&self, result: Result<T, ConfigError>) -> Result<T, ConfigError> {
+        result.map_err(|e| match super::declared::find(e.name) {
+            Some(s) if self.source(s) == Source::File => ConfigError {
+                name: s.file_name,
+                ..e
+            },
+            _ => e,
+        })
     }
 
     /// How a value is quoted in a rule's message: as written and read, with where it came
@@ -375,3 +375,14 @@ fn too_long(s: &Setting, raw: &str, d: Duration, max: Duration) -> ConfigError {
         ),
     )
 }
+
+/// The word of `words` that `raw` is, in any case (`NEVER`, `Off`, `Transaction`): every
+/// setting that takes words reads them here.
+fn word(raw: &str, words: &'static [&'static str]) -> Option<&'static str> {
+    let raw = raw.trim();
+    words.iter().copied().find(|w| w.eq_ignore_ascii_case(raw))
+}
+
+#[cfg(test)]
+#[path = "values_tests.rs"]
+mod tests;

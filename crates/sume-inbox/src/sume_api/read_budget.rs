@@ -79,7 +79,7 @@ impl Budget {
     /// The bucket's size: a tenth of the rate's count (at least 1), so a burst after a quiet
     /// while stays small.
     pub fn capacity(&self) -> f64 {
-        (self.rate.count as f64 / 10.0).floor().max(1.0)
+        self.rate.burst()
     }
 
     /// Creates the buckets of these keys (full) where they do not exist yet.

@@ -561,3 +561,34 @@ async fn orphans_are_paged_by_a_key_a_page_answered(api: &Api, db: &TestDb) {
     }
     assert_eq!(seen, ["job_o1", "job_o2", "job_o3"]);
 }
+
+/// `dead-letters drop` of a 20,000-byte id through the API kept the whole id in
+/// `sume.audit_log`: no dead letter's id is longer than an event's longest, so a longer one is
+/// refused before anything is recorded, and the longest still reads.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_id_longer_than_any_dead_letters_is_refused_before_it_is_recorded() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let long = "x".repeat(20_000);
+    let (s, body) = api
+        .post("/v1/dead-letters/drop", json!({"ids": ["dl_x", long]}))
+        .await;
+    assert_eq!(s, 422, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_field");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("at most 511 bytes"), "{message}");
+    assert_eq!(db.scalar("select count(*) from sume.audit_log").await, 0);
+    let longest = "x".repeat(sume_wire::event::MAX_EVENT_ID_LEN);
+    let (s, body) = api
+        .post("/v1/dead-letters/drop", json!({"ids": [longest]}))
+        .await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body["not_found"][0].as_str().map(str::len), Some(511));
+    let long_event = format!("/v1/events/{}/replay", "e".repeat(600));
+    let (s, body) = api.post(&long_event, json!({})).await;
+    assert_eq!(
+        (s.as_u16(), &body["error"]["code"]),
+        (404, &json!("not_found"))
+    );
+    api.daemon.stop().await;
+}

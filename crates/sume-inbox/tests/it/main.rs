@@ -5,6 +5,7 @@ mod admin_api;
 mod admin_port;
 mod attach;
 mod cli;
+mod cli_flags;
 mod cli_output;
 mod cli_refused;
 mod cli_remote;

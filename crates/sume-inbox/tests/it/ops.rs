@@ -377,7 +377,7 @@ fn limits_out_of_range_and_empty_ids_are_refused_with_the_range() {
 
 /// An age or a span asked for on the command line is at most ten years: longer overflowed a
 /// date (`reconcile --since` panicked, `inbox ls --older-than` was a database error). Refused as
-/// a setting is, naming the option (exit 78), before anything is asked.
+/// a flag is, naming the option (exit 2), before anything is asked.
 #[test]
 fn durations_past_ten_years_are_refused_naming_the_option() {
     for (args, name) in [
@@ -393,7 +393,7 @@ fn durations_past_ten_years_are_refused_naming_the_option() {
         (&["reconcile", "--max-wait", "3651d"][..], "--max-wait"),
     ] {
         let (code, stderr) = run_unreachable(args);
-        assert_eq!(code, Some(78), "{args:?}: {stderr}");
+        assert_eq!(code, Some(2), "a flag's value: {args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         let said = format!("{name}: ");
         assert!(stderr.contains(&said), "{args:?}: {stderr}");

@@ -202,7 +202,8 @@ fn without_a_key_reconcile_refuses_to_start_naming_the_setting() {
         .env("SUME_API_KEYS", "main:sk_secret_value")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(78));
+    // A flag's value, refused as a flag is.
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("--since") && !err.contains("sk_secret_value"),

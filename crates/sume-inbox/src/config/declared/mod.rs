@@ -42,6 +42,7 @@ macro_rules! declare {
             $(#[$attr])*
             pub static $name: Setting = Setting {
                 name: stringify!($name),
+                file_name: concat!(stringify!($name), "_FILE"),
                 $($field: $value,)*
                 ..super::BLANK
             };
@@ -64,6 +65,7 @@ pub(crate) const BLANK: Setting = Setting {
     default_note: None,
     form: Form::Text,
     secret: false,
+    file_name: "",
     about: "",
 };
 

@@ -55,13 +55,13 @@ declare! { TRACES, "Traces (OpenTelemetry)",
     }
     /// Headers of every export (a collector's credentials).
     OTEL_EXPORTER_OTLP_HEADERS {
-        form: Form::Secret,
+        form: Form::Headers,
         secret: true,
         about: "headers sent with every export, `name=value,name=value`, each value percent-encoded (e.g. `Authorization=Bearer%20TOKEN`): where a collector's credentials go; an item that does not read (no `=`, an empty name or value, a character a header cannot carry) stops the start, named by its position, never its value (environment only)",
     }
     /// The same, for spans only.
     OTEL_EXPORTER_OTLP_TRACES_HEADERS {
-        form: Form::Secret,
+        form: Form::Headers,
         secret: true,
         about: "the same, for spans only; when set, used rather than OTEL_EXPORTER_OTLP_HEADERS (environment only)",
     }

@@ -22,7 +22,7 @@ declare! { PROCESS, "Process",
         flag: Some("log-format"),
         default: Some("pretty"),
         form: Form::Choice(&["json", "pretty"]),
-        about: "`json` (one object a line, for log shippers, the refusal that stops a start included) or `pretty`; every command takes it",
+        about: "`json` (one object a line, for log shippers, the refusal that stops a start included, a refused flag or argument too; `--help` and `--version` stay text) or `pretty`; every command takes it",
     }
     /// The log filter.
     RUST_LOG {

@@ -4,6 +4,12 @@
 use super::declare;
 use crate::config::setting::{Form, Setting, POSITIVE};
 
+/// Sume's documented read limit per key and minute.
+pub const SUME_READS_A_MINUTE: u32 = 120;
+
+/// Sume's documented read limit per key and UTC day.
+pub const SUME_READS_A_DAY: usize = 10_000;
+
 declare! { SUME, "Sume",
     /// The webhook signing secrets.
     SUME_WEBHOOK_SECRET {
@@ -11,7 +17,7 @@ declare! { SUME, "Sume",
         form: Form::Secrets,
         required: true,
         secret: true,
-        about: "signing secrets, comma separated; any of them verifies (rotation)",
+        about: "signing secrets, separated by commas or newlines (a file of one a line); any of them verifies (rotation); a control character in one stops the start",
     }
     /// Sume's API base.
     SUME_API_URL {
@@ -32,7 +38,7 @@ declare! { SUME, "Sume",
         flag: Some("sume-api-keys"),
         form: Form::ApiKeys,
         secret: true,
-        about: "`name:key,name:key`; the names are what `sume.jobs.api_key` holds. Without a key the sweep asks Sume nothing: nothing is set aside or polled",
+        about: "`name:key,name:key`, or one pair a line (a file's lines); the names are what `sume.jobs.api_key` holds, each unique ignoring case, and a key is given under one name only (the read budget is kept per name: a key under two would spend Sume's limits twice); a control character in a key stops the start. Without a key the sweep asks Sume nothing: nothing is set aside or polled",
     }
     /// One API key, named `default`.
     SUME_API_KEY {
@@ -46,14 +52,14 @@ declare! { SUME, "Sume",
         flag: Some("sume-read-rate"),
         default: Some("100"),
         form: Form::Rate,
-        about: "requests per key for the whole fleet: `100` (a minute) or `100/1m`",
+        about: "requests per key for the whole fleet: `100` (a minute) or `100/1m`; a rate that lets the fleet read more than Sume's documented 120 a minute (a burst of a tenth of the count included) is warned of at start, not refused (a workspace's limit may be raised)",
     }
     /// The fleet's reads per key and UTC day.
     SUME_READ_DAILY {
         flag: Some("sume-read-daily"),
         default: Some("9000"),
         form: Form::Count { min: 1, max: i32::MAX as usize },
-        about: "reads per key and UTC day for the whole fleet (Sume allows 10,000 a day; the rest is left to the application sharing the key); once spent, the sweep waits for the next UTC day, most overdue work first; `sume_inbox_sume_api_reads_left_today` shows what is left",
+        about: "reads per key and UTC day for the whole fleet (Sume allows 10,000 a day; the rest is left to the application sharing the key; more is warned of at start, not refused); once spent, the sweep waits for the next UTC day, most overdue work first; `sume_inbox_sume_api_reads_left_today` shows what is left",
     }
     /// One call's timeout.
     SUME_TIMEOUT {

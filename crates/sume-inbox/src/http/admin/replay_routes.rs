@@ -16,6 +16,7 @@ use super::openapi::ErrorBody;
 use super::{current_request_id, unavailable, AdminState, NoQuery, PathId};
 use crate::http::ApiError;
 use crate::operations::replay::{self, Replayed};
+use sume_wire::event::MAX_EVENT_ID_LEN;
 
 /// `X-Actor`, when a caller names who acts, after `api:operator`: its UTF-8 text (anything
 /// else as U+FFFD) without control characters, cut to 64 characters (marked `…`).
@@ -80,7 +81,7 @@ pub(super) async fn replay_event(
     if let Err(e) = body {
         return body_error(e);
     }
-    if !crate::db::text_can_hold(&event_id) {
+    if !crate::db::text_can_hold(&event_id) || event_id.len() > MAX_EVENT_ID_LEN {
         return ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such event").into_response();
     }
     let replayed = match replay::replay_event(&state.store, &state.secrets, &event_id).await {
@@ -172,7 +173,7 @@ pub struct Dropped {
 #[utoipa::path(post, path = "/v1/dead-letters/drop", tag = "operator",
     operation_id = "drop_dead_letters", request_body = DropDeadLetters,
     responses((status = 200, description = "What was dropped", body = Dropped),
-               (status = 422, description = "ids empty, over 1000, one blank or holding a NUL character \
+               (status = 422, description = "ids empty, over 1000, one blank, over 511 bytes or holding a NUL character \
                 (`invalid_field`), or a body not of this shape (`invalid_body`)", body = ErrorBody)))]
 pub(super) async fn drop_dead_letters(
     State(state): State<AdminState>,
@@ -189,6 +190,19 @@ pub(super) async fn drop_dead_letters(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_field",
             "ids must hold 1 to 1000 dead letter ids",
+        )
+        .into_response();
+    }
+    if let Some(long) = ids.iter().find(|i| i.len() > MAX_EVENT_ID_LEN) {
+        // No dead letter has such an id: refused before the audit entry would keep it whole.
+        return ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            format!(
+                "ids must be at most {MAX_EVENT_ID_LEN} bytes, as every dead letter's is (one \
+                 is {} bytes)",
+                long.len()
+            ),
         )
         .into_response();
     }

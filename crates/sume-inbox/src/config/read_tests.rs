@@ -1,0 +1,74 @@
+//! Rules between settings and warnings at start, as an operator meets them.
+
+use super::*;
+use crate::config::{ConfigError, Setting};
+
+fn values(extra: &[(&'static Setting, &str)]) -> Values {
+    let mut v = Values::defaults()
+        .with(&DATABASE_URL, "postgres://u:pw@localhost/x")
+        .with(&SUME_WEBHOOK_SECRET, "whsec_x");
+    for (s, text) in extra {
+        v = v.with(s, text);
+    }
+    v
+}
+
+fn refused(extra: &[(&'static Setting, &str)]) -> ConfigError {
+    Config::read(&values(extra)).expect_err("refused")
+}
+
+/// `WEBHOOK_TOLERANCE=30d RETENTION=1h` started: a delivery replayed a day later passed the
+/// signature's check and found no event left to be a duplicate of.
+#[test]
+fn a_tolerance_not_shorter_than_the_retention_is_refused() {
+    let e = refused(&[(&WEBHOOK_TOLERANCE, "30d"), (&RETENTION, "1h")]);
+    assert_eq!(e.name, "WEBHOOK_TOLERANCE");
+    let text = e.to_string();
+    assert!(
+        text.contains("WEBHOOK_TOLERANCE=\"30d\"") && text.contains("RETENTION=\"1h\""),
+        "{text}"
+    );
+    let e = refused(&[(&WEBHOOK_TOLERANCE, "14d")]);
+    assert!(
+        e.to_string().contains("RETENTION (14days, its default)"),
+        "{e}"
+    );
+    assert_eq!(
+        refused(&[(&RETENTION, "1h"), (&WEBHOOK_TOLERANCE, "1h")]).name,
+        "WEBHOOK_TOLERANCE"
+    );
+    let e = Config::read(&values(&[(&RETENTION, "1h")])).err();
+    assert_eq!(e, None, "the default tolerance (5m) is shorter than 1h");
+    let e = Config::read(&values(&[(&WEBHOOK_TOLERANCE, "6h"), (&RETENTION, "1d")])).err();
+    assert_eq!(e, None);
+}
+
+/// `SUME_READ_RATE=200`, `100/1ms` and `SUME_READ_DAILY=20000` started without a word, though
+/// Sume documents 120 reads a minute and 10,000 a day per key.
+#[test]
+fn reads_above_sumes_documented_limits_are_warned_of() {
+    assert!(rate_doubts(&Values::defaults()).is_empty());
+    assert!(rate_doubts(&values(&[(&SUME_READ_RATE, "100/1m")])).is_empty());
+    assert!(rate_doubts(&values(&[(&SUME_READ_DAILY, "10000")])).is_empty());
+    for rate in ["200", "100/1ms", "2000/1h"] {
+        let doubts = rate_doubts(&values(&[(&SUME_READ_RATE, rate)]));
+        assert_eq!(doubts.len(), 1, "{rate}: {doubts:?}");
+        assert!(
+            doubts[0].starts_with("SUME_READ_RATE=")
+                && doubts[0].contains("documented 120 a minute"),
+            "{doubts:?}"
+        );
+    }
+    let doubts = rate_doubts(&values(&[(&SUME_READ_DAILY, "20000")]));
+    assert_eq!(doubts.len(), 1, "{doubts:?}");
+    assert!(
+        doubts[0].starts_with("SUME_READ_DAILY=\"20000\"") && doubts[0].contains("10000"),
+        "{doubts:?}"
+    );
+    // A warning, not a refusal: a workspace's limit may have been raised.
+    assert!(Config::read(&values(&[
+        (&SUME_READ_RATE, "200"),
+        (&SUME_READ_DAILY, "20000")
+    ]))
+    .is_ok());
+}

@@ -1,0 +1,67 @@
+//! One setting's text read as the operator wrote it: words in any case, and a refusal of a
+//! value read from a file named by that file's variable.
+
+use super::*;
+use crate::config::declared::*;
+use crate::config::Config;
+
+/// `DEAD_LETTER_RETENTION=NEVER` and `GIVE_UP_RECHECK=Off` were refused (78) while
+/// `DB_POOLER=Transaction` and the switches took any case.
+#[test]
+fn words_are_read_in_any_case() {
+    let none = |s: &'static Setting, text: &str| {
+        Values::defaults()
+            .with(s, text)
+            .duration_or_none(s)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+    };
+    assert_eq!(none(&DEAD_LETTER_RETENTION, "NEVER"), None);
+    assert_eq!(none(&GIVE_UP_RECHECK, "Off"), None);
+    assert_eq!(none(&JOB_RETENTION, " Never "), None);
+    assert!(none(&GIVE_UP_RECHECK, "2d").is_some());
+    let choice = |s: &'static Setting, text: &str| Values::defaults().with(s, text).choice(s);
+    assert_eq!(choice(&LIST_WALKS, "OFF"), Ok("off"));
+    assert_eq!(choice(&DB_POOLER, "Transaction"), Ok("transaction"));
+    assert_eq!(choice(&WAIT_WAKEUP, "Poll"), Ok("poll"));
+    assert!(choice(&WAIT_WAKEUP, "notify").is_err());
+}
+
+/// The settings `serve` needs, and `setting` read from its file.
+fn from_file(setting: &'static Setting, text: &str) -> Values {
+    let mut v = Values::defaults()
+        .with(&DATABASE_URL, "postgres://u:pw@localhost/x")
+        .with(&SUME_WEBHOOK_SECRET, "whsec_x");
+    v.set(setting, text, Source::File);
+    v
+}
+
+/// `ADMIN_TOKEN_FILE` holding `short` was refused as `ADMIN_TOKEN: is 5 characters long`: the
+/// operator set no ADMIN_TOKEN, and looked for one.
+#[test]
+fn a_value_read_from_a_file_is_refused_by_the_files_variable() {
+    for (setting, text, file_var) in [
+        (&ADMIN_TOKEN, "short", "ADMIN_TOKEN_FILE"),
+        (&SUME_API_KEYS, "main", "SUME_API_KEYS_FILE"),
+        (&SUME_API_KEY, "sk_a\u{1}b", "SUME_API_KEY_FILE"),
+        (
+            &SUME_WEBHOOK_SECRET,
+            "whsec_a\u{1b}b",
+            "SUME_WEBHOOK_SECRET_FILE",
+        ),
+        (
+            &DATABASE_URL,
+            "postgres://u@h:notaport/db",
+            "DATABASE_URL_FILE",
+        ),
+    ] {
+        let e = Config::read(&from_file(setting, text)).unwrap_err();
+        assert_eq!(e.name, file_var, "{e}");
+    }
+    // A rule broken by a value read from a file names the file's variable too.
+    let mut v = from_file(&ADMIN_APP_TOKEN, "the-same-token-twice");
+    v.set(&ADMIN_TOKEN, "the-same-token-twice", Source::Environment);
+    assert_eq!(Config::read(&v).unwrap_err().name, "ADMIN_APP_TOKEN_FILE");
+    // The same text from the variable itself is refused by the variable's name.
+    let v = Values::defaults().with(&ADMIN_TOKEN, "short");
+    assert_eq!(v.token(&ADMIN_TOKEN).unwrap_err().name, "ADMIN_TOKEN");
+}
