@@ -206,3 +206,29 @@ fn a_header_that_does_not_read_is_refused_by_position() {
     assert_eq!(percent_decoded("a%20b%2C").as_deref(), Some("a b,"));
     assert_eq!(percent_decoded("%zz"), None);
 }
+
+/// An endpoint refused for its query or fragment (where a collector's token is often put) is
+/// quoted with them hidden, as a password is: the token never reaches the log.
+#[test]
+fn a_refused_endpoint_never_shows_its_query_or_fragment() {
+    for setting in [
+        &OTEL_EXPORTER_OTLP_ENDPOINT,
+        &OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    ] {
+        for (raw, shown) in [
+            (
+                "http://127.0.0.1:21270?token=SECRETQ",
+                "\"http://127.0.0.1:21270?***\"",
+            ),
+            (
+                "http://u:pw@c:4318/v1/traces#SECRETQ",
+                "\"http://u:***@c:4318/v1/traces#***\"",
+            ),
+        ] {
+            let e = refused(&[(setting, raw)]);
+            assert_eq!(e.name, setting.name, "{e}");
+            assert!(e.problem.contains(shown), "{e}");
+            assert!(!e.problem.contains("SECRETQ"), "{e}");
+        }
+    }
+}
