@@ -232,3 +232,29 @@ fn a_refused_endpoint_never_shows_its_query_or_fragment() {
         }
     }
 }
+
+/// OTEL_RESOURCE_ATTRIBUTES is percent-encoded: an item whose `%` is not followed by two hex
+/// digits (or that encodes what is not UTF-8) stops the start, named by its position, as one
+/// without `=` or a key does; it is never taken half-decoded.
+#[test]
+fn a_resource_attribute_that_does_not_read_is_refused_by_position() {
+    for (raw, position) in [
+        ("a=%ZZ", "item 1 (\"a=%ZZ\") has a %"),
+        ("team=a%2Cb, b=x%2", "item 2 (\"b=x%2\") has a %"),
+        ("a=b,%zz=c", "item 2 (\"%zz=c\") has a %"),
+        ("a=%FF", "item 1 (\"a=%FF\") has a %"),
+        ("a=b,,noequals", "item 3 (\"noequals\") is not key=value"),
+        ("=x", "item 1 (\"=x\") has no key"),
+        ("%20=x", "item 1 (\"%20=x\") has no key"),
+    ] {
+        for with_endpoint in [vec![ENDPOINT], vec![]] {
+            let mut given = with_endpoint;
+            given.push((&OTEL_RESOURCE_ATTRIBUTES, raw));
+            let e = refused(&given);
+            assert_eq!(e.name, "OTEL_RESOURCE_ATTRIBUTES", "{e}");
+            assert!(e.problem.starts_with(position), "{raw}: {e}");
+        }
+    }
+    let read = on(&[ENDPOINT, (&OTEL_RESOURCE_ATTRIBUTES, "k%3D=a+b%20c")]).resource;
+    assert_eq!(read, [("k=".to_owned(), "a+b c".to_owned())]);
+}

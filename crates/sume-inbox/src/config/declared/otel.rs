@@ -104,6 +104,6 @@ declare! { TRACES, "Traces (OpenTelemetry)",
     /// Resource attributes.
     OTEL_RESOURCE_ATTRIBUTES {
         form: Form::Text,
-        about: "more resource attributes, `key=value,key=value` (e.g. `deployment.environment=prod`), percent-encoded as OpenTelemetry specifies (environment only)",
+        about: "more resource attributes, `key=value,key=value` (e.g. `deployment.environment=prod`), percent-encoded as OpenTelemetry specifies; an item that does not read (no `=`, no key, a `%` not followed by two hex digits) stops the start, named by its position (environment only)",
     }
 }
