@@ -20,7 +20,7 @@ pub fn traces_from_env() -> Result<Traces, ConfigError> {
 
 /// OTEL_* as read from `v`.
 pub fn traces(v: &Values) -> Result<Traces, ConfigError> {
-    let disabled = v.switch(&OTEL_SDK_DISABLED)?;
+    let disabled = v.choice(&OTEL_SDK_DISABLED)? == "true";
     let exporter = v.choice(&OTEL_TRACES_EXPORTER)?;
     let endpoint = endpoint(v)?;
     for (setting, only, why) in [

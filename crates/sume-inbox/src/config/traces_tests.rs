@@ -258,3 +258,27 @@ fn a_resource_attribute_that_does_not_read_is_refused_by_position() {
     let read = on(&[ENDPOINT, (&OTEL_RESOURCE_ATTRIBUTES, "k%3D=a+b%20c")]).resource;
     assert_eq!(read, [("k=".to_owned(), "a+b c".to_owned())]);
 }
+
+/// OTEL_SDK_DISABLED takes only `true` and `false` (any case, spaces around), as
+/// OpenTelemetry reads it: the project's own switches' `yes`, `on` or `1` stop the start
+/// naming the variable and the two values, rather than turning export off.
+#[test]
+fn otel_sdk_disabled_takes_only_true_or_false() {
+    for text in ["true", " TRUE ", "True"] {
+        let read = traces(&values(&[ENDPOINT, (&OTEL_SDK_DISABLED, text)])).unwrap();
+        let because = Some("OTEL_SDK_DISABLED=true");
+        assert_eq!(read, Traces::Off { because }, "{text:?}");
+    }
+    for text in ["false", " FALSE", ""] {
+        on(&[ENDPOINT, (&OTEL_SDK_DISABLED, text)]);
+    }
+    for text in ["yes", "on", "1", "0", "no", "off", "disabled"] {
+        for with_endpoint in [vec![ENDPOINT], vec![]] {
+            let mut given = with_endpoint;
+            given.push((&OTEL_SDK_DISABLED, text));
+            let e = refused(&given).to_string();
+            assert!(e.starts_with("OTEL_SDK_DISABLED: "), "{e}");
+            assert!(e.contains("`true`") && e.contains("`false`"), "{e}");
+        }
+    }
+}
