@@ -382,6 +382,17 @@ fn the_close_under_an_attach(receiver: &Receiver, job: &str, event_id: &str, del
     );
 }
 
+/// The `X-Request-Id`s the simulator sent with its 200s to status reads of `job`.
+async fn sent_200s(sim: &sume_sim::RunningSim, job: &str) -> Vec<String> {
+    let url = sim.sim_url(&format!("requests?job_id={job}"));
+    let answered: sume_sim::RequestsAnswer = reqwest::get(url).await.unwrap().json().await.unwrap();
+    let reads = answered.requests.into_iter();
+    reads
+        .filter(|r| r.status == 200 && r.route.ends_with("/status"))
+        .filter_map(|r| r.request_id)
+        .collect()
+}
+
 fn waiting_id(receiver: &Receiver, trace_id: &str) -> String {
     receiver
         .named("wait for batch")
@@ -452,24 +463,10 @@ async fn a_poll_is_traced_with_the_key_the_answer_and_sumes_request_id() {
     assert_eq!(read.span.kind, SpanKind::Client as i32);
     assert_eq!(read.attr("sume.key").as_deref(), Some("main"));
     assert_eq!(read.attr("sume.answer").as_deref(), Some("200"));
-    let answered: sume_sim::RequestsAnswer = http
-        .get(sim.sim_url(&format!("requests?job_id={known}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let sent: Vec<_> = answered
-        .requests
-        .iter()
-        .filter(|r| r.status == 200 && r.route.ends_with("/status"))
-        .filter_map(|r| r.request_id.clone())
-        .collect();
-    let request_id = read.attr("sume.request_id");
+    let (sent, request_id) = (sent_200s(&sim, &known).await, read.attr("sume.request_id"));
     assert!(
-        request_id.as_ref().is_some_and(|id| sent.contains(id)),
-        "the 200's X-Request-Id: {request_id:?} among {sent:?}"
+        request_id.is_some_and(|id| sent.contains(&id)),
+        "a 200's id, of {sent:?}"
     );
     let poll = receiver
         .named("poll")
