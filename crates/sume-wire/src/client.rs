@@ -113,7 +113,8 @@ pub struct StatusReply {
     /// The rate-limit headers of this answer; present on successes too, so a caller can slow
     /// down before it is refused.
     pub rate: RateLimit,
-    /// Sume's `request_id` from an error answer's envelope, for a support request.
+    /// Sume's id of this answer, for a support request: its `X-Request-Id` (a 200 too), else
+    /// the `request_id` of an error answer's envelope.
     pub request_id: Option<String>,
 }
 

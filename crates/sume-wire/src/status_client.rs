@@ -90,12 +90,9 @@ impl StatusClient {
             status,
             rate,
             redirect,
+            request_id,
             body,
         } = self.get(key, &["jobs", job_id, "status"], &[]).await?;
-        let request_id = (!status.is_success())
-            .then(|| read_json::<crate::ErrorEnvelope>(&body).ok())
-            .flatten()
-            .and_then(|e| e.request_id);
         let outcome = match status {
             StatusCode::OK => match read_json::<JobObject>(&body).map(JobObject::storable) {
                 Ok(Some(job)) if job.id == job_id => StatusOutcome::Found(job),
@@ -160,14 +157,20 @@ impl StatusClient {
             .map_err(classify)?;
         let status = response.status();
         let rate = RateLimit::from_headers(response.headers());
+        let header_id = response.headers().get("x-request-id").cloned();
         let redirect = status
             .is_redirection()
             .then(|| redirected(status, response.headers().get(http::header::LOCATION)));
         let body = read_capped(response, MAX_ANSWER_BYTES).await?;
+        let request_id = header_id
+            .and_then(|v| v.to_str().ok().map(|v| v.trim().to_owned()))
+            .filter(|v| !v.is_empty())
+            .or_else(|| read_json::<crate::ErrorEnvelope>(&body).ok()?.request_id);
         Ok(Answered {
             status,
             rate,
             redirect,
+            request_id,
             body,
         })
     }
@@ -186,14 +189,10 @@ impl StatusClient {
             status,
             rate,
             redirect,
+            request_id,
             body,
         } = self.get(key, &["jobs"], &[("limit", "1")]).await?;
         let json = read_json::<serde_json::Value>(&body).ok();
-        let request_id = json
-            .as_ref()
-            .and_then(|v| v.get("request_id"))
-            .and_then(|v| v.as_str())
-            .map(str::to_owned);
         Ok(KeyCheck {
             http_status: status.as_u16(),
             usable: status == StatusCode::OK && json.as_ref().is_some_and(reads_as_a_list),
@@ -242,11 +241,9 @@ impl StatusClient {
             status,
             rate,
             redirect,
+            request_id,
             body,
         } = self.get(key, &["jobs"], &query).await?;
-        let request_id = serde_json::from_slice::<crate::ErrorEnvelope>(&body)
-            .ok()
-            .and_then(|e| e.request_id);
         let page = (status == StatusCode::OK)
             .then(|| read_json::<JobPage>(&body).ok())
             .flatten()
@@ -288,7 +285,7 @@ pub struct ListReply {
     pub page: Option<JobPage>,
     /// The rate-limit headers of the answer.
     pub rate: RateLimit,
-    /// Sume's `request_id` of an error answer.
+    /// Sume's id of this answer: its `X-Request-Id`, else an error envelope's `request_id`.
     pub request_id: Option<String>,
     /// For a `3xx`, not followed: the status and where it pointed (`"307 to \"...\""`).
     pub redirect: Option<String>,
@@ -303,7 +300,7 @@ pub struct KeyCheck {
     pub usable: bool,
     /// The rate-limit headers of the answer (the check is a read like any other).
     pub rate: RateLimit,
-    /// Sume's `request_id`, when the answer carries one.
+    /// Sume's id of this answer: its `X-Request-Id`, else an error envelope's `request_id`.
     pub request_id: Option<String>,
     /// For a `3xx`, not followed: the status and where it pointed (`"307 to https://..."`).
     pub redirect: Option<String>,
@@ -315,6 +312,9 @@ struct Answered {
     rate: RateLimit,
     /// For a `3xx`: the status and where it pointed, as [`redirected`] writes it.
     redirect: Option<String>,
+    /// The id Sume gave this answer: its `X-Request-Id` (sent with every answer, a 200 too),
+    /// else the `request_id` of an error answer's envelope.
+    request_id: Option<String>,
     body: Vec<u8>,
 }
 

@@ -217,3 +217,51 @@ async fn a_404_outside_sumes_envelope_is_not_a_verdict() {
     assert_eq!(asked.outcome, StatusOutcome::NotFound);
     assert_eq!(asked.request_id.as_deref(), Some("req_1"));
 }
+
+/// Every answer's id is Sume's `X-Request-Id`, a 200's too (the id to quote to Sume's support
+/// about any read), before an error envelope's `request_id`, which serves when it is missing.
+#[tokio::test]
+async fn each_answer_carries_the_request_id_sume_sent() {
+    let key = Secret::new("sk_test");
+    let client_for = |addr: std::net::SocketAddr| {
+        StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap()
+    };
+    let answer = |status: &str, body: &str, id: Option<&str>| {
+        let header = id.map(|id| format!("x-request-id: {id}\r\n"));
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{}content-length: {}\r\n\r\n{body}",
+            header.unwrap_or_default(),
+            body.len()
+        )
+    };
+    let job = r#"{"id":"job_1","status":"running"}"#;
+    let list = r#"{"data":[],"has_more":false}"#;
+    let envelope =
+        r#"{"error":{"code":"not_found","message":"no","details":{}},"request_id":"req_body"}"#;
+    for (status, body, header, expected) in [
+        ("200 OK", job, Some("req_ok"), Some("req_ok")),
+        ("200 OK", job, None, None),
+        (
+            "404 Not Found",
+            envelope,
+            Some("req_head"),
+            Some("req_head"),
+        ),
+        ("404 Not Found", envelope, None, Some("req_body")),
+    ] {
+        let (addr, _) = answering(answer(status, body, header), 1).await;
+        let read = client_for(addr).job_status(&key, "job_1").await.unwrap();
+        assert_eq!(read.request_id.as_deref(), expected, "{status} {header:?}");
+    }
+    let (addr, _) = answering(answer("200 OK", list, Some("req_check")), 1).await;
+    let check = client_for(addr).check_key(&key).await.unwrap();
+    assert!(check.usable);
+    assert_eq!(check.request_id.as_deref(), Some("req_check"));
+    let (addr, _) = answering(answer("200 OK", list, Some("req_list")), 1).await;
+    let page = client_for(addr)
+        .list_jobs(&key, 100, None, None)
+        .await
+        .unwrap();
+    assert!(page.page.is_some());
+    assert_eq!(page.request_id.as_deref(), Some("req_list"));
+}

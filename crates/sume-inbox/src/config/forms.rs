@@ -209,7 +209,7 @@ pub fn parse_http_url_as_written(
 }
 
 /// `url` (`raw`, trimmed) checked: http(s), a host, no query, fragment or credentials. A
-/// refusal quotes `raw` with any password in it replaced ([`without_password`]).
+/// refusal quotes `raw` with its password, query and fragment replaced ([`without_secrets`]).
 fn check_http_url(
     name: &'static str,
     example: &str,
@@ -221,7 +221,7 @@ fn check_http_url(
             name,
             format!(
                 "{:?} is not an http(s) URL such as {example}: {why}",
-                without_password(raw)
+                without_secrets(raw)
             ),
         )
     };
@@ -257,19 +257,29 @@ fn credentials_go_in(name: &str) -> &'static str {
     }
 }
 
-/// `raw` with its credentials hidden, for a message: `https://u:***@host/v1`; a user alone,
-/// often a token, is hidden whole (`https://***@host/v1`). Everything between the scheme and
-/// the last `@` counts as credentials, so a password holding a `/` or a `?` is hidden too.
-fn without_password(raw: &str) -> String {
+/// `raw` with what may be a secret hidden, for a message: the credentials (`https://u:***@host`;
+/// a user alone, often a token, whole: `https://***@host`) and the query or fragment
+/// (`https://host/v1?***`, `#***`). All between the scheme and the last `@` counts as
+/// credentials; when that holds a `?` or `#`, the `@` may be the query's: all after is hidden.
+fn without_secrets(raw: &str) -> String {
     let start = raw.find("://").map_or(0, |i| i + 3);
-    let Some(at) = raw[start..].rfind('@').map(|i| start + i) else {
-        return raw.to_owned();
-    };
-    let hidden = match raw[start..at].split_once(':') {
-        Some((user, _)) => format!("{user}:***"),
-        None => "***".to_owned(),
-    };
-    format!("{}{hidden}{}", &raw[..start], &raw[at..])
+    let (mut shown, mut rest) = (raw[..start].to_owned(), &raw[start..]);
+    if let Some(at) = rest.rfind('@') {
+        let credentials = &rest[..at];
+        match credentials.split_once(':') {
+            Some((user, _)) => shown.push_str(&format!("{user}:***")),
+            None => shown.push_str("***"),
+        }
+        rest = if credentials.contains(['?', '#']) {
+            "@?"
+        } else {
+            &rest[at..]
+        };
+    }
+    match rest.find(['?', '#']) {
+        Some(i) => format!("{shown}{}***", &rest[..=i]),
+        None => format!("{shown}{rest}"),
+    }
 }
 
 /// Reads a switch: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off` (any case).
@@ -310,8 +320,8 @@ pub fn check_database_url(name: &'static str, raw: &str) -> Result<Secret, Confi
     Ok(Secret::new(raw))
 }
 
-/// `why` with the value of the parameter it names (``invalid value for option `port` ``),
-/// taken from the URL's query; the parser names only options that hold no secret.
+/// `why` with the value of the parameter it names (``invalid value for option `port` ``), read
+/// from the query past the credentials and before any `#`; the parser names no secret option.
 fn with_value(why: String, raw: &str) -> String {
     let Some(option) = why
         .split_once("invalid value for option `")
@@ -320,7 +330,9 @@ fn with_value(why: String, raw: &str) -> String {
     else {
         return why;
     };
-    let query = raw.split_once('?').map_or("", |(_, q)| q);
+    let after_credentials = raw.rfind('@').map_or(raw, |at| &raw[at..]);
+    let query = after_credentials.split_once('?').map_or("", |(_, q)| q);
+    let query = query.split('#').next().unwrap_or_default();
     match url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == option) {
         Some((_, value)) if option != "password" => format!("{why}: {option}={value:?}"),
         _ => why,

@@ -79,13 +79,54 @@ fn a_refused_url_never_shows_its_password() {
     );
     // An `@` in the path hides more than needed, never less.
     assert_eq!(
-        without_password("http://collector:4318/a@b"),
+        without_secrets("http://collector:4318/a@b"),
         "http://collector:***@b"
     );
     assert_eq!(
-        without_password("http://collector:4318"),
+        without_secrets("http://collector:4318"),
         "http://collector:4318"
     );
+}
+
+/// A token is as often put in a URL's query (or fragment) as in its credentials: a refused
+/// URL is quoted with both hidden, whichever URL setting it is (a PostgreSQL URL's refusal
+/// never quotes it).
+#[test]
+fn a_refused_url_never_shows_its_query_or_fragment() {
+    let refused = |name, raw: &str| parse_http_url(name, "https://x.example/v1", raw).unwrap_err();
+    for name in [
+        "SUME_API_URL",
+        "SUME_INBOX_ADMIN_URL",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    ] {
+        for (raw, shown) in [
+            (
+                "http://127.0.0.1:21270?token=SECRETQ",
+                "http://127.0.0.1:21270?***",
+            ),
+            ("http://c:4318/v1#SECRETQ", "http://c:4318/v1#***"),
+            ("http://c:4318/v1?a=1#SECRETQ", "http://c:4318/v1?***"),
+            ("http://u:pw@c/v1?token=SECRETQ", "http://u:***@c/v1?***"),
+            ("http://c/v1?mail=a@b&token=SECRETQ", "http://***@?***"),
+            ("c:4318?token=SECRETQ", "c:4318?***"),
+        ] {
+            let e = refused(name, raw).to_string();
+            assert!(!e.contains("SECRETQ") && !e.contains("pw"), "{e}");
+            assert!(e.contains(&format!("{shown:?}")), "{raw}: {e}");
+            assert!(e.starts_with(name), "{e}");
+        }
+    }
+    // A PostgreSQL URL's refusal quotes none of it: at most the one parameter refused.
+    for query in [
+        "application_name=SECRETQ&connect_timeout=abc",
+        "sslmode=bogus&password=SECRETQ",
+        "options=SECRETQ&target_session_attrs=bogus",
+    ] {
+        let url = format!("postgres://u:pw@h/db?{query}#SECRETQ");
+        let e = check_database_url("DATABASE_URL", &url).unwrap_err();
+        assert!(!e.to_string().contains("SECRETQ"), "{e}");
+    }
 }
 
 #[test]

@@ -20,7 +20,7 @@ pub fn traces_from_env() -> Result<Traces, ConfigError> {
 
 /// OTEL_* as read from `v`.
 pub fn traces(v: &Values) -> Result<Traces, ConfigError> {
-    let disabled = v.switch(&OTEL_SDK_DISABLED)?;
+    let disabled = v.choice(&OTEL_SDK_DISABLED)? == "true";
     let exporter = v.choice(&OTEL_TRACES_EXPORTER)?;
     let endpoint = endpoint(v)?;
     for (setting, only, why) in [
@@ -211,25 +211,37 @@ fn percent_decoded(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// `key=value,key=value`, each part percent-decoded (OpenTelemetry's resource format).
+/// `key=value,key=value`, each part percent-decoded (OpenTelemetry's resource format). An
+/// item that does not read (no `=`, no key, a `%` not followed by two hex digits) is refused
+/// by its position, rather than dropped or kept half-decoded as the SDK would.
 fn resource_attributes(raw: &str) -> Result<Vec<(String, String)>, ConfigError> {
-    let bad = |why: String| ConfigError::new(OTEL_RESOURCE_ATTRIBUTES.name, why);
-    let decode = |part: &str| {
-        url::form_urlencoded::parse(format!("x={}", part.replace('+', "%2B")).as_bytes())
-            .next()
-            .map(|(_, v)| v.trim().to_owned())
-            .unwrap_or_default()
-    };
     let mut pairs = Vec::new();
-    for item in raw.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let Some((key, value)) = item.split_once('=') else {
-            return Err(bad(format!("{item:?} is not key=value")));
-        };
-        let key = decode(key);
-        if key.is_empty() {
-            return Err(bad(format!("{item:?} has no key")));
+    for (i, item) in raw.split(',').map(str::trim).enumerate() {
+        if item.is_empty() {
+            continue;
         }
-        pairs.push((key, decode(value)));
+        let bad = |why: &str| {
+            ConfigError::new(
+                OTEL_RESOURCE_ATTRIBUTES.name,
+                format!(
+                    "item {} ({item:?}) {why}: write key=value items separated by commas, each \
+                     part percent-encoded (such as deployment.environment=prod,team=a%2Cb)",
+                    i + 1
+                ),
+            )
+        };
+        let Some((key, value)) = item.split_once('=') else {
+            return Err(bad("is not key=value"));
+        };
+        let (Some(key), Some(value)) = (percent_decoded(key), percent_decoded(value)) else {
+            return Err(bad(
+                "has a % not followed by two hex digits, or encodes what is not UTF-8",
+            ));
+        };
+        if key.trim().is_empty() {
+            return Err(bad("has no key before its ="));
+        }
+        pairs.push((key.trim().to_owned(), value.trim().to_owned()));
     }
     Ok(pairs)
 }

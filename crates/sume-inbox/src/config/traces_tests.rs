@@ -206,3 +206,79 @@ fn a_header_that_does_not_read_is_refused_by_position() {
     assert_eq!(percent_decoded("a%20b%2C").as_deref(), Some("a b,"));
     assert_eq!(percent_decoded("%zz"), None);
 }
+
+/// An endpoint refused for its query or fragment (where a collector's token is often put) is
+/// quoted with them hidden, as a password is: the token never reaches the log.
+#[test]
+fn a_refused_endpoint_never_shows_its_query_or_fragment() {
+    for setting in [
+        &OTEL_EXPORTER_OTLP_ENDPOINT,
+        &OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    ] {
+        for (raw, shown) in [
+            (
+                "http://127.0.0.1:21270?token=SECRETQ",
+                "\"http://127.0.0.1:21270?***\"",
+            ),
+            (
+                "http://u:pw@c:4318/v1/traces#SECRETQ",
+                "\"http://u:***@c:4318/v1/traces#***\"",
+            ),
+        ] {
+            let e = refused(&[(setting, raw)]);
+            assert_eq!(e.name, setting.name, "{e}");
+            assert!(e.problem.contains(shown), "{e}");
+            assert!(!e.problem.contains("SECRETQ"), "{e}");
+        }
+    }
+}
+
+/// OTEL_RESOURCE_ATTRIBUTES is percent-encoded: an item whose `%` is not followed by two hex
+/// digits (or that encodes what is not UTF-8) stops the start, named by its position, as one
+/// without `=` or a key does; it is never taken half-decoded.
+#[test]
+fn a_resource_attribute_that_does_not_read_is_refused_by_position() {
+    for (raw, position) in [
+        ("a=%ZZ", "item 1 (\"a=%ZZ\") has a %"),
+        ("team=a%2Cb, b=x%2", "item 2 (\"b=x%2\") has a %"),
+        ("a=b,%zz=c", "item 2 (\"%zz=c\") has a %"),
+        ("a=%FF", "item 1 (\"a=%FF\") has a %"),
+        ("a=b,,noequals", "item 3 (\"noequals\") is not key=value"),
+        ("=x", "item 1 (\"=x\") has no key"),
+        ("%20=x", "item 1 (\"%20=x\") has no key"),
+    ] {
+        for with_endpoint in [vec![ENDPOINT], vec![]] {
+            let mut given = with_endpoint;
+            given.push((&OTEL_RESOURCE_ATTRIBUTES, raw));
+            let e = refused(&given);
+            assert_eq!(e.name, "OTEL_RESOURCE_ATTRIBUTES", "{e}");
+            assert!(e.problem.starts_with(position), "{raw}: {e}");
+        }
+    }
+    let read = on(&[ENDPOINT, (&OTEL_RESOURCE_ATTRIBUTES, "k%3D=a+b%20c")]).resource;
+    assert_eq!(read, [("k=".to_owned(), "a+b c".to_owned())]);
+}
+
+/// OTEL_SDK_DISABLED takes only `true` and `false` (any case, spaces around), as
+/// OpenTelemetry reads it: the project's own switches' `yes`, `on` or `1` stop the start
+/// naming the variable and the two values, rather than turning export off.
+#[test]
+fn otel_sdk_disabled_takes_only_true_or_false() {
+    for text in ["true", " TRUE ", "True"] {
+        let read = traces(&values(&[ENDPOINT, (&OTEL_SDK_DISABLED, text)])).unwrap();
+        let because = Some("OTEL_SDK_DISABLED=true");
+        assert_eq!(read, Traces::Off { because }, "{text:?}");
+    }
+    for text in ["false", " FALSE", ""] {
+        on(&[ENDPOINT, (&OTEL_SDK_DISABLED, text)]);
+    }
+    for text in ["yes", "on", "1", "0", "no", "off", "disabled"] {
+        for with_endpoint in [vec![ENDPOINT], vec![]] {
+            let mut given = with_endpoint;
+            given.push((&OTEL_SDK_DISABLED, text));
+            let e = refused(&given).to_string();
+            assert!(e.starts_with("OTEL_SDK_DISABLED: "), "{e}");
+            assert!(e.contains("`true`") && e.contains("`false`"), "{e}");
+        }
+    }
+}

@@ -503,3 +503,35 @@ fn opentelemetry_settings_that_cannot_be_honoured_stop_the_start() {
         "{text}"
     );
 }
+
+/// What OpenTelemetry itself would refuse, or what holds a token, as the binary reads it: a
+/// token in the endpoint's query is never printed, a resource attribute that is not
+/// percent-encoded is named by its position, and OTEL_SDK_DISABLED takes `true` or `false`
+/// only: each stops the start (78).
+#[test]
+fn opentelemetry_values_that_do_not_read_stop_the_start_without_printing_a_token() {
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (
+            &[(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "http://127.0.0.1:21270?token=SECRETQ",
+            )],
+            "OTEL_EXPORTER_OTLP_ENDPOINT: \"http://127.0.0.1:21270?***\" is not",
+        ),
+        (
+            &[("OTEL_RESOURCE_ATTRIBUTES", "team=a%2Cb,a=%ZZ")],
+            "OTEL_RESOURCE_ATTRIBUTES: item 2 (\"a=%ZZ\") has a %",
+        ),
+        (
+            &[("OTEL_SDK_DISABLED", "yes")],
+            "OTEL_SDK_DISABLED: \"yes\" is not one of `true` or `false`",
+        ),
+    ];
+    for (extra, said) in cases {
+        let out = serve_with_only(&with(extra));
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{extra:?}: {text}");
+        assert!(text.contains(said), "{extra:?}: {text}");
+        assert!(!text.contains("SECRETQ"), "{extra:?}: {text}");
+    }
+}

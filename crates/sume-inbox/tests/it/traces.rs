@@ -382,6 +382,17 @@ fn the_close_under_an_attach(receiver: &Receiver, job: &str, event_id: &str, del
     );
 }
 
+/// The `X-Request-Id`s the simulator sent with its 200s to status reads of `job`.
+async fn sent_200s(sim: &sume_sim::RunningSim, job: &str) -> Vec<String> {
+    let url = sim.sim_url(&format!("requests?job_id={job}"));
+    let answered: sume_sim::RequestsAnswer = reqwest::get(url).await.unwrap().json().await.unwrap();
+    let reads = answered.requests.into_iter();
+    reads
+        .filter(|r| r.status == 200 && r.route.ends_with("/status"))
+        .filter_map(|r| r.request_id)
+        .collect()
+}
+
 fn waiting_id(receiver: &Receiver, trace_id: &str) -> String {
     receiver
         .named("wait for batch")
@@ -392,8 +403,9 @@ fn waiting_id(receiver: &Receiver, trace_id: &str) -> String {
 }
 
 /// The sweep's reads of Sume (the simulator): a poll that closes a job, its status read with
-/// the key and the answer, the close under it linked to the registration's trace; and a read
-/// Sume answers 404 with a request id, which the read's span carries.
+/// the key, the answer and the `X-Request-Id` Sume sent with its 200, the close under it
+/// linked to the registration's trace; and a read Sume answers 404 with a request id, which
+/// the read's span carries.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_poll_is_traced_with_the_key_the_answer_and_sumes_request_id() {
     use crate::sweep::{create, sim_config, wait_ended, MAIN_KEY};
@@ -451,6 +463,11 @@ async fn a_poll_is_traced_with_the_key_the_answer_and_sumes_request_id() {
     assert_eq!(read.span.kind, SpanKind::Client as i32);
     assert_eq!(read.attr("sume.key").as_deref(), Some("main"));
     assert_eq!(read.attr("sume.answer").as_deref(), Some("200"));
+    let (sent, request_id) = (sent_200s(&sim, &known).await, read.attr("sume.request_id"));
+    assert!(
+        request_id.is_some_and(|id| sent.contains(&id)),
+        "a 200's id, of {sent:?}"
+    );
     let poll = receiver
         .named("poll")
         .into_iter()

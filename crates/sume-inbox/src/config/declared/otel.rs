@@ -17,11 +17,11 @@ declare! { TRACES, "Traces (OpenTelemetry)",
         form: Form::HttpUrl { example: "http://127.0.0.1:4318/v1/traces" },
         about: "the URL spans are sent to, used as written (no `/v1/traces` added, e.g. `http://127.0.0.1:4318/v1/traces`); when set it is used rather than OTEL_EXPORTER_OTLP_ENDPOINT, and alone turns export on (environment only, `serve`)",
     }
-    /// Export off whatever else is set.
+    /// Export off whatever else is set; `true` or `false` only, as OpenTelemetry reads it.
     OTEL_SDK_DISABLED {
         default: Some("false"),
-        form: Form::Switch,
-        about: "`true`: no traces are made or exported, whatever else is set (an INFO line at start says so) (environment only)",
+        form: Form::Choice(&["true", "false"]),
+        about: "`true` (any case): no traces are made or exported, whatever else is set (an INFO line at start says so); only `true` and `false` are taken, as OpenTelemetry reads them: `yes`, `1` or any other stops the start (environment only)",
     }
     /// The exporter: OTLP, or none.
     OTEL_TRACES_EXPORTER {
@@ -104,6 +104,6 @@ declare! { TRACES, "Traces (OpenTelemetry)",
     /// Resource attributes.
     OTEL_RESOURCE_ATTRIBUTES {
         form: Form::Text,
-        about: "more resource attributes, `key=value,key=value` (e.g. `deployment.environment=prod`), percent-encoded as OpenTelemetry specifies (environment only)",
+        about: "more resource attributes, `key=value,key=value` (e.g. `deployment.environment=prod`), percent-encoded as OpenTelemetry specifies; an item that does not read (no `=`, no key, a `%` not followed by two hex digits) stops the start, named by its position (environment only)",
     }
 }
