@@ -5,8 +5,9 @@
 //! is refused before its body is read or waited for; then the body is read within BODY_TIMEOUT,
 //! the signature verified over every configured secret, and the delivery handed to the ingest
 //! actor; the answer waits for the commit:
-//! - 204: stored, a duplicate, an unknown job (it waits in the inbox), or a verified body that
-//!   names no job (kept as a dead letter);
+//! - 204: stored, a duplicate, an unknown job (it waits in the inbox), a verified body that
+//!   names no job, or an event under an id stored for another job or status (each kept as a
+//!   dead letter);
 //! - 401: missing, malformed or wrong signature, or a stale timestamp; nothing stored;
 //! - 413: body over MAX_BODY_BYTES (declared or sent); 408: body not sent within BODY_TIMEOUT;
 //!   404/405: wrong path or method;
@@ -358,6 +359,7 @@ async fn store(state: &WebhookState, delivery: Delivery) -> Response {
                     Stored::New => "new",
                     Stored::Duplicate => "duplicate",
                     Stored::DeadLettered => "dead_letter",
+                    Stored::IdReused => "id_reused",
                 },
                 "webhook stored"
             );
@@ -365,6 +367,7 @@ async fn store(state: &WebhookState, delivery: Delivery) -> Response {
                 Stored::New => WebhookOutcome::stored,
                 Stored::Duplicate => WebhookOutcome::duplicate,
                 Stored::DeadLettered => WebhookOutcome::dead_lettered,
+                Stored::IdReused => WebhookOutcome::id_reused,
             });
             StatusCode::NO_CONTENT.into_response()
         }
