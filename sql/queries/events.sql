@@ -7,9 +7,10 @@
 -- whose header id names such a row of the same job is a redelivery of it, and is not stored
 -- again. The job must match: the header's id is not signed, and another job's row stored under
 -- it (an id claimed before the upgrade) must not hide a genuine delivery. Results come as JSON
--- text, exactly as received, and become jsonb here. Answers the ids that were new (the others
--- were duplicates), each with whether its job's row existed in this statement's snapshot:
--- ingest hints attach only those, and the jobs registered since (see attach.rs, "hints").
+-- text, exactly as received, and become jsonb here. Answers the ids that were new (what the
+-- others hold, events_stored reads), each with whether its job's row existed in this
+-- statement's snapshot: ingest hints attach only those, and the jobs registered since (see
+-- attach.rs, "hints").
 -- Both probes (the legacy row, the job's row) are per-row lookups by a key: `exists (...
 -- offset 0)` keeps each a subplan run for its row, which PostgreSQL can neither turn into a
 -- join nor hash. A plain `exists` here may be planned as `hashed SubPlan`, one read of the
@@ -40,6 +41,22 @@ with inserted as (
 select i.event_id,
        exists (select 1 from sume.jobs j where j.job_id = i.job_id offset 0) as job_known
 from inserted i;
+
+-- name: events_stored
+-- What the ids of a batch that events_insert did not write already hold: the job and status of
+-- the row stored under each (run only when some id was not new, which a batch of new events
+-- never pays for). Ingest tells a redelivery (the same job and status) from another event
+-- reusing the id (another job, or another status of the same job), which it keeps as a dead
+-- letter instead of answering it "duplicate". A row committed by another batch while this
+-- one's insert waited on it is seen: this is a statement of its own, with a snapshot taken
+-- after that insert. An id with no row (a delivery skipped as the redelivery of a row stored
+-- before 0004_signed_keys under its header's id) answers nothing. Each id is a lookup in
+-- events_pkey (`offset 0`: a subplan per id, never a join that could read sume.events whole).
+select u.event_id, e.job_id, e.status
+from (select distinct unnest($1::text[]) as event_id) u
+cross join lateral (select w.job_id, w.status from sume.events w
+                    where w.event_id = u.event_id
+                    offset 0) e;
 
 -- name: events_attachable
 -- Which of these jobs have a committed row and events waiting. Takes no locks: a cheap filter

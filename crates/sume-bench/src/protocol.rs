@@ -47,8 +47,8 @@ fn event(i: usize, j: usize) -> NewEvent {
 
 fn insert(store: &Store, batch: usize, i: usize) -> BoxedRun<'_> {
     Box::pin(async move {
-        let mut events: Vec<NewEvent> = (0..batch).map(|j| event(i, j)).collect();
-        store.write_inbox_batch(&mut events, &mut []).await?;
+        let events: Vec<NewEvent> = (0..batch).map(|j| event(i, j)).collect();
+        store.write_inbox_batch(&events, &[]).await?;
         Ok(())
     })
 }

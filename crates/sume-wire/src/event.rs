@@ -88,7 +88,8 @@ pub fn parse_event(body: &[u8]) -> Result<ParsedEvent, ParseError> {
 
 /// Drops what a database cannot store as text or jsonb (a NUL character, `\u0000`): such a
 /// status, type or result is treated as absent; the raw body keeps everything. So is a result
-/// that could not be read back ([`crate::readable`]: nested too deep, a number past `f64`). A result's lone
+/// that `jsonb` refuses or that could not be read back ([`crate::readable`]: nested too deep, a
+/// number past `f64`, or with more digits after the point than `numeric` holds). A result's lone
 /// surrogates (`\udfff`, which `jsonb` refuses too) are mended into U+FFFD instead
 /// ([`mend_lone_surrogates`]): the rest of the result is worth keeping.
 fn storable(mut p: ParsedEvent) -> ParsedEvent {

@@ -196,6 +196,9 @@ fn a_result_that_could_not_be_read_back_is_left_to_the_raw_body() {
         deep(crate::MAX_RESULT_DEPTH + 1),
         deep(127),
         r#"{"event":"job.completed","job_id":"j","result":{"n":1e400}}"#.to_owned(),
+        r#"{"event":"job.completed","job_id":"j","result":{"n":1e-20000}}"#.to_owned(),
+        r#"{"event":"job.completed","job_id":"j","result":{"url":"u","n":[0.5e-16383]}}"#
+            .to_owned(),
     ] {
         let e = parse_event(body.as_bytes()).unwrap();
         assert_eq!((e.job_id.as_str(), e.result), ("j", None), "{body}");

@@ -6,8 +6,10 @@
 //! batch limit), store it in one transaction, then answer every waiting request. Several
 //! writers share the channel, so while one commits the next is already collecting (for as long
 //! as that commit, and up to as many deliveries as it holds: `ingest_pace.rs`): under load the
-//! batches grow, and the cost of a commit is shared by many requests. Each committed event's
-//! job id goes to attach, with whether its row existed (the insert answers it).
+//! batches grow, and the cost of a commit is shared by many requests. Each new event's job id
+//! goes to attach, with whether its row existed (the insert answers it). A delivery whose event
+//! id is stored already for another job or status is answered [`Stored::IdReused`]: kept as a
+//! dead letter by the store, counted, and logged here.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -24,8 +26,14 @@ use crate::actors::supervision::Actor;
 use crate::config::IngestConfig;
 use crate::db::{NewDeadLetter, NewEvent, Store};
 pub use crate::decisions::delivery::Delivery;
+use crate::decisions::reused_id::EventFate;
 use crate::metrics::Metrics;
+use crate::process::log_budget::LogBudget;
 use crate::process::traces;
+
+/// Deliveries reusing a stored event id are counted always and logged at most this often (a
+/// faulty sender, or a delivery replayed, can repeat them).
+static REUSED_IDS_LOG: LogBudget = LogBudget::new(5, std::time::Duration::from_secs(1));
 
 /// How a delivery was stored (every one of these is answered 2xx).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +44,9 @@ pub enum Stored {
     Duplicate,
     /// A verified body that names no job, kept as a dead letter.
     DeadLettered,
+    /// Its event id is stored already for another job, or for its job with another status:
+    /// another event under that id, kept as a dead letter, never applied.
+    IdReused,
 }
 
 /// The delivery could not be committed (the database refused or is unreachable): answer 503.
@@ -168,29 +179,38 @@ impl Actor for Writer {
     }
 }
 
-/// The fate of each delivery of a committed batch: new when its insert wrote the row, else a
-/// duplicate; a dead letter kept.
-fn committed_fates<V>(
-    events: Vec<NewEvent>,
-    dead: Vec<NewDeadLetter>,
-    new_ids: &HashMap<String, V>,
-) -> HashMap<Key, Result<Stored, Unavailable>> {
-    let mut fates: HashMap<Key, Result<Stored, Unavailable>> = events
-        .into_iter()
-        .map(|e| {
-            let stored = if new_ids.contains_key(&e.event_id) {
-                Stored::New
-            } else {
-                Stored::Duplicate
-            };
-            (Key::Event(e.event_id), Ok(stored))
-        })
-        .collect();
-    fates.extend(
-        dead.into_iter()
-            .map(|d| (Key::Dead(d.dead_letter_id), Ok(Stored::DeadLettered))),
-    );
-    fates
+/// How a delivery whose event was written is answered.
+fn stored_as(fate: &EventFate) -> Stored {
+    match fate {
+        EventFate::New { .. } => Stored::New,
+        EventFate::Duplicate => Stored::Duplicate,
+        EventFate::Reused { .. } => Stored::IdReused,
+    }
+}
+
+/// Says, within [`REUSED_IDS_LOG`], which deliveries reuse a stored event id.
+fn warn_reused(events: &[NewEvent], fates: &[EventFate]) {
+    for (e, fate) in events.iter().zip(fates) {
+        let EventFate::Reused {
+            stored,
+            dead_letter_id,
+        } = fate
+        else {
+            continue;
+        };
+        if let Some(left_out) = REUSED_IDS_LOG.allow() {
+            tracing::warn!(
+                event_id = %e.event_id,
+                job_id = %e.job_id,
+                status = e.status.as_deref().unwrap_or("-"),
+                stored_job_id = %stored.job_id,
+                stored_status = stored.status.as_deref().unwrap_or("-"),
+                %dead_letter_id,
+                left_out,
+                "a delivery's event id is already stored for another job or status; kept as a dead letter, not applied"
+            );
+        }
+    }
 }
 
 impl Writer {
@@ -198,47 +218,53 @@ impl Writer {
     async fn write(&self, batch: Vec<Request>) {
         let mut events: Vec<NewEvent> = Vec::new();
         let mut dead: Vec<NewDeadLetter> = Vec::new();
-        // Each request is answered by the fate of its id; a repeat inside the batch is written
-        // once and answered as a duplicate.
-        let mut waiting: Vec<(Key, bool, Reply)> = Vec::with_capacity(batch.len());
-        let mut seen: HashSet<Key> = HashSet::with_capacity(batch.len());
+        // Each event's request is answered by its own fate (an id may repeat: the store holds
+        // each later delivery to the first); a dead letter's by its id's, written once.
+        let mut waiting: Vec<(Slot, Reply)> = Vec::with_capacity(batch.len());
+        let mut seen: HashSet<String> = HashSet::new();
         for Request {
             delivery, reply, ..
         } in batch
         {
-            let key = match &delivery {
-                Delivery::Event(e) => Key::Event(e.event_id.clone()),
-                Delivery::DeadLetter(d) => Key::Dead(d.dead_letter_id.clone()),
-            };
-            let first = seen.insert(key.clone());
-            if first {
-                match delivery {
-                    Delivery::Event(e) => events.push(e),
-                    Delivery::DeadLetter(d) => dead.push(d),
+            match delivery {
+                Delivery::Event(e) => {
+                    waiting.push((Slot::Event(events.len()), reply));
+                    events.push(e);
+                }
+                Delivery::DeadLetter(d) => {
+                    waiting.push((Slot::Dead(d.dead_letter_id.clone()), reply));
+                    if seen.insert(d.dead_letter_id.clone()) {
+                        dead.push(d);
+                    }
                 }
             }
-            waiting.push((key, first, reply));
         }
         self.metrics.ingest_batch_size.observe(waiting.len() as f64);
         let started = std::time::Instant::now();
-        let written = self.store.write_inbox_batch(&mut events, &mut dead).await;
+        let written = self.store.write_inbox_batch(&events, &dead).await;
         self.metrics
             .ingest_commit_seconds
             .observe(started.elapsed().as_secs_f64());
-        let fates: HashMap<Key, Result<Stored, Unavailable>> = match written {
-            Ok(new_ids) => {
+        let fates: Fates = match written {
+            Ok(fates) => {
                 tracing::debug!(
                     events = events.len(),
                     dead = dead.len(),
-                    new = new_ids.len(),
+                    new = fates
+                        .iter()
+                        .filter(|f| matches!(f, EventFate::New { .. }))
+                        .count(),
                     "inbox batch committed"
                 );
-                let jobs = events
-                    .iter()
-                    .filter_map(|e| Some((e.job_id.clone(), *new_ids.get(&e.event_id)?)))
-                    .collect();
-                self.attach.stored(jobs);
-                committed_fates(events, dead, &new_ids)
+                self.hint(&events, &fates);
+                warn_reused(&events, &fates);
+                Fates {
+                    events: fates.iter().map(|f| Ok(stored_as(f))).collect(),
+                    dead: dead
+                        .into_iter()
+                        .map(|d| (d.dead_letter_id, Ok(Stored::DeadLettered)))
+                        .collect(),
+                }
             }
             Err(e) if e.is_bad_data() => {
                 // One delivery the database refuses must not fail the others with it, nor
@@ -249,70 +275,75 @@ impl Writer {
             }
             Err(e) => {
                 tracing::error!(error = %e, requests = waiting.len(), "inbox batch failed; answering 503");
-                HashMap::new()
+                Fates::default()
             }
         };
-        for (key, first, reply) in waiting {
-            let fate = fates.get(&key).copied().unwrap_or(Err(Unavailable));
-            let fate = match fate {
-                Ok(Stored::New) if !first => Ok(Stored::Duplicate),
-                other => other,
+        for (slot, reply) in waiting {
+            let fate = match &slot {
+                Slot::Event(i) => fates.events.get(*i).copied(),
+                Slot::Dead(id) => fates.dead.get(id).copied(),
             };
-            let _ = reply.send(fate);
+            let _ = reply.send(fate.unwrap_or(Err(Unavailable)));
         }
     }
 
+    /// Sends attach the job of each new event, with whether its row existed.
+    fn hint(&self, events: &[NewEvent], fates: &[EventFate]) {
+        let jobs = events
+            .iter()
+            .zip(fates)
+            .filter_map(|(e, fate)| match fate {
+                EventFate::New { job_known } => Some((e.job_id.clone(), *job_known)),
+                _ => None,
+            })
+            .collect();
+        self.attach.stored(jobs);
+    }
+
     /// The slow path of a batch the database refused for its data.
-    async fn write_one_by_one(
-        &self,
-        events: Vec<NewEvent>,
-        dead: Vec<NewDeadLetter>,
-    ) -> HashMap<Key, Result<Stored, Unavailable>> {
-        let mut fates = HashMap::new();
+    async fn write_one_by_one(&self, events: Vec<NewEvent>, dead: Vec<NewDeadLetter>) -> Fates {
+        let mut fates = Fates::default();
         for e in events {
-            let key = Key::Event(e.event_id.clone());
-            let (job_id, as_dead) = (e.job_id.clone(), e.clone());
-            let fate = match self.store.write_inbox_batch(&mut [e], &mut []).await {
-                Ok(new) if new.is_empty() => Ok(Stored::Duplicate),
-                Ok(new) => {
-                    let known = new.values().any(|known| *known);
-                    self.attach.stored(vec![(job_id, known)]);
-                    Ok(Stored::New)
+            let one = std::slice::from_ref(&e);
+            let fate = match self.store.write_inbox_batch(one, &[]).await {
+                Ok(written) => {
+                    self.hint(one, &written);
+                    warn_reused(one, &written);
+                    written.first().map(stored_as).ok_or(Unavailable)
                 }
                 Err(err) if err.is_bad_data() => {
-                    tracing::warn!(event_id = %as_dead.event_id, error = %err, "event cannot be stored as one; keeping it as a dead letter");
+                    tracing::warn!(event_id = %e.event_id, error = %err, "event cannot be stored as one; keeping it as a dead letter");
                     let letter = NewDeadLetter {
                         // An id the index may not hold is replaced by the body's hash.
-                        dead_letter_id: if usable_id(&as_dead.event_id) {
-                            as_dead.event_id
+                        dead_letter_id: if usable_id(&e.event_id) {
+                            e.event_id
                         } else {
-                            body_key(&as_dead.body)
+                            body_key(&e.body)
                         },
                         reason: format!("could not be stored as an event: {err}"),
-                        body: as_dead.body,
+                        body: e.body,
                         header_event_id: None,
-                        signed_at: as_dead.signed_at,
-                        signature: as_dead.signature,
+                        signed_at: e.signed_at,
+                        signature: e.signature,
                     };
                     self.store
-                        .write_inbox_batch(&mut [], &mut [letter])
+                        .write_inbox_batch(&[], &[letter])
                         .await
                         .map(|_| Stored::DeadLettered)
                         .map_err(|_| Unavailable)
                 }
                 Err(_) => Err(Unavailable),
             };
-            fates.insert(key, fate);
+            fates.events.push(fate);
         }
         for d in dead {
-            let key = Key::Dead(d.dead_letter_id.clone());
             let fate = self
                 .store
-                .write_inbox_batch(&mut [], &mut [d])
+                .write_inbox_batch(&[], std::slice::from_ref(&d))
                 .await
                 .map(|_| Stored::DeadLettered)
                 .map_err(|_| Unavailable);
-            fates.insert(key, fate);
+            fates.dead.insert(d.dead_letter_id, fate);
         }
         fates
     }
@@ -320,8 +351,17 @@ impl Writer {
 
 type Reply = oneshot::Sender<Result<Stored, Unavailable>>;
 
-#[derive(Clone, PartialEq, Eq, Hash)]
-enum Key {
-    Event(String),
+/// What answers a waiting request: its event's fate, by its place in the batch, or its dead
+/// letter's, by the letter's id.
+enum Slot {
+    Event(usize),
     Dead(String),
+}
+
+/// The answers of a written batch: one per event, in the batch's order, and one per dead
+/// letter id. A request with none is answered [`Unavailable`].
+#[derive(Default)]
+struct Fates {
+    events: Vec<Result<Stored, Unavailable>>,
+    dead: HashMap<String, Result<Stored, Unavailable>>,
 }

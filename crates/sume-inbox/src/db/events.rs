@@ -7,7 +7,6 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 
-use super::dead_letters::{self, NewDeadLetter};
 use super::{sql, DbError, Store};
 use crate::db::clock::Clock;
 
@@ -110,8 +109,8 @@ pub struct StoredDelivery {
 /// they were stored (in the inserting statement's snapshot).
 pub type Inserted = HashMap<String, bool>;
 
-/// `events_insert` for a batch sorted by id; answers the ids that were new.
-pub(super) async fn insert<C: Session>(db: &C, events: &[NewEvent]) -> Result<Inserted, DbError> {
+/// `events_insert` for a batch sorted by id, each id once; answers the ids that were new.
+pub(super) async fn insert<C: Session>(db: &C, events: &[&NewEvent]) -> Result<Inserted, DbError> {
     let ids: Vec<&str> = events.iter().map(|e| e.event_id.as_str()).collect();
     let jobs: Vec<&str> = events.iter().map(|e| e.job_id.as_str()).collect();
     let types: Vec<Option<&str>> = events.iter().map(|e| e.event_type.as_deref()).collect();
@@ -177,39 +176,6 @@ pub struct Attachable {
 }
 
 impl Store {
-    /// Stores one batch of deliveries atomically and answers the event ids that were new (the
-    /// rest were already stored), each with whether its job's row existed. Ids must be distinct; rows are written sorted by id so that
-    /// two batches sharing ids never wait on each other in opposite orders.
-    ///
-    /// A batch of one kind (the usual case: only events) is one statement in autocommit: its
-    /// own transaction, committed before the server answers it, so one round trip instead of
-    /// three (begin, insert, commit). A batch with both kinds takes an explicit transaction.
-    /// Either way this returns only once the commit is durable.
-    pub async fn write_inbox_batch(
-        &self,
-        events: &mut [NewEvent],
-        dead: &mut [NewDeadLetter],
-    ) -> Result<Inserted, DbError> {
-        events.sort_by(|a, b| a.event_id.cmp(&b.event_id));
-        dead.sort_by(|a, b| a.dead_letter_id.cmp(&b.dead_letter_id));
-        let mut client = self.client().await?;
-        match (events.is_empty(), dead.is_empty()) {
-            (true, true) => Ok(Inserted::new()),
-            (false, true) => insert(&client, events).await,
-            (true, false) => {
-                dead_letters::insert(&client, dead).await?;
-                Ok(Inserted::new())
-            }
-            (false, false) => {
-                let tx = super::begin(&mut client, "write_inbox_batch").await?;
-                let new_ids = insert(&tx, events).await?;
-                dead_letters::insert(&tx, dead).await?;
-                super::commit(tx, "write_inbox_batch").await?;
-                Ok(new_ids)
-            }
-        }
-    }
-
     /// Sets aside the events that arrived after their job id was judged foreign and waited
     /// longer than `grace_secs`; answers how many.
     pub async fn events_set_aside_late_foreign(

@@ -17,6 +17,7 @@ mod dead_letters;
 mod disagreements;
 mod events;
 mod give_up_rechecks;
+mod inbox_batch;
 mod inbox_checks;
 mod instance_minutes;
 mod instances;

@@ -3,6 +3,8 @@
 //!
 //! - [`delivery`]: a signed request to what it becomes (an event keyed for dedupe, or a dead
 //!   letter), or why it is refused;
+//! - [`reused_id`]: an event whose key is stored already: a redelivery, or another event under
+//!   that id (another job, another status), kept as a dead letter;
 //! - [`job_fold`]: the one close: what an observed status does to a job (the first terminal
 //!   status wins; a later different one is a disagreement; two different ones stored together
 //!   close nothing, and Sume's answer to a poll decides);
@@ -16,4 +18,5 @@ pub mod inbox_verdict;
 pub mod job_fold;
 pub mod poll_decision;
 pub mod recheck_decision;
+pub mod reused_id;
 pub mod walk_choice;

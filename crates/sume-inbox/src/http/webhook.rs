@@ -6,8 +6,9 @@
 //! ([`super::webhook_body`]: within BODY_TIMEOUT, and in at most so many pieces), the signature
 //! verified over every configured secret, and the delivery handed to the ingest actor; the
 //! answer waits for the commit:
-//! - 204: stored, a duplicate, an unknown job (it waits in the inbox), or a verified body that
-//!   names no job (kept as a dead letter);
+//! - 204: stored, a duplicate, an unknown job (it waits in the inbox), a verified body that
+//!   names no job, or an event under an id stored for another job or status (each kept as a
+//!   dead letter);
 //! - 401: missing, malformed or wrong signature, or a stale timestamp; nothing stored;
 //! - 413: body over MAX_BODY_BYTES (declared or sent); 408: body not sent within BODY_TIMEOUT;
 //!   400: its chunked framing broken, or sent in too many pieces;
@@ -231,6 +232,7 @@ async fn store(state: &WebhookState, delivery: Delivery) -> Response {
                     Stored::New => "new",
                     Stored::Duplicate => "duplicate",
                     Stored::DeadLettered => "dead_letter",
+                    Stored::IdReused => "id_reused",
                 },
                 "webhook stored"
             );
@@ -238,6 +240,7 @@ async fn store(state: &WebhookState, delivery: Delivery) -> Response {
                 Stored::New => WebhookOutcome::stored,
                 Stored::Duplicate => WebhookOutcome::duplicate,
                 Stored::DeadLettered => WebhookOutcome::dead_lettered,
+                Stored::IdReused => WebhookOutcome::id_reused,
             });
             StatusCode::NO_CONTENT.into_response()
         }

@@ -13,6 +13,9 @@ pub enum WebhookOutcome {
     duplicate,
     /// Verified but naming no job, kept as a dead letter: 204.
     dead_lettered,
+    /// Its event id is stored already for another job, or for its job with another status:
+    /// kept as a dead letter, not applied: 204.
+    id_reused,
     /// Missing or wrong signature, or a stale timestamp: 401.
     unauthorized,
     /// Body over MAX_BODY_BYTES: 413.

@@ -194,7 +194,7 @@ impl Metrics {
         );
         r.register(
             "dead_letters",
-            "Verified deliveries that name no job, not replayed",
+            "Verified deliveries kept as dead letters (naming no job, or under an event id stored for another job or status), not replayed",
             self.dead_letters.clone(),
         );
         r.register(

@@ -6,8 +6,9 @@
 use serde::Serialize;
 use sume_wire::Secret;
 
-use crate::db::{DbError, Store, StoredDelivery};
+use crate::db::{DbError, NewEvent, Store, StoredDelivery};
 use crate::decisions::delivery::{verify_delivery, Delivery, Received};
+use crate::decisions::reused_id::{EventFate, StoredKey};
 
 /// What replay did with one delivery.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
@@ -102,7 +103,8 @@ pub const REPLAY_LIMIT_MAX: i64 = 10_000;
 pub const REPLAY_READ_MAX: usize = 20_000;
 
 /// `replay --dead-letters`: each dead letter is verified and read again (a newer version may
-/// understand it); one that now names a job goes into the inbox and is attached. `limit` counts
+/// understand it); one that now names a job goes into the inbox and is attached, unless its
+/// event id is still stored for another job or status (reported, left a dead letter). `limit` counts
 /// the letters replayed: the run reads on, page after page, past those that still name no job
 /// or no longer verify (reported, left as they are), so that they never hold the others back.
 pub async fn replay_dead_letters(
@@ -159,20 +161,62 @@ async fn replay_letter(
         }
     };
     let job_id = event.job_id.clone();
-    let mut event = [event];
-    let new = store.write_inbox_batch(&mut event, &mut []).await?;
+    let written = store
+        .write_inbox_batch(std::slice::from_ref(&event), &[])
+        .await?;
+    if let Some(EventFate::Reused {
+        stored,
+        dead_letter_id,
+    }) = written.first()
+    {
+        return reused(store, d, &event, stored, dead_letter_id).await;
+    }
     store.dead_letters_mark_replayed(&d.id).await?;
     let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;
-    let fate = match (new.is_empty(), report.events_applied > 0) {
-        (true, _) => "its event was already in the inbox",
-        (false, true) => "stored and applied",
-        (false, false) => "stored; waiting for its job row",
+    let fate = match (written.first(), report.events_applied > 0) {
+        (Some(EventFate::New { .. }), true) => "stored and applied",
+        (Some(EventFate::New { .. }), false) => "stored; waiting for its job row",
+        _ => "its event was already in the inbox",
     };
     Ok(Replayed {
         id: d.id,
         job_id: Some(job_id.clone()),
         result: format!("{fate} (job {job_id})"),
         ok: true,
+        not_verified: false,
+    })
+}
+
+/// A dead letter whose event id is still stored for another job or status: nothing applied, and
+/// the delivery stays a dead letter. Kept under the body's hash, as ingest keeps such a
+/// delivery: when that is another letter than this one (kept first for another reason), this
+/// one is marked replayed, the other holding it now.
+async fn reused(
+    store: &Store,
+    d: StoredDelivery,
+    event: &NewEvent,
+    stored: &StoredKey,
+    kept_as: &str,
+) -> Result<Replayed, DbError> {
+    let moved = kept_as != d.id;
+    if moved {
+        store.dead_letters_mark_replayed(&d.id).await?;
+    }
+    let status = stored.status.as_deref().unwrap_or("no status");
+    let held = format!(
+        "its event id {} is still stored for job {} ({status}), so it is another event \
+         under that id: not applied",
+        event.event_id, stored.job_id
+    );
+    Ok(Replayed {
+        id: d.id,
+        job_id: Some(event.job_id.clone()),
+        result: if moved {
+            format!("{held}; kept as dead letter {kept_as}")
+        } else {
+            format!("{held}; left as a dead letter")
+        },
+        ok: false,
         not_verified: false,
     })
 }

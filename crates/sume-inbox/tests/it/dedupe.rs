@@ -1,7 +1,8 @@
 //! The dedupe key comes from what the signature covers (the body), never from the unsigned
 //! `X-Sume-Event-Id`: a signed delivery replayed under fresh ids is stored and applied once, a
 //! claimed future id hides nothing, and events stored before the key changed still catch their
-//! redeliveries, and only their own job's.
+//! redeliveries, and only their own job's. A key met again is a redelivery only for the same
+//! job and status: another event under it is kept as a dead letter, never dropped.
 
 use std::time::Duration;
 
@@ -212,5 +213,156 @@ async fn a_header_id_that_contradicts_the_body_is_counted_and_kept() {
         crate::port::metric(&daemon, "sume_inbox_webhook_event_id_mismatch_total").await,
         1.0
     );
+    daemon.stop().await;
+}
+
+/// A signed delivery of the docs' envelope shape: event `id`, for `job`, saying `status`.
+fn envelope(id: &str, job: &str, status: &str) -> Delivery {
+    let mut d = Delivery::status(job, status);
+    d.body = serde_json::json!({
+        "id": id,
+        "type": format!("job.{status}"),
+        "data": {"object": {"id": job, "status": status}},
+    })
+    .to_string();
+    d.event_id = Some(id.into());
+    d
+}
+
+async fn dead_letter_reasons(db: &TestDb) -> Vec<String> {
+    db.client()
+        .await
+        .query(
+            "select reason from sume.dead_letters where replayed_at is null",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// Two signed deliveries under one event id for two jobs (Sume reusing an id): the second was
+/// answered 204 as a "duplicate" and dropped without a trace. It is kept as a dead letter that
+/// names the job the id holds, counted and logged; a true redelivery is still a duplicate, and
+/// a replay of the letter applies nothing and says why, leaving it for an operator.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_jobs_event_under_a_stored_id_is_kept_as_a_dead_letter_not_dropped() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    let a = envelope("evt_collide", "job_colA", "completed");
+    let b = envelope("evt_collide", "job_colB", "completed");
+    for d in [&a, &b, &a, &b] {
+        assert_eq!(d.send(&http, &url).await.status(), 204);
+    }
+    let rows = db
+        .client()
+        .await
+        .query("select event_id || '|' || job_id from sume.events", &[])
+        .await
+        .unwrap();
+    let rows: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(rows, ["evt_collide|job_colA"]);
+    let reasons = dead_letter_reasons(&db).await;
+    assert_eq!(
+        reasons.len(),
+        1,
+        "one letter for the body sent twice: {reasons:?}"
+    );
+    assert_eq!(
+        reasons[0],
+        "its event id is already stored for job job_colA, with status completed; this delivery \
+         is for job job_colB, with status completed: another event under the same id, not applied"
+    );
+    let count = |outcome: &str| {
+        let name = format!("sume_inbox_webhooks_total{{outcome=\"{outcome}\"}}");
+        let daemon = &daemon;
+        async move { crate::port::metric(daemon, &name).await }
+    };
+    assert_eq!(count("stored").await, 1.0);
+    assert_eq!(count("duplicate").await, 1.0, "job_colA's redelivery");
+    assert_eq!(count("id_reused").await, 2.0);
+
+    let store = sume_inbox::db::Store::new(&db.url, 1).unwrap();
+    let secrets = [sume_wire::Secret::new(SECRET)];
+    let replayed = sume_inbox::operations::replay::replay_dead_letters(&store, &secrets, 10)
+        .await
+        .unwrap();
+    assert_eq!(replayed.len(), 1);
+    assert!(!replayed[0].ok, "{replayed:?}");
+    assert_eq!(replayed[0].job_id.as_deref(), Some("job_colB"));
+    assert_eq!(
+        replayed[0].result,
+        "its event id evt_collide is still stored for job job_colA (completed), so it is \
+         another event under that id: not applied; left as a dead letter"
+    );
+    assert_eq!(
+        dead_letter_reasons(&db).await,
+        reasons,
+        "still there, unreplayed"
+    );
+    assert_eq!(rows_for(&db, "job_colB").await, 0);
+    daemon.stop().await;
+}
+
+/// 50 concurrent deliveries of one event id for one job, half `completed`, half `failed`: the
+/// contradicting status was answered "duplicate" and recorded nowhere. One is stored and
+/// closes the job; its own repeats are duplicates; the other status is kept as a dead letter
+/// (one per body) saying what the id holds, and every one of its deliveries is counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn fifty_concurrent_deliveries_of_one_id_saying_two_statuses_keep_the_other_one() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    assert_eq!(
+        api_register(&http, &daemon, "job_split", "o1")
+            .await
+            .status(),
+        201
+    );
+    let url = daemon.url("/webhooks/sume");
+    let sends = (0..50).map(|i| {
+        let (http, url) = (http.clone(), url.clone());
+        let status = if i % 2 == 0 { "completed" } else { "failed" };
+        let d = envelope("evt_split", "job_split", status);
+        tokio::spawn(async move { d.send(&http, &url).await.status() })
+    });
+    for s in futures_util::future::join_all(sends).await {
+        assert_eq!(s.unwrap(), 204);
+    }
+    let kept: String = db
+        .client()
+        .await
+        .query_one(
+            "select status from sume.events where event_id = 'evt_split'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let other = if kept == "completed" {
+        "failed"
+    } else {
+        "completed"
+    };
+    wait_for("job_split closed", Duration::from_secs(10), || async {
+        job_state(&db, "job_split").await.as_deref() == Some(kept.as_str())
+    })
+    .await;
+    assert_eq!(
+        dead_letter_reasons(&db).await,
+        [format!(
+            "its event id is already stored for job job_split, with status {kept}; this \
+             delivery is for the same job, with status {other}: another event under the same \
+             id, not applied"
+        )]
+    );
+    for (outcome, n) in [("stored", 1.0), ("duplicate", 24.0), ("id_reused", 25.0)] {
+        let name = format!("sume_inbox_webhooks_total{{outcome=\"{outcome}\"}}");
+        assert_eq!(crate::port::metric(&daemon, &name).await, n, "{outcome}");
+    }
     daemon.stop().await;
 }

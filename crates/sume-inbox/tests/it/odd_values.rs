@@ -165,3 +165,90 @@ async fn a_row_past_a_database_limit_is_kept_as_a_dead_letter() {
     );
     daemon.stop().await;
 }
+
+/// `jsonb` reads a number as `numeric`, which holds at most 16383 digits after the decimal
+/// point: `1e-20000` (0 to `f64`) once failed its row, and a genuine terminal event became a
+/// dead letter that a replay could not store either. The check that leaves such a result out
+/// of the column agrees with PostgreSQL itself at every bound: the scale, the exponent, and
+/// past `f64`'s range.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_numbers_left_out_of_a_result_are_exactly_those_jsonb_refuses() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let mut tokens: Vec<String> = Vec::new();
+    for exponent in -16386..=-16380 {
+        for mantissa in ["1", "-1", "0", "-0", "1.5", "10", "0.1", "0.00", "9.99"] {
+            tokens.push(format!("{mantissa}e{exponent}"));
+        }
+    }
+    for exponent in [
+        1_073_741_821_i64,
+        1_073_741_822,
+        1_073_741_823,
+        99_999_999_999,
+    ] {
+        tokens.push(format!("0e{exponent}"));
+        tokens.push(format!("0E+{exponent}"));
+        tokens.push(format!("0e-{exponent}"));
+    }
+    for scale in [16382, 16383, 16384] {
+        tokens.push(format!("0.{}", "0".repeat(scale)));
+        tokens.push(format!("1.{}1", "0".repeat(scale - 1)));
+    }
+    tokens.extend(
+        [
+            "1e-0016383",
+            "1e-0016384",
+            "1e308",
+            "1e309",
+            "1e131071",
+            "1e131072",
+        ]
+        .map(String::from),
+    );
+    for token in &tokens {
+        let text = format!("[{token}]");
+        let jsonb_takes = c
+            .query_one("select $1::text::jsonb", &[&text])
+            .await
+            .is_ok();
+        let finite = token.parse::<f64>().is_ok_and(f64::is_finite);
+        let short = &token[..token.len().min(40)];
+        if finite {
+            assert_eq!(sume_wire::numeric_holds(token), jsonb_takes, "{short}");
+        }
+        assert_eq!(
+            sume_wire::readable_json_text(&text),
+            jsonb_takes && finite,
+            "{short}"
+        );
+    }
+    db.drop_database().await;
+}
+
+/// A terminal event whose result holds a number `jsonb` refuses is stored without its result
+/// and closes its job, as README says of what PostgreSQL cannot hold; it is no dead letter.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_result_number_past_numerics_scale_still_closes_its_job() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let mut tiny = Delivery::completed("job_bf_bad");
+    tiny.body = r#"{"event":"job.completed","job_id":"job_bf_bad","result":{"n":1e-20000}}"#.into();
+    let sent = tiny.send(&http, &daemon.url("/webhooks/sume")).await;
+    assert_eq!(sent.status(), 204);
+    assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 0);
+    assert_eq!(
+        db.scalar(
+            "select count(*) from sume.events where job_id = 'job_bf_bad' and result is null"
+        )
+        .await,
+        1
+    );
+    let reg = api_register(&http, &daemon, "job_bf_bad", "o1").await;
+    assert_eq!(reg.status(), 201);
+    let answer: serde_json::Value = reg.json().await.unwrap();
+    assert_eq!(answer["state"], "completed", "{answer}");
+    assert!(answer["result"].is_null(), "{answer}");
+    daemon.stop().await;
+}

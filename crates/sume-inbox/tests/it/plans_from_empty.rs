@@ -70,7 +70,7 @@ fn hot() -> Vec<(&'static str, &'static str, String)> {
         bodies,
         format!("array_fill(0::int8, array[{BATCH}])"),
         same("v1=00"),
-        texts(hints),
+        texts(hints.clone()),
     ]);
     let apply = args(&[
         texts(jobs.clone()),
@@ -93,6 +93,12 @@ fn hot() -> Vec<(&'static str, &'static str, String)> {
     let mut hot = vec![
         // Ingest.
         (sql::EVENTS_INSERT.name(), sql::EVENTS_INSERT.sql(), insert),
+        // What ids not new hold (a batch of redeliveries: every id has a row).
+        (
+            sql::EVENTS_STORED.name(),
+            sql::EVENTS_STORED.sql(),
+            texts(hints),
+        ),
         // Attach.
         (
             sql::EVENTS_ATTACHABLE.name(),
