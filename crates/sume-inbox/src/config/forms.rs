@@ -367,7 +367,8 @@ pub fn check_database_url(name: &'static str, raw: &str) -> Result<Secret, Confi
 }
 
 /// `why` with the value of the parameter it names (``invalid value for option `port` ``),
-/// taken from the URL's query; the parser names only options that hold no secret.
+/// taken from the URL's query, or for a port or a host from its hosts (both found after the
+/// credentials, as libpq finds them); the parser names only options that hold no secret.
 fn with_value(why: String, raw: &str) -> String {
     let Some(option) = why
         .split_once("invalid value for option `")
@@ -376,9 +377,13 @@ fn with_value(why: String, raw: &str) -> String {
     else {
         return why;
     };
-    let query = raw.split_once('?').map_or("", |(_, q)| q);
+    let Ok(Some(parts)) = crate::db::url_parts::UrlParts::parse(raw) else {
+        return why;
+    };
+    let query = parts.query.unwrap_or("");
     match url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == option) {
         Some((_, value)) if option != "password" => format!("{why}: {option}={value:?}"),
+        None if matches!(option, "port" | "host") => format!("{why}: hosts {:?}", parts.hosts),
         _ => why,
     }
 }

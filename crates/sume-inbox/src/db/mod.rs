@@ -37,6 +37,7 @@ mod retention_deletes;
 mod statement;
 mod stats;
 pub mod tls;
+pub mod url_parts;
 mod value_names;
 
 use std::time::Duration;
@@ -275,14 +276,13 @@ fn liveness_defaults(config: &mut tokio_postgres::Config, url: &str) {
     }
 }
 
-/// The parameter names of a URL's query (`postgres://...?a=1&b=2`) or of a key-value string
-/// (`host=... a=1`).
+/// The parameter names of a URL's query (`postgres://...?a=1&b=2`, found after the
+/// credentials as libpq finds it) or of a key-value string (`host=... a=1`).
 fn param_names(url: &str) -> Vec<String> {
-    let pairs: Vec<&str> = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        url.split_once('?')
-            .map_or(Vec::new(), |(_, q)| q.split('&').collect())
-    } else {
-        url.split_whitespace().collect()
+    let pairs: Vec<&str> = match url_parts::UrlParts::parse(url) {
+        Ok(Some(parts)) => parts.pairs().collect(),
+        Ok(None) => url.split_whitespace().collect(),
+        Err(_) => Vec::new(),
     };
     pairs
         .iter()

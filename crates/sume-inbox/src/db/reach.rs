@@ -226,5 +226,13 @@ mod tests {
             redacted("postgres://u:pw@db:5432/app?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem"),
             "postgres://u@db:5432/app"
         );
+        assert_eq!(
+            redacted("postgres://postgres:pa?SECRET2@127.0.0.1:25432/postgres?sslmode=require"),
+            "postgres://postgres@127.0.0.1:25432/postgres"
+        );
+        assert_eq!(
+            redacted("postgres://postgres:p@ssS3cret@127.0.0.1:25432/nodb"),
+            "(an unreadable URL)"
+        );
     }
 }

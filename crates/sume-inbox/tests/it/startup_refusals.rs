@@ -287,3 +287,55 @@ async fn migrate_tells_the_schemas_version_even_when_newer_than_its_own() {
         "{said}"
     );
 }
+
+/// `url` with `password` written after its user as is (unencoded), and `query` (`sslmode=...`)
+/// added to its own.
+fn with_raw_password(url: &str, password: &str, query: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (credentials, rest) = rest.split_once('@').unwrap();
+    let user = credentials.split(':').next().unwrap();
+    let sep = if rest.contains('?') { '&' } else { '?' };
+    let query = if query.is_empty() {
+        String::new()
+    } else {
+        format!("{sep}{query}")
+    };
+    format!("{scheme}://{user}:{password}@{rest}{query}")
+}
+
+/// A `?` in the password is the password's, as libpq reads it: `sslmode=require` still holds
+/// (the test cluster has no TLS, so it is refused, as psql refuses it), and without a query the
+/// database is the one named. Before, the query began at the password's `?`: `require` was
+/// lost and `migrate` ran in cleartext, or the database's name ended in `&sslmode=prefer`. An
+/// `@` in the password stops the start before any connection, saying to percent-encode it,
+/// with no part of the password printed (before, part of it was named as the host).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_password_with_a_question_mark_keeps_sslmode_and_one_with_an_at_sign_is_refused() {
+    let db = crate::support::TestDb::new().await;
+    let url = with_raw_password(&db.url, "pa?SECRET2", "sslmode=require");
+    let (out, text) = run("migrate", vec![("DATABASE_URL", url)]).await;
+    assert_eq!(out.status.code(), Some(78), "{text}");
+    assert!(text.contains("server does not support TLS"), "{text}");
+    assert!(!text.contains("SECRET2"), "{text}");
+    let url = with_raw_password(&db.url, "pa?SECRET2", "");
+    let (out, text) = run("migrate", vec![("DATABASE_URL", url)]).await;
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for setting in ["DATABASE_URL", "MIGRATE_DATABASE_URL"] {
+        let url = with_raw_password(&db.url, "p@ssS3cret", "");
+        let (out, text) = run(
+            "migrate",
+            vec![("DATABASE_URL", db.url.clone()), (setting, url)],
+        )
+        .await;
+        assert_eq!(out.status.code(), Some(78), "{text}");
+        assert!(
+            text.contains(&format!("{setting}: cannot be read")),
+            "{text}"
+        );
+        assert!(
+            text.contains("percent-encode") && text.contains("%40"),
+            "{text}"
+        );
+        assert!(!text.contains("S3cret"), "{text}");
+    }
+}
