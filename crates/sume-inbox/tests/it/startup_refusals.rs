@@ -339,3 +339,38 @@ async fn a_password_with_a_question_mark_keeps_sslmode_and_one_with_an_at_sign_i
         assert!(!text.contains("S3cret"), "{text}");
     }
 }
+
+/// `migrate` applies `serve`'s rule: with DB_POOLER=transaction, a MIGRATE_DATABASE_URL that
+/// is DATABASE_URL (as read: the spaces around it are not part of it) is the pooler itself,
+/// refused (78) before anything is applied. Before, `migrate` ran its migrations through it.
+#[tokio::test(flavor = "multi_thread")]
+async fn migrate_refuses_the_pooler_as_its_direct_connection_as_serve_does() {
+    let db = crate::support::TestDb::new().await;
+    for command in ["migrate", "serve"] {
+        let (out, text) = run(
+            command,
+            vec![
+                ("DATABASE_URL", format!("{} ", db.url)),
+                ("DB_POOLER", "transaction".into()),
+                ("MIGRATE_DATABASE_URL", db.url.clone()),
+            ],
+        )
+        .await;
+        assert_eq!(out.status.code(), Some(78), "{command}: {text}");
+        assert!(
+            text.contains("MIGRATE_DATABASE_URL: is DATABASE_URL, the transaction pooler"),
+            "{command}: {text}"
+        );
+    }
+    let schema: bool = db
+        .client()
+        .await
+        .query_one(
+            "select exists (select from pg_namespace where nspname = 'sume')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!schema, "nothing was migrated");
+}
