@@ -38,10 +38,7 @@ where
         // held by another instance) is dropped at a stop asked for, and its connection with it.
         let answer = tokio::select! {
             answer = attempt() => answer,
-            _ = shutdown.cancelled() => return Err(DbError::Abandoned {
-                setting,
-                target: reach::redacted(url),
-            }),
+            _ = shutdown.cancelled() => return Err(abandoned(setting, url)),
         };
         let e = match answer {
             Ok(answer) => return Ok(answer),
@@ -61,11 +58,22 @@ where
             return Err(gave_up(e));
         }
         tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "database not reachable yet");
+        // A stop asked for during the pause is said as one (`migrate` exits 1 on it, saying
+        // nothing was applied), not as the last failure to connect.
         tokio::select! {
-            _ = shutdown.cancelled() => return Err(e),
+            _ = shutdown.cancelled() => return Err(abandoned(setting, url)),
             _ = tokio::time::sleep(wait) => {}
         }
         wait = (wait * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// The start given up at a stop asked for, while the server behind `setting`'s `url` was waited
+/// for.
+fn abandoned(setting: &'static str, url: &str) -> DbError {
+    DbError::Abandoned {
+        setting,
+        target: reach::redacted(url),
     }
 }
 

@@ -169,13 +169,27 @@ async fn a_listen_url_the_server_refuses_stops_the_start_naming_it() {
     }
 }
 
-/// SIGTERM while the start waits for a database that is not up yet is a stop asked for: exit 0,
-/// saying the start was abandoned, not a "cannot connect" failure.
+/// SIGTERM while the start waits for a database that is not up yet is a stop asked for: `serve`
+/// exits 0, saying the start was abandoned, not a "cannot connect" failure; `migrate` exits 1
+/// saying it was stopped on request (before, only the last connection error).
 #[test]
-fn sigterm_while_waiting_for_the_database_exits_zero() {
+fn sigterm_while_waiting_for_the_database_says_the_stop_was_asked_for() {
+    for (command, code, said) in [
+        ("serve", 0, "start abandoned on request"),
+        ("migrate", 1, "stopped on request"),
+    ] {
+        let seen = terminated_while_waiting(command);
+        assert_eq!(seen.0, Some(code), "{command}: {}", seen.1);
+        assert!(seen.1.contains(said), "{command}: {}", seen.1);
+    }
+}
+
+/// `command` against a port nothing listens on, sent SIGTERM once it waits for the database:
+/// its exit code and what it wrote to stderr.
+fn terminated_while_waiting(command: &str) -> (Option<i32>, String) {
     use std::io::{BufRead, BufReader};
     let mut child = sume_inbox(
-        "serve",
+        command,
         &[("DATABASE_URL", "postgres://sume@127.0.0.1:1/app")],
     )
     .stderr(std::process::Stdio::piped())
@@ -199,9 +213,7 @@ fn sigterm_while_waiting_for_the_database_exits_zero() {
         seen.push_str(&line.unwrap());
         seen.push('\n');
     }
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{seen}");
-    assert!(seen.contains("start abandoned on request"), "{seen}");
+    (child.wait().unwrap().code(), seen)
 }
 
 /// SIGTERM while the migrations' lock is held by another (an instance migrating, a stuck
