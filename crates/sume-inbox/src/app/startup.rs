@@ -150,11 +150,7 @@ async fn schema_checked_store(
             None => DATABASE_URL.name,
         };
         let applied = migrate_with_retry(setting, migrate_url, shutdown).await?;
-        tracing::info!(
-            applied = applied.len(),
-            schema = migrate::latest(),
-            "schema is current"
-        );
+        log_schema(&store, Some(applied.len())).await;
         return Ok(store);
     }
     let found = patiently(DATABASE_URL.name, url, shutdown, || async {
@@ -164,10 +160,7 @@ async fn schema_checked_store(
     .await;
     match found {
         Ok(missing) if missing.is_empty() => {
-            tracing::info!(
-                schema = migrate::latest(),
-                "schema is current (migrations are a step of their own)"
-            );
+            log_schema(&store, None).await;
             Ok(store)
         }
         Ok(missing) => Err(RunError::SchemaBehind(missing)),
@@ -175,5 +168,27 @@ async fn schema_checked_store(
             migrate::MIGRATIONS.iter().map(|m| m.0).collect(),
         )),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Logs where the schema stands once it is at least this binary's: current, or newer than this
+/// binary knows (a later release migrated it), as `migrate` says. `applied` is what the start
+/// applied; `None` where migrations are a step of their own.
+async fn log_schema(store: &Store, applied: Option<usize>) {
+    let latest = migrate::latest();
+    let step = if applied.is_none() {
+        " (migrations are a step of their own)"
+    } else {
+        ""
+    };
+    match store.schema_migrations_version().await {
+        Ok(found) if found > latest => tracing::info!(
+            applied,
+            schema = found,
+            binary = latest,
+            "schema at version {found}, newer than this binary's {latest} (a later release \
+             migrated it): this binary runs on it{step}"
+        ),
+        _ => tracing::info!(applied, schema = latest, "schema is current{step}"),
     }
 }

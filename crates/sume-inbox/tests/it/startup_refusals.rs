@@ -386,3 +386,47 @@ async fn migrate_refuses_the_pooler_as_its_direct_connection_as_serve_does() {
         .get(0);
     assert!(!schema, "nothing was migrated");
 }
+
+/// `serve` on a schema a later release took past its own says so, as `migrate` does (before:
+/// `schema is current applied=0 schema=19`).
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_on_a_schema_newer_than_its_own_says_so() {
+    use std::io::{BufRead, BufReader};
+    let db = crate::support::TestDb::new().await;
+    let out = sume_inbox("migrate", &[("DATABASE_URL", &db.url)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let newer = sume_inbox::db::migrate::latest() + 80;
+    db.client()
+        .await
+        .execute(
+            "insert into sume.schema_migrations (version, name) values ($1, 'later')",
+            &[&newer],
+        )
+        .await
+        .unwrap();
+    let mut child = sume_inbox("serve", &[("DATABASE_URL", &db.url)])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let said = tokio::task::spawn_blocking(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .find(|line| line.contains("schema"))
+    })
+    .await
+    .unwrap()
+    .expect("the schema's version is logged");
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let _ = child.wait();
+    assert!(
+        said.contains(&format!(
+            "schema at version {newer}, newer than this binary's"
+        )),
+        "{said}"
+    );
+}
