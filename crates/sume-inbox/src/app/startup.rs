@@ -106,9 +106,10 @@ pub async fn migrate_with_retry(
 ) -> Result<Vec<i32>, DbError> {
     patiently(setting, url, shutdown, || async {
         let mut client = db::connect_named(setting, url).await?;
-        migrate::migrate(&mut client)
-            .await
-            .map_err(|e| reach::lacking_rights(setting, url, &e).unwrap_or(e))
+        match migrate::migrate(&mut client).await {
+            Ok(applied) => Ok(applied),
+            Err(e) => Err(reach::lacking_rights(setting, url, &client, e).await),
+        }
     })
     .await
 }

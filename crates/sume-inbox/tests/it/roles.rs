@@ -103,6 +103,42 @@ async fn a_runtime_role_without_its_grants_stops_the_start_saying_what_to_grant(
     );
 }
 
+/// A role never granted its rights on a schema another role migrated, where the migrations run
+/// (`migrate`, and `serve` without a pooler): the schema is there, so the way out is the grants
+/// README lists, named for this role (78), not "run `sume-inbox migrate` with a role that may
+/// create the schema", which had nothing to apply.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_role_without_grants_on_a_migrated_schema_is_told_the_grants_it_lacks() {
+    let db = TestDb::new().await;
+    let roles = Roles::create(&db).await;
+    let mut m = connect(&as_role(&db.url, &roles.migrator)).await;
+    sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
+    for command in ["migrate", "serve"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .arg(command)
+            .env_clear()
+            .env("DATABASE_URL", as_role(&db.url, &roles.runtime))
+            .env("SUME_WEBHOOK_SECRET", "whsec_x")
+            .env("LISTEN_ADDR", "127.0.0.1:0")
+            .env("ADMIN_ADDR", "127.0.0.1:0")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{command}: {said}");
+        let runtime = &roles.runtime;
+        for grant in [
+            format!("grant usage on schema sume to {runtime}"),
+            format!(
+                "grant select, insert, update, delete on all tables in schema sume to {runtime}"
+            ),
+            format!("as {}", roles.migrator),
+        ] {
+            assert!(said.contains(&grant), "{command}: {said}");
+        }
+        assert!(!said.contains("may create the schema"), "{command}: {said}");
+    }
+}
+
 /// The three roles of README's grants, named afresh for each test.
 struct Roles {
     migrator: String,
