@@ -17,6 +17,7 @@ mod dead_letters;
 mod disagreements;
 mod events;
 mod give_up_rechecks;
+pub mod grants;
 mod inbox_checks;
 mod instance_minutes;
 mod instances;
@@ -79,8 +80,8 @@ pub enum DbError {
     /// No connection from the pool (the server is down, or every connection is busy).
     #[error("no database connection: {0}")]
     Pool(#[from] PoolError),
-    /// A statement failed.
-    #[error("{statement}: {}", pg_message(source))]
+    /// A statement failed (refused for want of a privilege, the words say what to grant).
+    #[error("{statement}: {}", grants::statement_words(source))]
     Query {
         /// The statement's name (its `-- name:` in `sql/queries/`).
         statement: &'static str,
@@ -182,16 +183,17 @@ impl DbError {
         }
     }
 
-    /// Waiting cannot help: the server refused who we are or what we asked for.
+    /// Waiting cannot help: the server refused who we are or what we asked for (a statement
+    /// too, for want of a privilege).
     pub fn is_permanent(&self) -> bool {
-        matches!(
-            self,
-            DbError::Unreachable {
-                permanent: true,
-                ..
-            } | DbError::Refused { .. }
-                | DbError::AuditUnwritable
-        )
+        self.is_denied()
+            || matches!(
+                self,
+                DbError::Unreachable {
+                    permanent: true,
+                    ..
+                } | DbError::Refused { .. }
+            )
     }
 
     /// The database refused the data itself (SQLSTATE 22 data exception, 23 constraint, 54 a
