@@ -188,10 +188,11 @@ where e.job_id = $1
 -- Marks as events_orphan does, at most $3 at a time, the events that waited more than $1
 -- seconds by the clock ($4, or the database's when null) with no job row and that nobody will
 -- ask about: their job id is an orphan already (they came after the verdict), or no key is
--- configured on this instance ($2) nor on any live instance of the fleet (one that runs with
--- keys asks about them; an instance whose heartbeat does not say its keys may have some), so
--- every such event. Oldest first through events_awaiting: a pass costs the events it marks
--- plus those past the grace still being asked about. Answers how many.
+-- configured on this instance nor on any live instance of the fleet ($2, read apart by
+-- instances_keyed_live, so that an instance with keys never reads sume.instances here: a
+-- generic plan checks the rights of every table a statement names), so every such event.
+-- Oldest first through events_awaiting: a pass costs the events it marks plus those past the
+-- grace still being asked about. Answers how many.
 update sume.events e
 set orphaned_at = coalesce($4, now())
 where e.event_id = any (array(
@@ -201,11 +202,7 @@ where e.event_id = any (array(
       and w.orphaned_at is null
       and w.received_at < coalesce($4, now()) - make_interval(secs => $1)
       and not exists (select 1 from sume.jobs j where j.job_id = w.job_id)
-      and (($2 and not exists (select 1 from sume.instances i
-                               where i.last_seen > now() - interval '5 minutes'
-                                 and (i.api_keys is null or cardinality(i.api_keys) > 0)
-                                 and exists (select 1 from jsonb_each_text(i.tasks) t
-                                             where t.value <> 'finished')))
+      and ($2
            or exists (select 1 from sume.inbox_checks c
                       where c.job_id = w.job_id and c.verdict = 'orphan'))
     order by w.received_at

@@ -63,6 +63,18 @@ from sume.instances
 order by last_seen desc, instance
 limit $2;
 
+-- name: instances_keyed_live
+-- Whether a live instance of the fleet asks Sume about the inbox: heard from in the last five
+-- minutes, a task not finished, and keys in its heartbeat (or a heartbeat that does not say its
+-- keys: it may have some). An instance without keys marks the events nobody will ask about
+-- (events_orphan_late) only when none does.
+select exists (
+    select 1 from sume.instances i
+    where i.last_seen > now() - interval '5 minutes'
+      and (i.api_keys is null or cardinality(i.api_keys) > 0)
+      and exists (select 1 from jsonb_each_text(i.tasks) t where t.value <> 'finished')
+) as keyed;
+
 -- name: instances_prune
 -- Removes instances unseen for $1 hours (by $2, or now()), at most 1000 at a time.
 delete from sume.instances

@@ -38,10 +38,7 @@ where
         // held by another instance) is dropped at a stop asked for, and its connection with it.
         let answer = tokio::select! {
             answer = attempt() => answer,
-            _ = shutdown.cancelled() => return Err(DbError::Abandoned {
-                setting,
-                target: reach::redacted(url),
-            }),
+            _ = shutdown.cancelled() => return Err(abandoned(setting, url)),
         };
         let e = match answer {
             Ok(answer) => return Ok(answer),
@@ -61,11 +58,22 @@ where
             return Err(gave_up(e));
         }
         tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "database not reachable yet");
+        // A stop asked for during the pause is said as one (`migrate` exits 1 on it, saying
+        // nothing was applied), not as the last failure to connect.
         tokio::select! {
-            _ = shutdown.cancelled() => return Err(e),
+            _ = shutdown.cancelled() => return Err(abandoned(setting, url)),
             _ = tokio::time::sleep(wait) => {}
         }
         wait = (wait * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// The start given up at a stop asked for, while the server behind `setting`'s `url` was waited
+/// for.
+fn abandoned(setting: &'static str, url: &str) -> DbError {
+    DbError::Abandoned {
+        setting,
+        target: reach::redacted(url),
     }
 }
 
@@ -98,9 +106,10 @@ pub async fn migrate_with_retry(
 ) -> Result<Vec<i32>, DbError> {
     patiently(setting, url, shutdown, || async {
         let mut client = db::connect_named(setting, url).await?;
-        migrate::migrate(&mut client)
-            .await
-            .map_err(|e| reach::lacking_rights(setting, url, &e).unwrap_or(e))
+        match migrate::migrate(&mut client).await {
+            Ok(applied) => Ok(applied),
+            Err(e) => Err(reach::lacking_rights(setting, url, &client, e).await),
+        }
     })
     .await
 }
@@ -142,11 +151,7 @@ async fn schema_checked_store(
             None => DATABASE_URL.name,
         };
         let applied = migrate_with_retry(setting, migrate_url, shutdown).await?;
-        tracing::info!(
-            applied = applied.len(),
-            schema = migrate::latest(),
-            "schema is current"
-        );
+        log_schema(&store, Some(applied.len())).await;
         return Ok(store);
     }
     let found = patiently(DATABASE_URL.name, url, shutdown, || async {
@@ -156,10 +161,7 @@ async fn schema_checked_store(
     .await;
     match found {
         Ok(missing) if missing.is_empty() => {
-            tracing::info!(
-                schema = migrate::latest(),
-                "schema is current (migrations are a step of their own)"
-            );
+            log_schema(&store, None).await;
             Ok(store)
         }
         Ok(missing) => Err(RunError::SchemaBehind(missing)),
@@ -167,5 +169,27 @@ async fn schema_checked_store(
             migrate::MIGRATIONS.iter().map(|m| m.0).collect(),
         )),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Logs where the schema stands once it is at least this binary's: current, or newer than this
+/// binary knows (a later release migrated it), as `migrate` says. `applied` is what the start
+/// applied; `None` where migrations are a step of their own.
+async fn log_schema(store: &Store, applied: Option<usize>) {
+    let latest = migrate::latest();
+    let step = if applied.is_none() {
+        " (migrations are a step of their own)"
+    } else {
+        ""
+    };
+    match store.schema_migrations_version().await {
+        Ok(found) if found > latest => tracing::info!(
+            applied,
+            schema = found,
+            binary = latest,
+            "schema at version {found}, newer than this binary's {latest} (a later release \
+             migrated it): this binary runs on it{step}"
+        ),
+        _ => tracing::info!(applied, schema = latest, "schema is current{step}"),
     }
 }

@@ -103,13 +103,24 @@ fn warn_of_near_misses() {
 }
 
 /// `migrate`: applies the embedded migrations and says where the schema stands. It runs on
-/// MIGRATE_DATABASE_URL when set, else DATABASE_URL, which must then not be a transaction
-/// pooler (the migrations hold a session advisory lock).
+/// MIGRATE_DATABASE_URL when set, else DATABASE_URL; with DB_POOLER=transaction neither may be
+/// the pooler (the migrations hold a session advisory lock), as `serve` checks.
 pub async fn migrate(args: MigrateArgs) -> Result<(), CliError> {
     let v = args.settings.values();
+    let pooler = config::pooler(v)?;
     let (setting, url) = match v.optional_postgres_url(&MIGRATE_DATABASE_URL)? {
-        Some(url) => (&MIGRATE_DATABASE_URL, url),
-        None if config::pooler(v)? == Pooler::Transaction => {
+        Some(url) => {
+            // The rule `serve` applies: not the pooler itself (DATABASE_URL as it is read).
+            if let Some(database_url) = v.text(&DATABASE_URL) {
+                pooler.check_direct(
+                    MIGRATE_DATABASE_URL.name,
+                    url.expose(),
+                    database_url.trim(),
+                )?;
+            }
+            (&MIGRATE_DATABASE_URL, url)
+        }
+        None if pooler == Pooler::Transaction => {
             return Err(ConfigError::new(
                 MIGRATE_DATABASE_URL.name,
                 "is required with DB_POOLER=transaction: migrations need a direct connection",

@@ -11,6 +11,8 @@
 
 use sume_wire::Secret;
 
+use super::ConfigError;
+
 /// What sits between the daemon and PostgreSQL on `DATABASE_URL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Pooler {
@@ -19,6 +21,26 @@ pub enum Pooler {
     None,
     /// A pooler in transaction mode: a client holds a server connection for one transaction.
     Transaction,
+}
+
+impl Pooler {
+    /// Refuses `setting`'s URL (MIGRATE_DATABASE_URL, LISTEN_DATABASE_URL) when it is
+    /// `database_url` itself behind a transaction pooler: a session's work (the migrations'
+    /// advisory lock, LISTEN) would go to the pooler. `serve` and `migrate` apply the same rule.
+    pub fn check_direct(
+        self,
+        setting: &'static str,
+        url: &str,
+        database_url: &str,
+    ) -> Result<(), ConfigError> {
+        if self == Pooler::Transaction && url == database_url {
+            return Err(ConfigError::new(
+                setting,
+                "is DATABASE_URL, the transaction pooler, with DB_POOLER=transaction: it must be a direct connection to PostgreSQL (or unset)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Where each kind of database work goes.

@@ -320,8 +320,10 @@ pub fn check_database_url(name: &'static str, raw: &str) -> Result<Secret, Confi
     Ok(Secret::new(raw))
 }
 
-/// `why` with the value of the parameter it names (``invalid value for option `port` ``), read
-/// from the query past the credentials and before any `#`; the parser names no secret option.
+/// `why` with the value of the parameter it names (``invalid value for option `port` ``),
+/// taken from the URL's query before any `#`, or for a port or a host from its hosts (both
+/// found after the credentials, as libpq finds them); the parser names only options that hold
+/// no secret.
 fn with_value(why: String, raw: &str) -> String {
     let Some(option) = why
         .split_once("invalid value for option `")
@@ -330,11 +332,13 @@ fn with_value(why: String, raw: &str) -> String {
     else {
         return why;
     };
-    let after_credentials = raw.rfind('@').map_or(raw, |at| &raw[at..]);
-    let query = after_credentials.split_once('?').map_or("", |(_, q)| q);
-    let query = query.split('#').next().unwrap_or_default();
+    let Ok(Some(parts)) = crate::db::url_parts::UrlParts::parse(raw) else {
+        return why;
+    };
+    let query = parts.query.unwrap_or("").split('#').next().unwrap_or_default();
     match url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == option) {
         Some((_, value)) if option != "password" => format!("{why}: {option}={value:?}"),
+        None if matches!(option, "port" | "host") => format!("{why}: hosts {:?}", parts.hosts),
         _ => why,
     }
 }

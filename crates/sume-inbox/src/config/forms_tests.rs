@@ -233,6 +233,35 @@ fn an_unreadable_database_url_names_its_setting_and_parameter() {
     }
 }
 
+/// A URL whose password holds an unencoded `@` (or `/`) is refused, naming the setting and
+/// saying to percent-encode, and quoting no part of it; a password whose `?` hides a
+/// would-be parameter is read as libpq reads it, the parameter never quoted.
+#[test]
+fn a_database_url_that_cannot_be_read_unambiguously_is_refused_without_its_password() {
+    for (name, url) in [
+        (
+            "DATABASE_URL",
+            "postgres://postgres:p@ssS3cret@127.0.0.1:25432/nodb",
+        ),
+        ("MIGRATE_DATABASE_URL", "postgres://u:pa/ssS3cret@h/db"),
+    ] {
+        let e = check_database_url(name, url).unwrap_err();
+        assert_eq!(e.name, name);
+        let e = e.to_string();
+        assert!(e.contains("percent-encode") && e.contains("%40"), "{e}");
+        assert!(!e.contains("S3cret") && !e.contains("127.0.0.1"), "{e}");
+    }
+    let e = check_database_url(
+        "DATABASE_URL",
+        "postgres://postgres:x?port=LEAKME@127.0.0.1:99999/postgres",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("`port`: hosts \"127.0.0.1:99999\""), "{e}");
+    assert!(!e.contains("LEAKME"), "{e}");
+    assert!(check_database_url("DATABASE_URL", "postgres://u:pa?SECRET2@h/db").is_ok());
+}
+
 #[test]
 fn a_single_key_beside_the_list_or_in_its_form_is_doubted_and_still_read_as_documented() {
     use crate::config::declared::{SUME_API_KEY, SUME_API_KEYS};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::declared::*;
 use super::setting::{human, size_text, Setting};
 use super::values::Values;
-use super::{check_plaintext, Config, ConfigError, Pooler};
+use super::{check_plaintext, Config, ConfigError};
 
 /// A rule between `a` and `b` that does not hold: `why` says it, in words about both.
 struct Broken {
@@ -90,21 +90,15 @@ impl Config {
     /// Refuses what cannot work behind a transaction pooler: a session's work (LISTEN, the
     /// migrations' advisory lock) sent to the pooler itself.
     fn check_database(&self) -> Result<(), ConfigError> {
-        if self.database.pooler != Pooler::Transaction {
-            return Ok(());
-        }
         for (setting, url) in [
             (&MIGRATE_DATABASE_URL, &self.database.migrate_url),
             (&LISTEN_DATABASE_URL, &self.database.listen_url),
         ] {
-            if url
-                .as_ref()
-                .is_some_and(|u| u.expose() == self.database_url.expose())
-            {
-                return Err(ConfigError::new(
-                    setting.name,
-                    "is DATABASE_URL, the transaction pooler, with DB_POOLER=transaction: it must be a direct connection to PostgreSQL (or unset)",
-                ));
+            if let Some(url) = url {
+                let database_url = self.database_url.expose();
+                self.database
+                    .pooler
+                    .check_direct(setting.name, url.expose(), database_url)?;
             }
         }
         Ok(())

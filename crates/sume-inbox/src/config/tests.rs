@@ -167,6 +167,21 @@ fn values_past_what_a_setting_takes_say_the_most() {
     );
 }
 
+/// A database URL is read without the spaces and line ends around it, as every other setting
+/// (a `_FILE`'s content keeps only the spaces before its last newline): before, they became
+/// part of the database's name.
+#[test]
+fn spaces_around_a_database_url_are_not_part_of_it() {
+    let v = Values::defaults()
+        .with(&DATABASE_URL, "  postgres://u:pw@localhost/x  \t")
+        .with(&MIGRATE_DATABASE_URL, " postgres://m:pw@localhost/x ")
+        .with(&SUME_WEBHOOK_SECRET, "whsec_x");
+    let config = Config::read(&v).unwrap();
+    assert_eq!(config.database_url.expose(), "postgres://u:pw@localhost/x");
+    let migrate = config.database.migrate_url.as_ref().unwrap();
+    assert_eq!(migrate.expose(), "postgres://m:pw@localhost/x");
+}
+
 #[test]
 fn secrets_are_never_quoted() {
     for (setting, text) in [

@@ -261,9 +261,10 @@ impl Values {
             .transpose()
     }
 
-    /// A PostgreSQL URL, checked to be readable (never printed).
+    /// A PostgreSQL URL, checked to be readable (never printed), without the spaces and line
+    /// ends around it (a file's last newline, a space pasted after it), as every setting.
     pub fn postgres_url(&self, s: &'static Setting) -> Result<Secret, ConfigError> {
-        self.named(forms::check_database_url(s.name, self.required(s)?))
+        self.named(forms::check_database_url(s.name, self.required(s)?.trim()))
     }
 
     /// An optional PostgreSQL URL.

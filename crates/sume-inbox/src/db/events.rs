@@ -191,8 +191,8 @@ impl Store {
     }
 
     /// Marks up to `limit` events that waited longer than `grace_secs` (by `clock`) with no job
-    /// row and that nobody will ask about: their job id is an orphan, or `no_keys`. Answers how
-    /// many.
+    /// row and that nobody will ask about: their job id is an orphan, or `no_keys` (no key here
+    /// nor on any live instance, [`Store::instances_keyed_live`]). Answers how many.
     pub async fn events_orphan_late(
         &self,
         grace_secs: f64,

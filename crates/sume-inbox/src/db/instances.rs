@@ -130,6 +130,14 @@ impl Store {
             .collect())
     }
 
+    /// Whether a live instance of the fleet asks Sume about the inbox (it has keys, or its
+    /// heartbeat does not say).
+    pub async fn instances_keyed_live(&self) -> Result<bool, DbError> {
+        let client = self.client().await?;
+        let row = sql::INSTANCES_KEYED_LIVE.query_one(&client, &[]).await?;
+        Ok(row.get("keyed"))
+    }
+
     /// Removes instances unseen for `forget_hours` (at most 1000 a call).
     pub async fn instances_prune(&self, forget_hours: i32, clock: &Clock) -> Result<u64, DbError> {
         let client = self.client().await?;

@@ -17,6 +17,7 @@ mod dead_letters;
 mod disagreements;
 mod events;
 mod give_up_rechecks;
+pub mod grants;
 mod inbox_batch;
 mod inbox_checks;
 mod instance_minutes;
@@ -38,6 +39,7 @@ mod retention_deletes;
 mod statement;
 mod stats;
 pub mod tls;
+pub mod url_parts;
 mod value_names;
 
 use std::time::Duration;
@@ -79,8 +81,8 @@ pub enum DbError {
     /// No connection from the pool (the server is down, or every connection is busy).
     #[error("no database connection: {0}")]
     Pool(#[from] PoolError),
-    /// A statement failed.
-    #[error("{statement}: {}", pg_message(source))]
+    /// A statement failed (refused for want of a privilege, the words say what to grant).
+    #[error("{statement}: {}", grants::statement_words(source))]
     Query {
         /// The statement's name (its `-- name:` in `sql/queries/`).
         statement: &'static str,
@@ -182,16 +184,17 @@ impl DbError {
         }
     }
 
-    /// Waiting cannot help: the server refused who we are or what we asked for.
+    /// Waiting cannot help: the server refused who we are or what we asked for (a statement
+    /// too, for want of a privilege).
     pub fn is_permanent(&self) -> bool {
-        matches!(
-            self,
-            DbError::Unreachable {
-                permanent: true,
-                ..
-            } | DbError::Refused { .. }
-                | DbError::AuditUnwritable
-        )
+        self.is_denied()
+            || matches!(
+                self,
+                DbError::Unreachable {
+                    permanent: true,
+                    ..
+                } | DbError::Refused { .. }
+            )
     }
 
     /// The database refused the data itself (SQLSTATE 22 data exception, 23 constraint, 54 a
@@ -276,14 +279,13 @@ fn liveness_defaults(config: &mut tokio_postgres::Config, url: &str) {
     }
 }
 
-/// The parameter names of a URL's query (`postgres://...?a=1&b=2`) or of a key-value string
-/// (`host=... a=1`).
+/// The parameter names of a URL's query (`postgres://...?a=1&b=2`, found after the
+/// credentials as libpq finds it) or of a key-value string (`host=... a=1`).
 fn param_names(url: &str) -> Vec<String> {
-    let pairs: Vec<&str> = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        url.split_once('?')
-            .map_or(Vec::new(), |(_, q)| q.split('&').collect())
-    } else {
-        url.split_whitespace().collect()
+    let pairs: Vec<&str> = match url_parts::UrlParts::parse(url) {
+        Ok(Some(parts)) => parts.pairs().collect(),
+        Ok(None) => url.split_whitespace().collect(),
+        Err(_) => Vec::new(),
     };
     pairs
         .iter()

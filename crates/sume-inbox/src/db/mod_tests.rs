@@ -36,3 +36,12 @@ fn liveness_settings_default_unless_the_url_names_them() {
     assert_eq!(t.config.get_tcp_user_timeout(), None);
     assert!(!t.config.get_keepalives());
 }
+
+/// A `?` in the password starts no query: `x?tcp_user_timeout=0` is a password, and the
+/// default timeout holds.
+#[test]
+fn a_question_mark_in_the_password_names_no_parameter() {
+    let t = target("postgres://u:x?tcp_user_timeout=0@127.0.0.1:5432/db").unwrap();
+    assert_eq!(t.config.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
+    assert_eq!(t.config.get_password(), Some(&b"x?tcp_user_timeout=0"[..]));
+}

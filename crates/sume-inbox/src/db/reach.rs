@@ -129,23 +129,58 @@ pub fn unreachable_from(setting: &'static str, url: &str, e: &DbError) -> Option
     }
 }
 
-/// A failure to set up the schema because the role behind `setting`'s URL lacks the right
-/// (SQLSTATE 42501, e.g. `permission denied for database`), as [`DbError::Refused`] naming the
-/// setting and target; `None` for any other failure.
-pub fn lacking_rights(setting: &'static str, url: &str, e: &DbError) -> Option<DbError> {
-    let source = match e {
+/// A failure to migrate because the role behind `setting`'s URL lacks a right (SQLSTATE 42501,
+/// e.g. `permission denied for database`), as [`DbError::Refused`] naming the setting, the
+/// target and the way out, which the catalog (read over `client`) tells: where the schema
+/// exists and the role may not read it, the grants README's "Least privilege" lists, for this
+/// role, given by the schema's owner; otherwise a role that may create or change the schema.
+/// Any other failure is answered as it is.
+pub async fn lacking_rights(
+    setting: &'static str,
+    url: &str,
+    client: &tokio_postgres::Client,
+    e: DbError,
+) -> DbError {
+    let source = match &e {
         DbError::Query { source, .. }
         | DbError::Transaction { source, .. }
         | DbError::Migration(_, source) => source,
-        _ => return None,
+        _ => return e,
     };
-    refused_for_privilege(
-        setting,
-        url,
-        source,
-        "the role may not set up the schema",
-        "run `sume-inbox migrate` with a role that may create the schema",
-    )
+    if source.code() != Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+        return e;
+    }
+    let (what, todo) = match super::migrate::schema_access(client).await {
+        // The schema is there: what stopped the migrations is that this role may not read it
+        // (the server's words are those of the attempt to create it, beside the point).
+        Ok(Some(access)) if !access.reads_versions => {
+            let super::migrate::SchemaAccess { role, owner, .. } = access;
+            return DbError::Refused {
+                setting,
+                target: redacted(url),
+                problem: format!(
+                    "the role may not read the schema sume, which {owner} made, so whether it \
+                     is current cannot be told: retrying cannot fix this; grant the role its \
+                     rights, as {owner}: `grant usage on schema sume to {role}; grant select, \
+                     insert, update, delete on all tables in schema sume to {role};` (if the \
+                     schema is older than this binary, run `sume-inbox migrate` as {owner} \
+                     first; README \"Least privilege\")"
+                ),
+            };
+        }
+        Ok(Some(access)) => (
+            "the role may not change the schema".to_owned(),
+            format!(
+                "run `sume-inbox migrate` with a role that may (the schema's owner, {})",
+                access.owner
+            ),
+        ),
+        _ => (
+            "the role may not set up the schema".to_owned(),
+            "run `sume-inbox migrate` with a role that may create the schema".to_owned(),
+        ),
+    };
+    refused_for_privilege(setting, url, source, &what, &todo).unwrap_or(e)
 }
 
 /// [`DbError::Refused`] when `source` is SQLSTATE 42501: what the role may not do, the server's
@@ -225,6 +260,14 @@ mod tests {
         assert_eq!(
             redacted("postgres://u:pw@db:5432/app?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem"),
             "postgres://u@db:5432/app"
+        );
+        assert_eq!(
+            redacted("postgres://postgres:pa?SECRET2@127.0.0.1:25432/postgres?sslmode=require"),
+            "postgres://postgres@127.0.0.1:25432/postgres"
+        );
+        assert_eq!(
+            redacted("postgres://postgres:p@ssS3cret@127.0.0.1:25432/nodb"),
+            "(an unreadable URL)"
         );
     }
 }

@@ -24,6 +24,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::url_parts::UrlParts;
 use super::DbError;
 
 /// libpq's `sslmode`.
@@ -76,8 +77,9 @@ pub struct Target {
     pub mode: SslMode,
 }
 
-/// Splits `sslmode` and `sslrootcert` out of a URL (`postgres://...?a=b`) or a key-value
-/// string (`host=... sslmode=...`); answers the rest for the driver.
+/// Splits `sslmode` and `sslrootcert` out of a URL (`postgres://...?a=b`, its parts read as
+/// libpq reads them: a `?` in the password is the password's) or a key-value string
+/// (`host=... sslmode=...`); answers the rest for the driver.
 pub(super) fn split_tls_params(url: &str) -> Result<(String, SslMode, Option<String>), DbError> {
     let mut mode = SslMode::Prefer;
     let mut root = None;
@@ -89,20 +91,15 @@ pub(super) fn split_tls_params(url: &str) -> Result<(String, SslMode, Option<Str
         }
         Ok(true)
     };
-    let rest = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let rest = if let Some(parts) = UrlParts::parse(url)? {
         let mut kept = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
+        for pair in parts.pairs() {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             if !take(k, v)? {
                 kept.push(pair);
             }
         }
-        if kept.is_empty() {
-            base.to_owned()
-        } else {
-            format!("{base}?{}", kept.join("&"))
-        }
+        parts.with_pairs(&kept)
     } else {
         let mut kept = Vec::new();
         for token in url.split_whitespace() {
@@ -138,16 +135,15 @@ fn percent_decode(s: &str) -> String {
 /// Reads DATABASE_URL into a driver config and a TLS connector for its `sslmode`.
 pub fn target(url: &str) -> Result<Target, DbError> {
     let (rest, mode, root) = split_tls_params(url)?;
-    let separator = if rest.starts_with("postgres") {
-        if rest.contains('?') {
-            "&"
-        } else {
-            "?"
+    let driver_mode = format!("sslmode={}", mode.driver_mode());
+    let with_mode = match UrlParts::parse(&rest)? {
+        Some(parts) => {
+            let mut pairs: Vec<&str> = parts.pairs().collect();
+            pairs.push(&driver_mode);
+            parts.with_pairs(&pairs)
         }
-    } else {
-        " "
+        None => format!("{rest} {driver_mode}"),
     };
-    let with_mode = format!("{rest}{separator}sslmode={}", mode.driver_mode());
     let config: tokio_postgres::Config =
         with_mode.parse().map_err(|e: tokio_postgres::Error| {
             // The parser's own words ("invalid value for option `port`") are its source.
@@ -336,6 +332,41 @@ mod tests {
         let (rest, mode, _) = split_tls_params("host=db user=u sslmode=require").unwrap();
         assert_eq!((rest.as_str(), mode), ("host=db user=u", SslMode::Require));
         assert!(split_tls_params("postgres://db/x?sslmode=sometimes").is_err());
+    }
+
+    /// A `?` in the password is the password's, as libpq reads it: the query (and its
+    /// `sslmode`) is found only after the hosts and the database.
+    #[test]
+    fn a_question_mark_in_the_password_neither_hides_nor_breaks_the_query() {
+        let url = "postgres://postgres:pa?SECRET2@127.0.0.1:25432/postgres?sslmode=require";
+        let (rest, mode, _) = split_tls_params(url).unwrap();
+        assert_eq!(
+            rest,
+            "postgres://postgres:pa?SECRET2@127.0.0.1:25432/postgres"
+        );
+        assert_eq!(mode, SslMode::Require);
+        let t = target(url).unwrap();
+        assert_eq!(t.mode, SslMode::Require);
+        assert_eq!(
+            t.config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+        assert_eq!(t.config.get_password(), Some(&b"pa?SECRET2"[..]));
+        assert_eq!(t.config.get_dbname(), Some("postgres"));
+        let t = target("postgres://postgres:pa?SECRET2@127.0.0.1:25432/postgres").unwrap();
+        assert_eq!(t.config.get_dbname(), Some("postgres"));
+        assert_eq!(
+            t.config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Prefer
+        );
+        let t = target("postgres://u:p%40ss@h/db?sslmode=disable&application_name=a").unwrap();
+        assert_eq!(t.config.get_password(), Some(&b"p@ss"[..]));
+        assert_eq!(t.config.get_application_name(), Some("a"));
+        assert_eq!(
+            t.config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Disable
+        );
+        assert!(target("postgres://postgres:p@ssS3cret@127.0.0.1:25432/nodb").is_err());
     }
 
     #[test]

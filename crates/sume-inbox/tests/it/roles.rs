@@ -103,6 +103,100 @@ async fn a_runtime_role_without_its_grants_stops_the_start_saying_what_to_grant(
     );
 }
 
+/// A role never granted its rights on a schema another role migrated, where the migrations run
+/// (`migrate`, and `serve` without a pooler): the schema is there, so the way out is the grants
+/// README lists, named for this role (78), not "run `sume-inbox migrate` with a role that may
+/// create the schema", which had nothing to apply.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_role_without_grants_on_a_migrated_schema_is_told_the_grants_it_lacks() {
+    let db = TestDb::new().await;
+    let roles = Roles::create(&db).await;
+    let mut m = connect(&as_role(&db.url, &roles.migrator)).await;
+    sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
+    for command in ["migrate", "serve"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .arg(command)
+            .env_clear()
+            .env("DATABASE_URL", as_role(&db.url, &roles.runtime))
+            .env("SUME_WEBHOOK_SECRET", "whsec_x")
+            .env("LISTEN_ADDR", "127.0.0.1:0")
+            .env("ADMIN_ADDR", "127.0.0.1:0")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{command}: {said}");
+        let runtime = &roles.runtime;
+        for grant in [
+            format!("grant usage on schema sume to {runtime}"),
+            format!(
+                "grant select, insert, update, delete on all tables in schema sume to {runtime}"
+            ),
+            format!("as {}", roles.migrator),
+        ] {
+            assert!(said.contains(&grant), "{command}: {said}");
+        }
+        assert!(!said.contains("may create the schema"), "{command}: {said}");
+    }
+}
+
+/// A runtime role granted its rights before migration 9 (none on `sume.instances` and
+/// `sume.instance_minutes`): what reads the fleet's picture fails, saying it is a permission
+/// and which grants to give (`stats` exit 78, the admin API 503 `permission_denied`, not
+/// "database unavailable"), and nothing else does: deliveries are stored, and the inbox check
+/// of an instance with keys reads no fleet table (even on a generic plan, which checks the
+/// rights of every table a statement names).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runtime_role_granted_before_the_fleets_tables_fails_only_what_reads_them() {
+    let db = TestDb::new().await;
+    let roles = Roles::create(&db).await;
+    roles.migrate_and_grant(&db).await;
+    let runtime = &roles.runtime;
+    db.client()
+        .await
+        .batch_execute(&format!(
+            "revoke all on sume.instances, sume.instance_minutes from {runtime};
+             alter role {runtime} set plan_cache_mode = force_generic_plan;"
+        ))
+        .await
+        .unwrap();
+    let url = as_role(&db.url, runtime);
+    let grants = "grant select, insert, update, delete on all tables in schema sume to ROLE";
+    let store = sume_inbox::db::Store::new(&url, 2).unwrap();
+    let clock = sume_inbox::db::Clock::Database;
+    store
+        .events_orphan_late(60.0, false, 100, &clock)
+        .await
+        .unwrap();
+    let e = store.instances_keyed_live().await.unwrap_err();
+    assert!(e.is_denied() && e.to_string().contains(grants), "{e}");
+
+    let daemon = Daemon::start(config(&url)).await;
+    let http = reqwest::Client::new();
+    let d = Delivery::completed("job_before_the_grants");
+    let stored = d.send(&http, &daemon.url("/webhooks/sume")).await;
+    assert_eq!(stored.status(), 204);
+    for path in ["/v1/stats", "/v1/instances"] {
+        let r = http.get(daemon.admin_url(path)).send().await.unwrap();
+        assert_eq!(r.status(), 503, "{path}");
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "permission_denied", "{path}: {body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("permission denied for table"), "{message}");
+        assert!(message.contains(grants), "{message}");
+    }
+    daemon.stop().await;
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg("stats")
+        .env_clear()
+        .env("DATABASE_URL", &url)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{said}");
+    assert!(said.contains(grants), "{said}");
+}
+
 /// The three roles of README's grants, named afresh for each test.
 struct Roles {
     migrator: String,

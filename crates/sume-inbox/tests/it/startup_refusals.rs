@@ -169,13 +169,27 @@ async fn a_listen_url_the_server_refuses_stops_the_start_naming_it() {
     }
 }
 
-/// SIGTERM while the start waits for a database that is not up yet is a stop asked for: exit 0,
-/// saying the start was abandoned, not a "cannot connect" failure.
+/// SIGTERM while the start waits for a database that is not up yet is a stop asked for: `serve`
+/// exits 0, saying the start was abandoned, not a "cannot connect" failure; `migrate` exits 1
+/// saying it was stopped on request (before, only the last connection error).
 #[test]
-fn sigterm_while_waiting_for_the_database_exits_zero() {
+fn sigterm_while_waiting_for_the_database_says_the_stop_was_asked_for() {
+    for (command, code, said) in [
+        ("serve", 0, "start abandoned on request"),
+        ("migrate", 1, "stopped on request"),
+    ] {
+        let seen = terminated_while_waiting(command);
+        assert_eq!(seen.0, Some(code), "{command}: {}", seen.1);
+        assert!(seen.1.contains(said), "{command}: {}", seen.1);
+    }
+}
+
+/// `command` against a port nothing listens on, sent SIGTERM once it waits for the database:
+/// its exit code and what it wrote to stderr.
+fn terminated_while_waiting(command: &str) -> (Option<i32>, String) {
     use std::io::{BufRead, BufReader};
     let mut child = sume_inbox(
-        "serve",
+        command,
         &[("DATABASE_URL", "postgres://sume@127.0.0.1:1/app")],
     )
     .stderr(std::process::Stdio::piped())
@@ -199,9 +213,7 @@ fn sigterm_while_waiting_for_the_database_exits_zero() {
         seen.push_str(&line.unwrap());
         seen.push('\n');
     }
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{seen}");
-    assert!(seen.contains("start abandoned on request"), "{seen}");
+    (child.wait().unwrap().code(), seen)
 }
 
 /// SIGTERM while the migrations' lock is held by another (an instance migrating, a stuck
@@ -283,6 +295,137 @@ async fn migrate_tells_the_schemas_version_even_when_newer_than_its_own() {
     assert!(
         said.starts_with(&format!(
             "schema at version {newer}, newer than this binary's {latest}"
+        )),
+        "{said}"
+    );
+}
+
+/// `url` with `password` written after its user as is (unencoded), and `query` (`sslmode=...`)
+/// added to its own.
+fn with_raw_password(url: &str, password: &str, query: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (credentials, rest) = rest.split_once('@').unwrap();
+    let user = credentials.split(':').next().unwrap();
+    let sep = if rest.contains('?') { '&' } else { '?' };
+    let query = if query.is_empty() {
+        String::new()
+    } else {
+        format!("{sep}{query}")
+    };
+    format!("{scheme}://{user}:{password}@{rest}{query}")
+}
+
+/// A `?` in the password is the password's, as libpq reads it: `sslmode=require` still holds
+/// (the test cluster has no TLS, so it is refused, as psql refuses it), and without a query the
+/// database is the one named. Before, the query began at the password's `?`: `require` was
+/// lost and `migrate` ran in cleartext, or the database's name ended in `&sslmode=prefer`. An
+/// `@` in the password stops the start before any connection, saying to percent-encode it,
+/// with no part of the password printed (before, part of it was named as the host).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_password_with_a_question_mark_keeps_sslmode_and_one_with_an_at_sign_is_refused() {
+    let db = crate::support::TestDb::new().await;
+    let url = with_raw_password(&db.url, "pa?SECRET2", "sslmode=require");
+    let (out, text) = run("migrate", vec![("DATABASE_URL", url)]).await;
+    assert_eq!(out.status.code(), Some(78), "{text}");
+    assert!(text.contains("server does not support TLS"), "{text}");
+    assert!(!text.contains("SECRET2"), "{text}");
+    let url = with_raw_password(&db.url, "pa?SECRET2", "");
+    let (out, text) = run("migrate", vec![("DATABASE_URL", url)]).await;
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for setting in ["DATABASE_URL", "MIGRATE_DATABASE_URL"] {
+        let url = with_raw_password(&db.url, "p@ssS3cret", "");
+        let (out, text) = run(
+            "migrate",
+            vec![("DATABASE_URL", db.url.clone()), (setting, url)],
+        )
+        .await;
+        assert_eq!(out.status.code(), Some(78), "{text}");
+        assert!(
+            text.contains(&format!("{setting}: cannot be read")),
+            "{text}"
+        );
+        assert!(
+            text.contains("percent-encode") && text.contains("%40"),
+            "{text}"
+        );
+        assert!(!text.contains("S3cret"), "{text}");
+    }
+}
+
+/// `migrate` applies `serve`'s rule: with DB_POOLER=transaction, a MIGRATE_DATABASE_URL that
+/// is DATABASE_URL (as read: the spaces around it are not part of it) is the pooler itself,
+/// refused (78) before anything is applied. Before, `migrate` ran its migrations through it.
+#[tokio::test(flavor = "multi_thread")]
+async fn migrate_refuses_the_pooler_as_its_direct_connection_as_serve_does() {
+    let db = crate::support::TestDb::new().await;
+    for command in ["migrate", "serve"] {
+        let (out, text) = run(
+            command,
+            vec![
+                ("DATABASE_URL", format!("{} ", db.url)),
+                ("DB_POOLER", "transaction".into()),
+                ("MIGRATE_DATABASE_URL", db.url.clone()),
+            ],
+        )
+        .await;
+        assert_eq!(out.status.code(), Some(78), "{command}: {text}");
+        assert!(
+            text.contains("MIGRATE_DATABASE_URL: is DATABASE_URL, the transaction pooler"),
+            "{command}: {text}"
+        );
+    }
+    let schema: bool = db
+        .client()
+        .await
+        .query_one(
+            "select exists (select from pg_namespace where nspname = 'sume')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!schema, "nothing was migrated");
+}
+
+/// `serve` on a schema a later release took past its own says so, as `migrate` does (before:
+/// `schema is current applied=0 schema=19`).
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_on_a_schema_newer_than_its_own_says_so() {
+    use std::io::{BufRead, BufReader};
+    let db = crate::support::TestDb::new().await;
+    let out = sume_inbox("migrate", &[("DATABASE_URL", &db.url)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let newer = sume_inbox::db::migrate::latest() + 80;
+    db.client()
+        .await
+        .execute(
+            "insert into sume.schema_migrations (version, name) values ($1, 'later')",
+            &[&newer],
+        )
+        .await
+        .unwrap();
+    let mut child = sume_inbox("serve", &[("DATABASE_URL", &db.url)])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let said = tokio::task::spawn_blocking(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .find(|line| line.contains("schema"))
+    })
+    .await
+    .unwrap()
+    .expect("the schema's version is logged");
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let _ = child.wait();
+    assert!(
+        said.contains(&format!(
+            "schema at version {newer}, newer than this binary's"
         )),
         "{said}"
     );

@@ -8,8 +8,10 @@ use tokio_postgres::Client;
 
 use super::DbError;
 
+mod access;
 mod lock_waits;
 
+pub use access::{schema_access, SchemaAccess};
 pub use lock_waits::LockWaits;
 
 /// A migration: its version, its name (the file is `sql/{version:04}_{name}.sql`) and its SQL.

@@ -195,7 +195,9 @@ pub struct ShowQuery {
                (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody),
                (status = 404, description = "No such job (`not_found`)", body = ErrorBody),
                (status = 503, description = "MAX_WAITERS are waiting (`too_many_waiters`, with \
-                Retry-After), or the database cannot answer (`unavailable`)", body = ErrorBody)))]
+                Retry-After), the database cannot answer (`unavailable`), or its role lacks a \
+                grant the route needs (`permission_denied`: the message names the grants to \
+                give)", body = ErrorBody)))]
 pub(super) async fn show(
     State(state): State<AdminState>,
     PathId(job_id): PathId,

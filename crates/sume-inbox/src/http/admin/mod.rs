@@ -180,9 +180,19 @@ async fn metrics(State(state): State<AdminState>) -> Response {
         .into_response()
 }
 
-/// A 503 for a database failure, logged with what was being done.
+/// A 503 for a database failure, logged with what was being done: `unavailable`, or
+/// `permission_denied` with the server's words and the grants to give when the database's role
+/// may not do it (it is up; the answer holds until the grants are given, then the same request
+/// goes through).
 pub(crate) fn unavailable(doing: &str, e: &crate::db::DbError) -> Response {
     tracing::error!(error = %e, "{doing}");
+    if e.is_denied() {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "permission_denied",
+            format!("{doing}: {e}"),
+        );
+    }
     error(
         StatusCode::SERVICE_UNAVAILABLE,
         "unavailable",

@@ -171,7 +171,11 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
         ]);
     }
     if path != "/v1/openapi.json" && path != "/metrics" {
-        errors.push(("503", "The database cannot answer (`unavailable`)"));
+        errors.push((
+            "503",
+            "The database cannot answer (`unavailable`), or its role lacks a grant the route \
+             needs (`permission_denied`: the message names the grants to give)",
+        ));
     }
     for (status, description) in errors {
         op.responses

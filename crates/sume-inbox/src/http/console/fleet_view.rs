@@ -57,8 +57,9 @@ pub fn instances(
     html! {
         h2 #fleet { "Instances" }
         @match rows {
-            Err(_) => {
-                p.bad { "Database down: the fleet cannot be read. This instance's tasks:" }
+            Err(e) => {
+                (unreadable(e, "the fleet"))
+                p { "This instance's tasks:" }
                 @let local: BTreeMap<&str, &str> =
                     local.iter().map(|(n, s)| (n.as_str(), s.as_str())).collect();
                 p { (task_list(&serde_json::json!(local))) }
@@ -87,12 +88,24 @@ pub fn instances(
     }
 }
 
+/// Why `what` cannot be shown: the database is down, or its role lacks a grant (a role granted
+/// its rights before migration 9 made the fleet's tables), said with the grants to give.
+pub fn unreadable(e: &DbError, what: &str) -> Markup {
+    html! {
+        @if e.is_denied() {
+            p.bad { "The database's role may not read " (what) ": " (e.to_string()) }
+        } @else {
+            p.bad { "Database down: " (what) " cannot be read." }
+        }
+    }
+}
+
 /// The chart of the last hour.
 pub fn last_hour(minutes: &Result<Vec<FleetMinute>, DbError>) -> Markup {
     html! {
         h2 { "The last hour, every instance" }
         @match minutes {
-            Err(_) => { p.bad { "Database down: the last hour cannot be read." } }
+            Err(e) => { (unreadable(e, "the last hour")) }
             Ok(minutes) => { (chart::last_hour(minutes)) }
         }
     }
@@ -114,6 +127,16 @@ mod tests {
             silent_secs,
             tasks,
         }
+    }
+
+    /// A role without its grants is not a database down: the page says which it is.
+    #[test]
+    fn a_permission_refused_is_not_said_as_a_database_down() {
+        let denied = unreadable(&DbError::AuditUnwritable, "the fleet").into_string();
+        assert!(denied.contains("may not read the fleet"), "{denied}");
+        assert!(!denied.contains("Database down"), "{denied}");
+        let down = unreadable(&DbError::Closed, "the fleet").into_string();
+        assert!(down.contains("Database down"), "{down}");
     }
 
     #[test]

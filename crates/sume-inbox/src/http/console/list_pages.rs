@@ -83,9 +83,11 @@ pub async fn overview(State(state): State<ConsoleState>, headers: HeaderMap) -> 
                     (card(s.checks_pending, "inbox checks pending", None))
                     (card(s.schema_version, "schema version", None))
                 }
+                Err(e) if e.is_denied() => { (card("no grant", "database", Some("bad"))) }
                 Err(_) => { (card("down", "database", Some("bad"))) }
             }
         }
+        @if let Err(e) = &stats { @if e.is_denied() { (fleet_view::unreadable(e, "the numbers")) } }
         (reads_view::reads_today(stats.as_ref().ok().map(|s| s.reads_today.as_slice()), &state.admin.metrics))
         (fleet_view::instances(&instances, &state.admin.instance, &state.admin.health.snapshot()))
         (fleet_view::last_hour(&minutes))
