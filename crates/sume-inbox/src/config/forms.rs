@@ -335,7 +335,12 @@ fn with_value(why: String, raw: &str) -> String {
     let Ok(Some(parts)) = crate::db::url_parts::UrlParts::parse(raw) else {
         return why;
     };
-    let query = parts.query.unwrap_or("").split('#').next().unwrap_or_default();
+    let query = parts
+        .query
+        .unwrap_or("")
+        .split('#')
+        .next()
+        .unwrap_or_default();
     match url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == option) {
         Some((_, value)) if option != "password" => format!("{why}: {option}={value:?}"),
         None if matches!(option, "port" | "host") => format!("{why}: hosts {:?}", parts.hosts),
