@@ -1,10 +1,10 @@
 //! The admin API on ADMIN_ADDR: its state and its routes. What guards them is [`access`]; the
-//! handlers live in a file per concern (`job_routes.rs`: registering, reading and listing jobs,
-//! the feed of closes; `wait.rs`: waiting for a close; `operator.rs`: the operator's reads;
-//! `instance_routes.rs`: the fleet's instances and last hour; `replay_routes.rs`: the
-//! operator's writes and their audit); [`openapi`] describes them all. A query parameter a
-//! route does not take is refused (`invalid_query`) on every route but `/metrics`, whose
-//! scrapers may add their own.
+//! handlers live in a file per concern (`registration.rs`: registering jobs; `job_routes.rs`:
+//! reading and listing them, the feed of closes; `wait.rs`: waiting for a close;
+//! `operator.rs`: the operator's reads; `instance_routes.rs`: the fleet's instances and last
+//! hour; `replay_routes.rs`: the operator's writes and their audit); [`openapi`] describes them
+//! all. A query parameter a route does not take is refused (`invalid_query`) on every route
+//! but `/metrics`, whose scrapers may add their own.
 
 use std::sync::Arc;
 
@@ -23,6 +23,7 @@ mod instance_routes;
 mod job_routes;
 pub mod openapi;
 mod operator;
+mod registration;
 mod replay_routes;
 mod wait;
 
@@ -40,7 +41,8 @@ pub struct AdminState {
     pub store: Store,
     /// To attach a job's waiting events as soon as it is registered.
     pub attach: AttachHandle,
-    /// Names of the configured API keys; empty means any name is accepted.
+    /// Names of this instance's API keys; empty means any name is accepted. A registration may
+    /// also name a key a live instance of the fleet holds.
     pub key_names: Arc<Vec<String>>,
     /// What `/metrics` encodes.
     pub metrics: Arc<Metrics>,
@@ -62,7 +64,10 @@ pub struct AdminState {
 /// document) and the operator's (everything else), all behind [`access::guard`].
 pub fn router(state: AdminState, access: Access) -> Router {
     let app = Router::new()
-        .route("/v1/jobs", post(job_routes::register).get(job_routes::list))
+        .route(
+            "/v1/jobs",
+            post(registration::register).get(job_routes::list),
+        )
         .route("/v1/jobs/{job_id}", get(job_routes::show))
         .route("/v1/openapi.json", get(openapi::serve));
     let operator = Router::new()

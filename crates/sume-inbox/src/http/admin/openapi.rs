@@ -15,7 +15,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa::openapi::{self as oa, Components, Content, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use super::{instance_routes, job_routes, operator, replay_routes};
+use super::{instance_routes, job_routes, operator, registration, replay_routes};
 
 /// Every error: `{"error":{"code","message"},"request_id"}`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -236,7 +236,7 @@ fn refused_before_the_route(op: &mut Operation, path: &str) {
                        Content-Type: application/json; every answer carries X-Request-Id."
     ),
     paths(
-        job_routes::register, job_routes::list, job_routes::show, serve,
+        registration::register, job_routes::list, job_routes::show, serve,
         operator::job_detail, operator::inbox, operator::set_aside, operator::orphans,
         operator::disagreements, operator::dead_letters, operator::stats, operator::audit,
         instance_routes::instances,
