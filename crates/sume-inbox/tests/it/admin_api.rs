@@ -406,6 +406,46 @@ async fn the_actor_a_caller_names_is_kept_in_the_audit_log() {
     api.daemon.stop().await;
 }
 
+/// Every body the API takes is a JSON object: an array (which serde read into the fields by
+/// position: `["job_arr_1","order-arr",null]` registered a job), a string, a number, `null` or
+/// a boolean is refused 422 `invalid_body` by every write, before anything is done.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_json_body_that_is_no_object_is_refused_422_by_every_write() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let writes = [
+        ("/v1/jobs", r#"["job_arr_1","order-arr",null]"#),
+        ("/v1/dead-letters/replay", "[5]"),
+        ("/v1/dead-letters/drop", r#"[["nope"]]"#),
+        ("/v1/events/evt_x/replay", "[]"),
+    ];
+    for (path, positional) in writes {
+        for body in [positional, r#" "text""#, "7", "null", "true"] {
+            let r = api
+                .http
+                .post(api.daemon.admin_url(path))
+                .bearer_auth(OPERATOR)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            let answer: Value = r.json().await.unwrap();
+            assert_eq!(status, 422, "{path} {body}: {answer}");
+            assert_eq!(answer["error"]["code"], "invalid_body", "{path} {body}");
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(
+                message.contains("a JSON object"),
+                "{path} {body}: {message}"
+            );
+        }
+    }
+    assert_eq!(job_state(&db, "job_arr_1").await, None);
+    assert_eq!(db.scalar("select count(*) from sume.audit_log").await, 0);
+    api.daemon.stop().await;
+}
+
 /// Sends `head` (a request without a body, `Connection: close` added) over a raw socket:
 /// answers the status and the body read as JSON.
 async fn raw(daemon: &Daemon, head: &str) -> (u16, Value) {

@@ -8,13 +8,14 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Router;
+use axum::{Json, Router};
+use bytes::Bytes;
 use sume_wire::Secret;
 
 pub mod access;
@@ -122,6 +123,53 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
             )),
         }
     }
+}
+
+/// A write's JSON body, read as `T`. Every body the API takes is an object: one that is JSON
+/// but no object (an array, which serde would read into `T`'s fields by position; a string, a
+/// number, `null`) is refused 422 `invalid_body`, as a body not of `T`'s shape is. A body that
+/// is not JSON is 400 and one over [`MAX_WRITE_BYTES`] 413, both `invalid_body`, as axum's
+/// `Json` answers them. (That a write says `Content-Type: application/json` is
+/// [`access::guard`]'s check, made before any route.)
+pub(super) struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let invalid = |status, message: String| error(status, "invalid_body", message);
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|e| invalid(e.status(), e.body_text()))?;
+        if let Some(kind) = json_but_no_object(&bytes) {
+            return Err(invalid(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("the body must be a JSON object ({{...}}), not {kind}"),
+            ));
+        }
+        match Json::<T>::from_bytes(&bytes) {
+            Ok(Json(body)) => Ok(JsonBody(body)),
+            Err(e) => Err(invalid(e.status(), e.body_text())),
+        }
+    }
+}
+
+/// What `body` is when it is JSON but no object (`an array`, ...); `None` for an object, and
+/// for a body that is not JSON at all (the parser says what is wrong with it).
+fn json_but_no_object(body: &[u8]) -> Option<&'static str> {
+    let first = body
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
+    if *first == b'{' || serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+        return None;
+    }
+    Some(match first {
+        b'[' => "an array",
+        b'"' => "a string",
+        b't' | b'f' => "a boolean",
+        b'n' => "null",
+        _ => "a number",
+    })
 }
 
 /// A route that takes no query: a parameter is refused 400 `invalid_query`, named, as the

@@ -166,7 +166,9 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
             ),
             (
                 "422",
-                "The body is not of the documented shape (`invalid_body`, `invalid_field`)",
+                "The body is not of the documented shape, a JSON object (`invalid_body`: an \
+                 array, a string, a number or null is refused too), or a field is out of bounds \
+                 (`invalid_field`)",
             ),
         ]);
     }

@@ -11,7 +11,6 @@
 //! repeat, answered 200 whatever its key: the key was accepted when the row was written (or
 //! the row was written by the application's own SQL).
 
-use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -19,7 +18,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 
 use super::openapi::ErrorBody;
-use super::{unavailable, AdminState, NoQuery};
+use super::{unavailable, AdminState, JsonBody, NoQuery};
 use crate::db::{JobRow, NewJob, Registered};
 use crate::http::error;
 
@@ -139,12 +138,8 @@ pub(super) async fn register(
     State(state): State<AdminState>,
     _: NoQuery,
     headers: axum::http::HeaderMap,
-    body: Result<Json<Registration>, JsonRejection>,
+    JsonBody(reg): JsonBody<Registration>,
 ) -> Response {
-    let Json(reg) = match body {
-        Ok(b) => b,
-        Err(e) => return error(e.status(), "invalid_body", e.body_text()),
-    };
     if let Some(r) = bad_id("job_id", &reg.job_id) {
         return r;
     }
