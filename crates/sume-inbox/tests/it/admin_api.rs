@@ -446,6 +446,33 @@ async fn a_json_body_that_is_no_object_is_refused_422_by_every_write() {
     api.daemon.stop().await;
 }
 
+/// A write whose `Content-Length` is over 2 MiB is refused 413 `invalid_body` at once, its
+/// connection closed, however little of its body has come: it was read until BODY_TIMEOUT
+/// (408, 30 s by default) to be refused only once 2 MiB had come.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_declaring_more_than_2_mib_is_refused_413_at_once() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let admin = api.daemon.admin;
+    let started = std::time::Instant::now();
+    let head = format!(
+        "POST /v1/jobs HTTP/1.1\r\nhost: {admin}\r\nauthorization: Bearer {OPERATOR}\r\n\
+         content-type: application/json\r\ncontent-length: 5000000\r\n\r\n{{"
+    );
+    let mut s = crate::port::open_with(admin, &head).await;
+    let answer = crate::port::read_until_closed(&mut s, Duration::from_secs(20))
+        .await
+        .expect("answered, and the connection closed");
+    assert!(started.elapsed() < Duration::from_secs(5), "{answer}");
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let head = head.to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 413"), "{answer}");
+    assert!(head.contains("\r\nconnection: close"), "{answer}");
+    let body: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(body["error"]["code"], "invalid_body", "{body}");
+    api.daemon.stop().await;
+}
+
 /// Sends `head` (a request without a body, `Connection: close` added) over a raw socket:
 /// answers the status and the body read as JSON.
 async fn raw(daemon: &Daemon, head: &str) -> (u16, Value) {

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::middleware;
@@ -34,6 +34,10 @@ use super::error;
 use crate::actors::attach::AttachHandle;
 use crate::db::Store;
 use crate::metrics::Metrics;
+
+/// The largest body a write may send: 413 `invalid_body` beyond, at once when its
+/// `Content-Length` says so ([`access::guard`]), else when that much has been read.
+pub const MAX_WRITE_BYTES: usize = 2 * 1024 * 1024;
 
 /// What the admin API needs.
 #[derive(Clone)]
@@ -99,6 +103,7 @@ pub fn router(state: AdminState, access: Access) -> Router {
         .fallback(not_found)
         .layer(middleware::map_response(method_not_allowed))
         .with_state(state)
+        .layer(DefaultBodyLimit::max(MAX_WRITE_BYTES))
         .layer(middleware::from_fn_with_state(
             Arc::new(access),
             access::guard,
