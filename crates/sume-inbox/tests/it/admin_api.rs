@@ -549,8 +549,9 @@ async fn the_host_check_holds_for_an_absolute_target_and_two_host_headers() {
 }
 
 /// Every route refuses a query parameter it does not take, naming it (a misspelt `wait` is not
-/// a read that waits for nothing), but `/metrics`, whose scrapers may add their own; and every
-/// list refuses an `after` no page answered, orphans' too, whose pages still follow on.
+/// a read that waits for nothing), but `/metrics`, whose scrapers may add their own; and the
+/// orphans' list refuses an `after` not of its form (a job id, as it once paged), its pages
+/// still following on.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_query_parameter_a_route_does_not_take_is_refused_naming_it() {
     let db = TestDb::new().await;
@@ -590,11 +591,11 @@ async fn a_query_parameter_a_route_does_not_take_is_refused_naming_it() {
     assert_eq!(s, 200);
     let (s, _) = api.get("/v1/stats?", OPERATOR).await;
     assert_eq!(s, 200);
-    orphans_are_paged_by_a_key_a_page_answered(&api, &db).await;
+    orphans_are_paged_by_the_key_of_their_check(&api, &db).await;
     api.daemon.stop().await;
 }
 
-async fn orphans_are_paged_by_a_key_a_page_answered(api: &Api, db: &TestDb) {
+async fn orphans_are_paged_by_the_key_of_their_check(api: &Api, db: &TestDb) {
     db.client()
         .await
         .batch_execute(
@@ -657,5 +658,58 @@ async fn an_id_longer_than_any_dead_letters_is_refused_before_it_is_recorded() {
         (s.as_u16(), &body["error"]["code"]),
         (404, &json!("not_found"))
     );
+    api.daemon.stop().await;
+}
+
+/// An `after` is a position in its list's order, and only its form is checked, as README's
+/// "Paging" says (it said an `after` no page answered was refused, which no list did): one not
+/// of its list's form is 400 naming the form, in the answer and in the document; a well-formed
+/// one answers the rows after it, whether or not a page ended there.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_after_is_checked_for_its_lists_form_and_read_as_a_position() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let time_key = "`<RFC 3339 time>|<id>`";
+    for (list, malformed, form) in [
+        ("/v1/inbox", "42", time_key),
+        ("/v1/set-aside", "job_x", time_key),
+        ("/v1/orphans", "2026-01-01T00:00:00Z", time_key),
+        ("/v1/dead-letters", "7", time_key),
+        (
+            "/v1/disagreements",
+            "2026-01-01T00:00:00Z|x",
+            "a whole number",
+        ),
+        ("/v1/audit", "job_x", "a whole number"),
+    ] {
+        let (s, body) = api
+            .get(&format!("{list}?after={malformed}"), OPERATOR)
+            .await;
+        assert_eq!(s, 400, "{list}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_query", "{list}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(form), "{list}: {message}");
+    }
+    for (list, position) in [
+        ("/v1/jobs", "garbage"),
+        ("/v1/dead-letters", "2026-01-01T00:00:00Z|dl_never"),
+        ("/v1/audit", "123456"),
+    ] {
+        let (s, body) = api.get(&format!("{list}?after={position}"), OPERATOR).await;
+        assert_eq!(s, 200, "{list}: {body}");
+    }
+    let (_, doc) = api.get("/v1/openapi.json", OPERATOR).await;
+    for (list, form) in [
+        ("/v1/inbox", time_key),
+        ("/v1/dead-letters", time_key),
+        ("/v1/audit", "a whole number"),
+        ("/v1/jobs", "a job id"),
+    ] {
+        let params = doc["paths"][list]["get"]["parameters"].as_array().unwrap();
+        let after = params.iter().find(|p| p["name"] == "after").unwrap();
+        let description = after["description"].as_str().unwrap();
+        assert!(description.contains(form), "{list}: {description}");
+        assert!(description.contains("Only its form is checked") || list == "/v1/jobs");
+    }
     api.daemon.stop().await;
 }

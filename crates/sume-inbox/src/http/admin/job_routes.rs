@@ -113,7 +113,8 @@ pub struct ListQuery {
     /// Rows per page, 1 to 1000 (default 100).
     #[param(nullable = false, minimum = 1, maximum = 1000)]
     limit: Option<i64>,
-    /// The list: `next_after` of the previous page.
+    /// The list: `next_after` of the previous page, a job id. Any id is a position: the jobs
+    /// after it in id order, whether or not a page ended there.
     #[param(nullable = false)]
     after: Option<String>,
     /// The list: `open`, `completed`, `failed`, `canceled` or `expired`.
