@@ -62,7 +62,9 @@ pub struct ShowQuery {
                (status = 503, description = "MAX_WAITERS are waiting (`too_many_waiters`, with \
                 Retry-After), the database cannot answer (`unavailable`), or its role lacks a \
                 grant the route needs (`permission_denied`: the message names the grants to \
-                give)", body = ErrorBody)))]
+                give)", body = ErrorBody,
+                headers(("Retry-After" = u32, description = "With `too_many_waiters`: the \
+                   seconds to wait before asking again (`1`)")))))]
 pub(super) async fn show(
     State(state): State<AdminState>,
     PathId(job_id): PathId,
