@@ -18,11 +18,11 @@ use crate::operations::replay::{self, Replayed};
 use sume_wire::event::MAX_EVENT_ID_LEN;
 
 /// `X-Actor`, when a caller names who acts, after `api:operator`: its UTF-8 text (anything
-/// else as U+FFFD) without control characters, cut to 64 characters (marked `…`).
+/// else as U+FFFD) without control or format characters ([`crate::operations::actor_name`]),
+/// cut to 64 characters (marked `…`).
 fn actor(headers: &HeaderMap) -> String {
     let named = headers.get("x-actor").map(|v| {
-        let text = String::from_utf8_lossy(v.as_bytes());
-        let shown: String = text.trim().chars().filter(|c| !c.is_control()).collect();
+        let shown = crate::operations::actor_name(&String::from_utf8_lossy(v.as_bytes()));
         match shown.char_indices().nth(64) {
             Some((cut, _)) => format!("{}…", &shown[..cut]),
             None => shown,
