@@ -83,3 +83,15 @@ where instance in (
     where last_seen < coalesce($2::timestamptz, now()) - make_interval(hours => $1::int4)
     limit 1000
 );
+
+-- name: instances_live_key_names
+-- The names of the API keys the live instances hold, each once, sorted: live as stats_summary
+-- counts them, heard from in the last five minutes and not stopped (a stopped one's last
+-- heartbeat shows every task finished). A registration may name any of them, whichever
+-- instance takes it: the sweep leaves each job to an instance holding its key. An instance
+-- whose heartbeat does not say its keys (an older binary) adds none.
+select coalesce(array_agg(distinct k.name order by k.name), '{}'::text[]) as names
+from sume.instances i
+cross join lateral unnest(i.api_keys) as k(name)
+where i.last_seen > now() - interval '5 minutes'
+  and exists (select 1 from jsonb_each_text(i.tasks) t where t.value <> 'finished');

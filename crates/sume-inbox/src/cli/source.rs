@@ -29,8 +29,9 @@ pub enum Source {
     Api(Remote),
 }
 
-/// `cli:<user>@<host>`: who acts, for the audit log. Control characters of USER, LOGNAME or
-/// the host name are left out, as the admin API leaves them out of `X-Actor`.
+/// `cli:<user>@<host>`: who acts, for the audit log. Control and format characters of USER,
+/// LOGNAME or the host name are left out, as the admin API leaves them out of `X-Actor`
+/// ([`crate::operations::actor_name`]).
 pub fn actor() -> String {
     // Without USER or LOGNAME (a container, a cron job), the uid this process runs as.
     let uid = || {
@@ -38,9 +39,8 @@ pub fn actor() -> String {
         std::fs::metadata("/proc/self").map(|m| format!("uid {}", m.uid()))
     };
     let shown = |s: String| -> Option<String> {
-        let s: String = s.chars().filter(|c| !c.is_control()).collect();
-        let s = s.trim();
-        (!s.is_empty()).then(|| s.to_owned())
+        let s = crate::operations::actor_name(&s);
+        (!s.is_empty()).then_some(s)
     };
     let user = std::env::var("USER")
         .ok()

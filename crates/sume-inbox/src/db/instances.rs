@@ -138,6 +138,15 @@ impl Store {
         Ok(row.get("keyed"))
     }
 
+    /// The names of the API keys the live instances hold (`instances_live_key_names`), sorted.
+    pub async fn instances_live_key_names(&self) -> Result<Vec<String>, DbError> {
+        let client = self.client().await?;
+        let row = sql::INSTANCES_LIVE_KEY_NAMES
+            .query_one(&client, &[])
+            .await?;
+        Ok(row.get("names"))
+    }
+
     /// Removes instances unseen for `forget_hours` (at most 1000 a call).
     pub async fn instances_prune(&self, forget_hours: i32, clock: &Clock) -> Result<u64, DbError> {
         let client = self.client().await?;

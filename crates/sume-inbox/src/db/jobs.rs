@@ -23,6 +23,14 @@ pub struct NewJob {
     pub traceparent: Option<String>,
 }
 
+impl NewJob {
+    /// Whether `row`, the job already registered under this id, is this registration made
+    /// before: the same order, and the same key when this one names a key.
+    pub fn repeats(&self, row: &JobRow) -> bool {
+        row.order_id == self.order_id && (self.api_key.is_none() || row.api_key == self.api_key)
+    }
+}
+
 /// A job as the admin API answers it.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct JobRow {
@@ -103,7 +111,10 @@ pub(super) fn job_row(r: &tokio_postgres::Row) -> JobRow {
 
 impl Store {
     /// Inserts the job (`on conflict do nothing`) and says whether it was new, a repeat, or a
-    /// conflicting claim on an existing id.
+    /// conflicting claim on an existing id. Both statements run on one connection: a request
+    /// that held its connection while asking the pool for a second would, with enough such
+    /// requests at once (a burst of re-registrations), leave every connection waiting for
+    /// another and the pool starved for everyone until the waits time out.
     pub async fn register_job(&self, job: &NewJob) -> Result<Registered, DbError> {
         let client = self.client().await?;
         let inserted = sql::JOBS_INSERT
@@ -115,12 +126,15 @@ impl Store {
         if inserted == 1 {
             return Ok(Registered::Created);
         }
-        let existing = self.jobs_get(&job.job_id).await?.ok_or_else(|| {
-            DbError::Invariant(format!("job {} vanished after a conflict", job.job_id))
-        })?;
-        let same = existing.order_id == job.order_id
-            && (job.api_key.is_none() || existing.api_key == job.api_key);
-        Ok(if same {
+        let existing = sql::JOBS_GET
+            .query_opt(&client, &[&job.job_id])
+            .await?
+            .as_ref()
+            .map(job_row)
+            .ok_or_else(|| {
+                DbError::Invariant(format!("job {} vanished after a conflict", job.job_id))
+            })?;
+        Ok(if job.repeats(&existing) {
             Registered::Existing
         } else {
             Registered::Conflict(Box::new(existing))

@@ -39,6 +39,7 @@ mod port_memory;
 mod property;
 mod reconcile;
 mod refusals;
+mod registration;
 mod retention;
 mod roles;
 mod settings;

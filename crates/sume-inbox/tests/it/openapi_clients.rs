@@ -18,6 +18,37 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use crate::openapi_contract::{Served, APP, OPERATOR};
 use crate::support::*;
 
+/// README's commands for the two clients install what `scripts/openapi-tools` pins and these
+/// tests run, TypeScript's compiler beside `@hey-api/openapi-ts` included: without it the
+/// generator fails in a fresh directory ("Cannot read properties of undefined (reading
+/// 'LineFeed')"), as README's `npx @hey-api/openapi-ts@...` alone did.
+#[test]
+fn readmes_client_commands_install_what_the_tests_run() {
+    let script = include_str!("../../../../scripts/openapi-tools");
+    let readme = include_str!("../../../../README.md");
+    let pin = |name: &str| {
+        let line = format!("{name}=");
+        let found = script.lines().find_map(|l| l.strip_prefix(line.as_str()));
+        found.unwrap_or_else(|| panic!("scripts/openapi-tools pins no {name}"))
+    };
+    let from = readme.find("### From your application").unwrap();
+    let to = readme.find("### Hearing about a close").unwrap();
+    let section = &readme[from..to];
+    for wanted in [
+        format!(
+            "pip install openapi-python-client=={}",
+            pin("OPENAPI_PYTHON_CLIENT")
+        ),
+        format!("@hey-api/openapi-ts@{}", pin("HEY_API_OPENAPI_TS")),
+        format!("typescript@{}", pin("TYPESCRIPT")),
+    ] {
+        assert!(
+            section.contains(&wanted),
+            "README's client commands lack `{wanted}`"
+        );
+    }
+}
+
 /// Every operation of the document: (method, path, operationId, parameter names).
 fn operations(doc: &Value) -> Vec<(String, String, String, Vec<String>)> {
     let mut out = Vec::new();

@@ -5,7 +5,8 @@
 //! replay and drop routes, and the errors (a bad query or body, a query parameter the route
 //! does not take, no token, the application's token on an operator route, a foreign Host or two
 //! Host headers, a write that is not JSON, a method the path does not take, a body that stalls,
-//! a database that cannot answer).
+//! a database that cannot answer, a wait beyond MAX_WAITERS); an answer that sends a header a
+//! client acts on (`Retry-After`, `Allow`, `X-Wait-Outcome`) must declare it.
 //!
 //! [`openapi_check`]: crate::openapi_check
 
@@ -162,6 +163,10 @@ impl Checked<'_> {
         let r = req.send().await?;
         let status = r.status().as_u16();
         let content_type = r.headers()["content-type"].to_str().unwrap().to_owned();
+        let sent: Vec<&str> = DECLARED_WHEN_SENT
+            .into_iter()
+            .filter(|h| r.headers().contains_key(*h))
+            .collect();
         let text = r.text().await?;
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
         let method = call.method.as_str().to_ascii_lowercase();
@@ -169,6 +174,14 @@ impl Checked<'_> {
         self.doc
             .check(&method, route, status, &content_type, &body)
             .unwrap_or_else(|e| panic!("{method} {} ({status}): {e}\n{body:#}", call.path));
+        let declared = self.doc.headers(&method, route, status);
+        for header in sent {
+            assert!(
+                declared.iter().any(|d| d == header),
+                "{method} {} ({status}) sends {header}, which the document does not declare",
+                call.path
+            );
+        }
         Ok((status, body))
     }
 
@@ -194,6 +207,9 @@ impl Checked<'_> {
         body
     }
 }
+
+/// The headers a client acts on: an answer that sends one must declare it.
+const DECLARED_WHEN_SENT: [&str; 3] = ["retry-after", "allow", "x-wait-outcome"];
 
 /// A path of the document's `template` with its parameters filled in.
 fn instantiate(template: &str) -> String {
@@ -677,5 +693,30 @@ async fn a_nul_character_anywhere_is_answered_as_documented() {
         sent += 1;
     }
     assert!(sent > 10, "only {sent} requests sent");
+    served.daemon.stop().await;
+}
+
+/// Beyond MAX_WAITERS a wait is refused 503 `too_many_waiters` with `Retry-After`, which the
+/// document declares on that answer (it only named it in the description).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_refused_beyond_max_waiters_says_retry_after_as_documented() {
+    let db = TestDb::new().await;
+    let mut c = config(&db.url);
+    c.wait.max_waiters = 0;
+    let served = Served::start_with(c).await;
+    let doc = Document::new(served.doc.clone());
+    let checked = Checked {
+        served: &served,
+        doc: &doc,
+    };
+    let wait = Call::new("GET", "/v1/jobs/job_a?wait=1s", Some(APP));
+    let body = checked.expect(503, wait).await;
+    assert_eq!(body["error"]["code"], "too_many_waiters");
+    assert_eq!(
+        doc.headers("get", "/v1/jobs/job_a", 503),
+        ["retry-after"],
+        "{:#}",
+        served.doc["paths"]["/v1/jobs/{job_id}"]["get"]["responses"]["503"]
+    );
     served.daemon.stop().await;
 }

@@ -7,7 +7,9 @@
 //!    `localhost` on its port and the names of ADMIN_HOSTS are answered (the authority of an
 //!    absolute-form target stands for `Host`, and two `Host` headers are refused);
 //! 3. writes must say `Content-Type: application/json` (a browser cannot send that to another
-//!    origin without asking first);
+//!    origin without asking first), and one whose `Content-Length` is over
+//!    [`super::MAX_WRITE_BYTES`] is refused at once, its body left unread and its connection
+//!    closed;
 //! 4. the token and its scope: with ADMIN_TOKEN set, the operator's token opens every route,
 //!    ADMIN_APP_TOKEN only the application's (register, read, wait, the feed).
 
@@ -173,7 +175,7 @@ pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Ne
                         request.extensions_mut().insert(scope);
                         next.run(request).await
                     }
-                    Err(e) => e.into_response(),
+                    Err(e) => refused(e),
                 }
             }
             .instrument(span),
@@ -187,6 +189,20 @@ pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Ne
     let ms = started.elapsed().as_micros() as f64 / 1000.0;
     tracing::info!(request_id = %id, %method, %path, status, ms, "admin request");
     response
+}
+
+/// A refusal made from the head alone. One for a body too large to read leaves that body on
+/// the wire: the connection cannot carry another request, so it closes after the answer and
+/// says so, lest the client send its next request on it.
+fn refused(e: ApiError) -> Response {
+    let unread = e.status == StatusCode::PAYLOAD_TOO_LARGE;
+    let mut answer = e.into_response();
+    if unread {
+        answer
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    answer
 }
 
 /// Webhooks sent to the admin port are logged at most this often.
@@ -245,6 +261,17 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
             format!("a write is read as sent: Content-Encoding {coding:?} is not decoded"),
+        ));
+    }
+    let declared = header(header::CONTENT_LENGTH).and_then(|n| n.trim().parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| write && *n > super::MAX_WRITE_BYTES as u64) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_body",
+            format!(
+                "a write's body is at most 2 MiB ({} bytes); its Content-Length says {n}",
+                super::MAX_WRITE_BYTES
+            ),
         ));
     }
     Ok(scope)

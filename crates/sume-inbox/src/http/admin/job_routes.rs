@@ -1,8 +1,5 @@
-//! Jobs on the admin API:
+//! Reading jobs on the admin API (registering them: [`super::registration`]):
 //!
-//! - `POST /v1/jobs` `{"job_id","order_id"?,"api_key"?}`: registers the job and attaches its
-//!   waiting events at once; 201 with the job when new, 200 when the same registration was
-//!   repeated, 409 when the id is already registered with another order or key.
 //! - `GET /v1/jobs/{job_id}`: the job, or 404.
 //! - `GET /v1/jobs?closed_after=<cursor>&limit=N`: the feed of closes from a cursor (`0` for
 //!   the start), `{"closes":[...],"next_cursor"}`; every close comes once in order, none is
@@ -10,7 +7,7 @@
 //! - `GET /v1/jobs?state=&order_id=&closed_by=&created_from=&created_to=&closed_from=
 //!   &closed_to=&after=&limit=`: jobs in id order, `{"jobs":[...],"next_after"}`.
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -19,41 +16,11 @@ use chrono::{DateTime, Datelike, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::openapi::ErrorBody;
-use super::{unavailable, AdminState, NoQuery, PathId};
+use super::{unavailable, AdminState, PathId};
 use crate::db::{
-    CloserName, FeedPage, JobFilter, JobRow, JobStateName, NewJob, Registered, CLOSERS, JOB_STATES,
-    PAGE_LIMIT_MAX,
+    CloserName, FeedPage, JobFilter, JobRow, JobStateName, CLOSERS, JOB_STATES, PAGE_LIMIT_MAX,
 };
 use crate::http::{error, ApiError};
-
-/// The body of `POST /v1/jobs`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Registration {
-    /// Sume's job id: 1 to 255 bytes of UTF-8 (so at most 255 characters), not blank, no
-    /// control characters; the ids a webhook can name.
-    #[schema(min_length = 1, max_length = 255)]
-    job_id: String,
-    /// The application's own reference, under the same rule as `job_id`.
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 255)]
-    order_id: Option<String>,
-    /// The name of a key of SUME_API_KEYS.
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 255)]
-    api_key: Option<String>,
-}
-
-/// A registration refused because the id is registered with another order or key.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Conflict {
-    /// `job_exists`.
-    pub error: super::openapi::ErrorDetail,
-    /// The job as it is registered.
-    pub job: JobRow,
-    /// The request's id.
-    pub request_id: String,
-}
 
 /// A page of the list of jobs.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -72,108 +39,6 @@ pub enum JobsAnswer {
     Feed(FeedPage),
     /// Without.
     List(JobPage),
-}
-
-/// `None` when the id is usable, else the 422 to answer.
-fn bad_id(field: &str, value: &str) -> Option<Response> {
-    (!sume_wire::usable_id(value)).then(|| {
-        error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_field",
-            format!(
-                "{field} must be 1 to {} bytes of UTF-8, not blank, without control characters \
-                 (got {} bytes)",
-                sume_wire::event::MAX_ID_LEN,
-                value.len()
-            ),
-        )
-    })
-}
-
-/// `POST /v1/jobs`.
-#[utoipa::path(post, path = "/v1/jobs", tag = "application", operation_id = "register_job",
-    params(("traceparent" = Option<String>, Header, description = "W3C Trace Context of the \
-        application's request: kept with the job, so that the span of its close (traces \
-        exported) links to this trace; an invalid value is ignored")),
-    request_body = Registration,
-    responses((status = 201, description = "Registered", body = JobRow),
-               (status = 200, description = "The same registration again", body = JobRow),
-               (status = 409, description = "Registered with another order or key (`job_exists`)",
-                body = Conflict),
-               (status = 422, description = "A field out of bounds (`invalid_field`), an api_key \
-                not configured (`unknown_api_key`), or a body not of this shape", body = ErrorBody)))]
-pub(super) async fn register(
-    State(state): State<AdminState>,
-    _: NoQuery,
-    headers: axum::http::HeaderMap,
-    body: Result<Json<Registration>, JsonRejection>,
-) -> Response {
-    let Json(reg) = match body {
-        Ok(b) => b,
-        Err(e) => return error(e.status(), "invalid_body", e.body_text()),
-    };
-    if let Some(r) = bad_id("job_id", &reg.job_id) {
-        return r;
-    }
-    if let Some(r) = reg.order_id.as_deref().and_then(|o| bad_id("order_id", o)) {
-        return r;
-    }
-    if let Some(r) = reg.api_key.as_deref().and_then(|k| bad_id("api_key", k)) {
-        return r;
-    }
-    if let Some(key) = &reg.api_key {
-        if !state.key_names.is_empty() && !state.key_names.contains(key) {
-            return error(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "unknown_api_key",
-                format!(
-                    "api_key {key:?} is not a configured key name (configured: {})",
-                    state.key_names.join(", ")
-                ),
-            );
-        }
-    }
-    let job = NewJob {
-        job_id: reg.job_id,
-        order_id: reg.order_id,
-        api_key: reg.api_key,
-        traceparent: headers
-            .get("traceparent")
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| crate::process::traces::parse_traceparent(v).is_some())
-            .map(|v| v.trim().to_owned()),
-    };
-    let status = match state.store.register_job(&job).await {
-        Ok(Registered::Created) => StatusCode::CREATED,
-        Ok(Registered::Existing) => StatusCode::OK,
-        Ok(Registered::Conflict(existing)) => {
-            let body = serde_json::json!({
-                "error": {
-                    "code": "job_exists",
-                    "message": "this job id is registered with another order_id or api_key",
-                },
-                "job": existing,
-                "request_id": super::current_request_id(),
-            });
-            return (StatusCode::CONFLICT, Json(body)).into_response();
-        }
-        Err(e) => {
-            return unavailable("job registration failed", &e);
-        }
-    };
-    if let Err(e) = state.attach.attach_now(vec![job.job_id.clone()]).await {
-        // The row is committed; its notification and the catch-up scan will attach it.
-        tracing::warn!(job_id = %job.job_id, error = %e, "attach after registration failed");
-    }
-    match state.store.jobs_get(&job.job_id).await {
-        Ok(Some(row)) => (status, Json(row)).into_response(),
-        Ok(None) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "job vanished",
-        ),
-        Err(e) => unavailable("reading the job failed", &e),
-    }
 }
 
 /// The query of `GET /v1/jobs/{job_id}`.
@@ -197,7 +62,9 @@ pub struct ShowQuery {
                (status = 503, description = "MAX_WAITERS are waiting (`too_many_waiters`, with \
                 Retry-After), the database cannot answer (`unavailable`), or its role lacks a \
                 grant the route needs (`permission_denied`: the message names the grants to \
-                give)", body = ErrorBody)))]
+                give)", body = ErrorBody,
+                headers(("Retry-After" = u32, description = "With `too_many_waiters`: the \
+                   seconds to wait before asking again (`1`)")))))]
 pub(super) async fn show(
     State(state): State<AdminState>,
     PathId(job_id): PathId,
@@ -248,7 +115,8 @@ pub struct ListQuery {
     /// Rows per page, 1 to 1000 (default 100).
     #[param(nullable = false, minimum = 1, maximum = 1000)]
     limit: Option<i64>,
-    /// The list: `next_after` of the previous page.
+    /// The list: `next_after` of the previous page, a job id. Any id is a position: the jobs
+    /// after it in id order, whether or not a page ended there.
     #[param(nullable = false)]
     after: Option<String>,
     /// The list: `open`, `completed`, `failed`, `canceled` or `expired`.

@@ -1,20 +1,21 @@
 //! The admin API on ADMIN_ADDR: its state and its routes. What guards them is [`access`]; the
-//! handlers live in a file per concern (`job_routes.rs`: registering, reading and listing jobs,
-//! the feed of closes; `wait.rs`: waiting for a close; `operator.rs`: the operator's reads;
-//! `instance_routes.rs`: the fleet's instances and last hour; `replay_routes.rs`: the
-//! operator's writes and their audit); [`openapi`] describes them all. A query parameter a
-//! route does not take is refused (`invalid_query`) on every route but `/metrics`, whose
-//! scrapers may add their own.
+//! handlers live in a file per concern (`registration.rs`: registering jobs; `job_routes.rs`:
+//! reading and listing them, the feed of closes; `wait.rs`: waiting for a close;
+//! `operator.rs`: the operator's reads; `instance_routes.rs`: the fleet's instances and last
+//! hour; `replay_routes.rs`: the operator's writes and their audit); [`openapi`] describes them
+//! all. A query parameter a route does not take is refused (`invalid_query`) on every route
+//! but `/metrics`, whose scrapers may add their own.
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Router;
+use axum::{Json, Router};
+use bytes::Bytes;
 use sume_wire::Secret;
 
 pub mod access;
@@ -23,6 +24,7 @@ mod instance_routes;
 mod job_routes;
 pub mod openapi;
 mod operator;
+mod registration;
 mod replay_routes;
 mod wait;
 
@@ -33,6 +35,10 @@ use crate::actors::attach::AttachHandle;
 use crate::db::Store;
 use crate::metrics::Metrics;
 
+/// The largest body a write may send: 413 `invalid_body` beyond, at once when its
+/// `Content-Length` says so ([`access::guard`]), else when that much has been read.
+pub const MAX_WRITE_BYTES: usize = 2 * 1024 * 1024;
+
 /// What the admin API needs.
 #[derive(Clone)]
 pub struct AdminState {
@@ -40,7 +46,8 @@ pub struct AdminState {
     pub store: Store,
     /// To attach a job's waiting events as soon as it is registered.
     pub attach: AttachHandle,
-    /// Names of the configured API keys; empty means any name is accepted.
+    /// Names of this instance's API keys; empty means any name is accepted. A registration may
+    /// also name a key a live instance of the fleet holds.
     pub key_names: Arc<Vec<String>>,
     /// What `/metrics` encodes.
     pub metrics: Arc<Metrics>,
@@ -62,7 +69,10 @@ pub struct AdminState {
 /// document) and the operator's (everything else), all behind [`access::guard`].
 pub fn router(state: AdminState, access: Access) -> Router {
     let app = Router::new()
-        .route("/v1/jobs", post(job_routes::register).get(job_routes::list))
+        .route(
+            "/v1/jobs",
+            post(registration::register).get(job_routes::list),
+        )
         .route("/v1/jobs/{job_id}", get(job_routes::show))
         .route("/v1/openapi.json", get(openapi::serve));
     let operator = Router::new()
@@ -93,6 +103,7 @@ pub fn router(state: AdminState, access: Access) -> Router {
         .fallback(not_found)
         .layer(middleware::map_response(method_not_allowed))
         .with_state(state)
+        .layer(DefaultBodyLimit::max(MAX_WRITE_BYTES))
         .layer(middleware::from_fn_with_state(
             Arc::new(access),
             access::guard,
@@ -117,6 +128,53 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
             )),
         }
     }
+}
+
+/// A write's JSON body, read as `T`. Every body the API takes is an object: one that is JSON
+/// but no object (an array, which serde would read into `T`'s fields by position; a string, a
+/// number, `null`) is refused 422 `invalid_body`, as a body not of `T`'s shape is. A body that
+/// is not JSON is 400 and one over [`MAX_WRITE_BYTES`] 413, both `invalid_body`, as axum's
+/// `Json` answers them. (That a write says `Content-Type: application/json` is
+/// [`access::guard`]'s check, made before any route.)
+pub(super) struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let invalid = |status, message: String| error(status, "invalid_body", message);
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|e| invalid(e.status(), e.body_text()))?;
+        if let Some(kind) = json_but_no_object(&bytes) {
+            return Err(invalid(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("the body must be a JSON object ({{...}}), not {kind}"),
+            ));
+        }
+        match Json::<T>::from_bytes(&bytes) {
+            Ok(Json(body)) => Ok(JsonBody(body)),
+            Err(e) => Err(invalid(e.status(), e.body_text())),
+        }
+    }
+}
+
+/// What `body` is when it is JSON but no object (`an array`, ...); `None` for an object, and
+/// for a body that is not JSON at all (the parser says what is wrong with it).
+fn json_but_no_object(body: &[u8]) -> Option<&'static str> {
+    let first = body
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
+    if *first == b'{' || serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+        return None;
+    }
+    Some(match first {
+        b'[' => "an array",
+        b'"' => "a string",
+        b't' | b'f' => "a boolean",
+        b'n' => "null",
+        _ => "a number",
+    })
 }
 
 /// A route that takes no query: a parameter is refused 400 `invalid_query`, named, as the

@@ -15,7 +15,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa::openapi::{self as oa, Components, Content, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use super::{instance_routes, job_routes, operator, replay_routes};
+use super::{instance_routes, job_routes, operator, registration, replay_routes};
 
 /// Every error: `{"error":{"code","message"},"request_id"}`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -68,9 +68,11 @@ fn error_response(description: &str) -> ResponseBuilder {
 }
 
 /// The answers every path gives alike, under `components/responses`, each operation referring
-/// to them: a method the path does not take (405), and a write whose body stalls (408).
+/// to them: a method the path does not take (405), a write whose body stalls (408), and one
+/// whose body is too large (413).
 const METHOD_NOT_ALLOWED: &str = "MethodNotAllowed";
 const BODY_TIMEOUT: &str = "BodyTimeout";
+const TOO_LARGE: &str = "BodyTooLarge";
 
 fn shared_answers(components: &mut Components) {
     let text = || ObjectBuilder::new().schema_type(Type::String);
@@ -90,13 +92,28 @@ fn shared_answers(components: &mut Components) {
     let stalled = error_response(
         "The body did not arrive within BODY_TIMEOUT once the headers were in (`body_timeout`)",
     )
-    .header("Connection", close);
+    .header("Connection", close.clone());
+    let unread = HeaderBuilder::new()
+        .schema(text())
+        .description(Some(
+            "`close` when the answer came from Content-Length, the body left unread: the \
+             connection is closed after this answer",
+        ))
+        .build();
+    let too_large = error_response(
+        "The body is over 2 MiB (`invalid_body`): refused at once when its Content-Length says \
+         so, else once 2 MiB have come",
+    )
+    .header("Connection", unread);
     components
         .responses
         .insert(METHOD_NOT_ALLOWED.to_owned(), other_method.build().into());
     components
         .responses
         .insert(BODY_TIMEOUT.to_owned(), stalled.build().into());
+    components
+        .responses
+        .insert(TOO_LARGE.to_owned(), too_large.build().into());
 }
 
 impl Modify for Schemes {
@@ -158,7 +175,6 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
     if write {
         errors.extend([
             ("400", "The body is not JSON (`invalid_body`)"),
-            ("413", "The body is over 2 MiB (`invalid_body`)"),
             (
                 "415",
                 "Not sent as Content-Type: application/json, or sent compressed \
@@ -166,7 +182,9 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
             ),
             (
                 "422",
-                "The body is not of the documented shape (`invalid_body`, `invalid_field`)",
+                "The body is not of the documented shape, a JSON object (`invalid_body`: an \
+                 array, a string, a number or null is refused too), or a field is out of bounds \
+                 (`invalid_field`)",
             ),
         ]);
     }
@@ -185,7 +203,7 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
     }
     let mut shared = vec![("405", METHOD_NOT_ALLOWED)];
     if op.request_body.is_some() {
-        shared.push(("408", BODY_TIMEOUT));
+        shared.extend([("408", BODY_TIMEOUT), ("413", TOO_LARGE)]);
     }
     for (status, name) in shared {
         let answer = RefOr::Ref(Ref::from_response_name(name));
@@ -236,7 +254,7 @@ fn refused_before_the_route(op: &mut Operation, path: &str) {
                        Content-Type: application/json; every answer carries X-Request-Id."
     ),
     paths(
-        job_routes::register, job_routes::list, job_routes::show, serve,
+        registration::register, job_routes::list, job_routes::show, serve,
         operator::job_detail, operator::inbox, operator::set_aside, operator::orphans,
         operator::disagreements, operator::dead_letters, operator::stats, operator::audit,
         instance_routes::instances,

@@ -1,7 +1,12 @@
 //! The operator's reads on the admin API, what `sume-inbox` prints from the database: a job
 //! with its timeline, the inbox, set-aside events, orphans, disagreements, dead letters, the
 //! stats and the audit log. Every list is keyset-paged: `limit` (1 to 1000, default 100) and
-//! `after=<next_after>` of the previous page, `null` on the last.
+//! `after=<next_after>` of the previous page, `null` on the last. An `after` is a position in
+//! the list's order, not a token: only its form is checked (`<RFC 3339 time>|<id>` for the
+//! lists ordered by a time, a whole number for the others), and a well-formed one answers the
+//! rows after it whether or not a page ended there. (A token naming its list would refuse the
+//! cursors clients already hold, and those an instance of the previous release gives during a
+//! rolling upgrade.)
 
 use std::time::Duration;
 
@@ -30,10 +35,19 @@ pub struct PageQuery {
     /// Rows per page, 1 to 1000 (default 100).
     #[param(nullable = false, minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
-    /// `next_after` of the previous page.
+    /// `next_after` of the previous page: a position in this list's order,
+    /// `<RFC 3339 time>|<id>` for set-aside events, orphans and dead letters, a whole number
+    /// for disagreements and the audit log. Only its form is checked (400 `invalid_query` when
+    /// it is not the list's): a well-formed one answers the rows after it, whether or not a
+    /// page ended there.
     #[param(nullable = false)]
     pub after: Option<String>,
 }
+
+/// The form of an `after` in the lists ordered by a time then an id (a [`PageKey`]).
+const TIME_KEY: &str = "`<RFC 3339 time>|<id>`";
+/// The form of an `after` in the lists ordered by a number (disagreements, the audit log).
+const NUMBER_KEY: &str = "a whole number";
 
 /// The inbox's query: a page, and how old its events must be.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -43,7 +57,9 @@ pub struct InboxQuery {
     /// Rows per page, 1 to 1000 (default 100).
     #[param(nullable = false, minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
-    /// `next_after` of the previous page.
+    /// `next_after` of the previous page: a position in the inbox's order,
+    /// `<RFC 3339 time>|<id>`. Only its form is checked (400 `invalid_query` when it is not
+    /// that): a well-formed one answers the events after it, whether or not a page ended there.
     #[param(nullable = false)]
     pub after: Option<String>,
     /// Events at least this old, e.g. `10m`; at most `3650d`.
@@ -105,18 +121,20 @@ fn bad_query(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message)
 }
 
-/// The checked query: the limit, and `after` as the page needs it.
+/// The checked query: the limit, and `after` as the page needs it (of the `form` it reads).
 fn read<T>(
     query: Result<Query<PageQuery>, QueryRejection>,
+    form: &str,
     after: impl FnOnce(&str) -> Option<T>,
 ) -> Result<(i64, Option<T>), ApiError> {
     let Query(q) = query.map_err(|e| bad_query(e.body_text()))?;
-    page_of(q, after)
+    page_of(q, form, after)
 }
 
-/// The limit, and `after` as the page needs it.
+/// The limit, and `after` as the page needs it: one not of the list's `form` is refused.
 fn page_of<T>(
     q: PageQuery,
+    form: &str,
     after: impl FnOnce(&str) -> Option<T>,
 ) -> Result<(i64, Option<T>), ApiError> {
     let limit = page_limit(q.limit)?;
@@ -127,7 +145,8 @@ fn page_of<T>(
                 .filter(|_| crate::db::text_can_hold(raw))
                 .ok_or_else(|| {
                     bad_query(format!(
-                        "after must be the next_after of an earlier page, not {raw:?}"
+                        "after must be a position in this list, {form} as its next_after is, \
+                         not {raw:?}"
                     ))
                 })?,
         ),
@@ -193,7 +212,7 @@ pub(super) async fn inbox(
         limit: q.limit,
         after: q.after,
     };
-    let (limit, after) = match page_of(page, PageKey::decode) {
+    let (limit, after) = match page_of(page, TIME_KEY, PageKey::decode) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -229,7 +248,7 @@ pub(super) async fn set_aside(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after) = match read(query, PageKey::decode) {
+    let (limit, after) = match read(query, TIME_KEY, PageKey::decode) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -256,7 +275,7 @@ pub(super) async fn orphans(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after) = match read(query, PageKey::decode) {
+    let (limit, after) = match read(query, TIME_KEY, PageKey::decode) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -283,7 +302,7 @@ pub(super) async fn disagreements(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after) = match read(query, |s| s.parse::<i64>().ok()) {
+    let (limit, after) = match read(query, NUMBER_KEY, |s| s.parse::<i64>().ok()) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -305,7 +324,7 @@ pub(super) async fn dead_letters(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after) = match read(query, PageKey::decode) {
+    let (limit, after) = match read(query, TIME_KEY, PageKey::decode) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -336,7 +355,7 @@ pub(super) async fn audit(
     State(state): State<AdminState>,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, before) = match read(query, |s| s.parse::<i64>().ok()) {
+    let (limit, before) = match read(query, NUMBER_KEY, |s| s.parse::<i64>().ok()) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };

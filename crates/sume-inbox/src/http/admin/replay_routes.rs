@@ -4,7 +4,6 @@
 //! the current secrets and goes back through the normal path, so replaying twice changes
 //! nothing the second time.
 
-use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -13,17 +12,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::openapi::ErrorBody;
-use super::{current_request_id, unavailable, AdminState, NoQuery, PathId};
+use super::{current_request_id, unavailable, AdminState, JsonBody, NoQuery, PathId};
 use crate::http::ApiError;
 use crate::operations::replay::{self, Replayed};
 use sume_wire::event::MAX_EVENT_ID_LEN;
 
 /// `X-Actor`, when a caller names who acts, after `api:operator`: its UTF-8 text (anything
-/// else as U+FFFD) without control characters, cut to 64 characters (marked `…`).
+/// else as U+FFFD) without control or format characters ([`crate::operations::actor_name`]),
+/// cut to 64 characters (marked `…`).
 fn actor(headers: &HeaderMap) -> String {
     let named = headers.get("x-actor").map(|v| {
-        let text = String::from_utf8_lossy(v.as_bytes());
-        let shown: String = text.trim().chars().filter(|c| !c.is_control()).collect();
+        let shown = crate::operations::actor_name(&String::from_utf8_lossy(v.as_bytes()));
         match shown.char_indices().nth(64) {
             Some((cut, _)) => format!("{}…", &shown[..cut]),
             None => shown,
@@ -54,10 +53,6 @@ async fn audited(
         .map_err(|e| unavailable("recording the audit entry failed", &e))
 }
 
-fn body_error(e: JsonRejection) -> Response {
-    ApiError::new(e.status(), "invalid_body", e.body_text()).into_response()
-}
-
 /// The body of `POST /v1/events/{event_id}/replay`: nothing (`{}`).
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -76,11 +71,8 @@ pub(super) async fn replay_event(
     _: NoQuery,
     PathId(event_id): PathId,
     headers: HeaderMap,
-    body: Result<Json<ReplayEvent>, JsonRejection>,
+    _: JsonBody<ReplayEvent>,
 ) -> Response {
-    if let Err(e) = body {
-        return body_error(e);
-    }
     if !crate::db::text_can_hold(&event_id) || event_id.len() > MAX_EVENT_ID_LEN {
         return ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such event").into_response();
     }
@@ -126,12 +118,9 @@ pub(super) async fn replay_dead_letters(
     State(state): State<AdminState>,
     _: NoQuery,
     headers: HeaderMap,
-    body: Result<Json<ReplayDeadLetters>, JsonRejection>,
+    JsonBody(body): JsonBody<ReplayDeadLetters>,
 ) -> Response {
-    let limit = match body {
-        Ok(Json(b)) => b.limit.unwrap_or(1000),
-        Err(e) => return body_error(e),
-    };
+    let limit = body.limit.unwrap_or(1000);
     if !(1..=replay::REPLAY_LIMIT_MAX).contains(&limit) {
         return ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -179,12 +168,9 @@ pub(super) async fn drop_dead_letters(
     State(state): State<AdminState>,
     _: NoQuery,
     headers: HeaderMap,
-    body: Result<Json<DropDeadLetters>, JsonRejection>,
+    JsonBody(body): JsonBody<DropDeadLetters>,
 ) -> Response {
-    let ids = match body {
-        Ok(Json(b)) => b.ids,
-        Err(e) => return body_error(e),
-    };
+    let ids = body.ids;
     if ids.is_empty() || ids.len() > 1000 {
         return ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
