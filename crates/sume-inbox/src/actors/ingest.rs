@@ -238,6 +238,7 @@ impl Writer {
                     .filter_map(|e| Some((e.job_id.clone(), *new_ids.get(&e.event_id)?)))
                     .collect();
                 self.attach.stored(jobs);
+                self.store.note_writers_read_only(false);
                 committed_fates(events, dead, &new_ids)
             }
             Err(e) if e.is_bad_data() => {
@@ -248,6 +249,9 @@ impl Writer {
                 self.write_one_by_one(events, dead).await
             }
             Err(e) => {
+                if e.is_read_only() {
+                    self.store.note_writers_read_only(true);
+                }
                 tracing::error!(error = %e, requests = waiting.len(), "inbox batch failed; answering 503");
                 HashMap::new()
             }

@@ -46,7 +46,7 @@ use thiserror::Error;
 
 pub use clock::Clock;
 pub use close_transactions::{AttachReport, ReconcileObservation};
-pub use connection::{Conn, Protocol, Session, Tx};
+pub use connection::{spoils_session, Conn, Protocol, Session, Tx};
 pub use dead_letters::{DeadLetterBody, DeadLetterRow, NewDeadLetter};
 pub use disagreements::DisagreementRow;
 pub use events::{Attachable, EventRow, Inserted, NewEvent, StoredDelivery, WaitingEvent};
@@ -62,6 +62,7 @@ pub use jobs_poll::{Claim, ClaimedJob, GiveUp, PollDone};
 pub use key_sweeps::{KeyLoad, KeySweep};
 pub use notifications::Listener;
 pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent, PAGE_LIMIT_MAX};
+pub use pools::CONNECTION_LIFETIME;
 pub use rate_buckets::{KeyReadsToday, Take};
 pub use reach::{connect, connect_named};
 pub use retention_deletes::{Ages, Removed};
@@ -305,18 +306,30 @@ pub struct Store {
     listen_url: Option<std::sync::Arc<str>>,
     /// The setting `listen_url` comes from, which a failure to reach it names.
     listen_setting: &'static str,
+    /// How long a connection serves (see [`pools`]).
+    lifetime: Duration,
+    /// The writers' last batch failed on a read-only session (shared by every clone).
+    writers_read_only: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Store {
     /// Builds the pool (connections are opened lazily, so this does not need the server up).
     /// Statements are prepared once per connection, and attach listens on `url` too.
     pub fn new(url: &str, size: usize) -> Result<Store, DbError> {
+        Store::with_lifetime(url, size, CONNECTION_LIFETIME)
+    }
+
+    /// As [`Store::new`], each connection serving `lifetime` at most instead of
+    /// [`CONNECTION_LIFETIME`] (the tests' shorter one).
+    pub fn with_lifetime(url: &str, size: usize, lifetime: Duration) -> Result<Store, DbError> {
         Ok(Store {
-            pool: pools::build(url, size, pools::Plans::Auto)?,
+            pool: pools::build(url, size, pools::Plans::Auto, lifetime)?,
             writers: None,
             protocol: Protocol::Prepared,
             listen_url: Some(url.into()),
             listen_setting: "DATABASE_URL",
+            lifetime,
+            writers_read_only: Default::default(),
         })
     }
 

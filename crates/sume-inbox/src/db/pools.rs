@@ -17,10 +17,18 @@
 //! two, or behind a transaction-mode pooler (where a session setting would stay on a server
 //! connection that another client gets next, and an unnamed statement is planned at each run
 //! anyway), the writers share the pool as the rest do.
+//!
+//! A connection reads the role's and the database's settings (`alter role ... set`, `alter
+//! database ... set`: `default_transaction_read_only`, `statement_timeout`, ...) once, when it
+//! opens. So that a change of them reaches every connection, none serves longer than
+//! [`CONNECTION_LIFETIME`]: an older one is closed when next taken from the pool, and a new
+//! one opened in its place. A connection whose statement failed in a way that shows its
+//! session is wrong is closed at once (`connection.rs`, `spoils_session`).
 
 use deadpool_postgres::{
     HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Status,
 };
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::{create_timeout, target, DbError, Protocol, Store};
@@ -37,8 +45,19 @@ pub(super) enum Plans {
 /// The least the shared pool keeps for attach, the sweep and the API.
 const SHARED_AT_LEAST: usize = 2;
 
-/// A pool of `size` connections to `url` (opened lazily, so this does not need the server up).
-pub(super) fn build(url: &str, size: usize, plans: Plans) -> Result<Pool, DbError> {
+/// The longest a connection of the pool (or of the writers) serves: older, it is closed when
+/// next taken, and another opened, which reads the role's and the database's settings as
+/// they are now.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(5 * 60);
+
+/// A pool of `size` connections to `url` (opened lazily, so this does not need the server up),
+/// each closed once `lifetime` old.
+pub(super) fn build(
+    url: &str,
+    size: usize,
+    plans: Plans,
+    lifetime: Duration,
+) -> Result<Pool, DbError> {
     let target = target(url)?;
     let create_timeout = create_timeout(&target.config);
     let manager = Manager::from_config(
@@ -53,7 +72,14 @@ pub(super) fn build(url: &str, size: usize, plans: Plans) -> Result<Pool, DbErro
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(5)))
         .create_timeout(Some(create_timeout))
-        .recycle_timeout(Some(Duration::from_secs(5)));
+        .recycle_timeout(Some(Duration::from_secs(5)))
+        .pre_recycle(deadpool_postgres::Hook::sync_fn(move |_, metrics| {
+            if metrics.age() < lifetime {
+                Ok(())
+            } else {
+                Err(HookError::message("past its lifetime"))
+            }
+        }));
     if plans == Plans::Generic {
         builder = builder.post_create(deadpool_postgres::Hook::async_fn(|client, _| {
             Box::pin(async move {
@@ -79,9 +105,22 @@ impl Store {
         {
             return Ok(self);
         }
-        self.writers = Some(build(url, writers, Plans::Generic)?);
+        self.writers = Some(build(url, writers, Plans::Generic, self.lifetime)?);
         self.pool.resize(size - writers);
         Ok(self)
+    }
+
+    /// Records whether the ingest writers' last batch failed because their session may not
+    /// write (a read-only transaction): `/readyz` then asks on one of their connections
+    /// rather than the pool's, until one answers that it may write.
+    pub fn note_writers_read_only(&self, read_only: bool) {
+        self.writers_read_only.store(read_only, Ordering::Release);
+    }
+
+    /// Whether the writers' last batch found their session read-only (see
+    /// [`Store::note_writers_read_only`]).
+    pub fn writers_read_only(&self) -> bool {
+        self.writers_read_only.load(Ordering::Acquire)
     }
 
     /// Whether the ingest writers have connections of their own.
