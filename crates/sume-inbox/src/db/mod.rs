@@ -62,6 +62,7 @@ pub use jobs_poll::{Claim, ClaimedJob, GiveUp, PollDone};
 pub use key_sweeps::{KeyLoad, KeySweep};
 pub use notifications::Listener;
 pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent, PAGE_LIMIT_MAX};
+use pools::pool_message;
 pub use pools::CONNECTION_LIFETIME;
 pub use rate_buckets::{KeyReadsToday, Take};
 pub use reach::{connect, connect_named};
@@ -76,8 +77,9 @@ pub use value_names::{
 /// A database failure, naming the statement that failed.
 #[derive(Debug, Error)]
 pub enum DbError {
-    /// No connection from the pool (the server is down, or every connection is busy).
-    #[error("no database connection: {0}")]
+    /// No connection from the pool (the server is down or refuses us, or every connection is
+    /// busy): the server's words or the network's, as the start's `cannot connect` gives them.
+    #[error("no database connection: {}", pool_message(.0))]
     Pool(#[from] PoolError),
     /// A statement failed.
     #[error("{statement}: {}", pg_message(source))]

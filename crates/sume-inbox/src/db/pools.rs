@@ -26,12 +26,12 @@
 //! session is wrong is closed at once (`connection.rs`, `spoils_session`).
 
 use deadpool_postgres::{
-    HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Status,
+    HookError, Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime, Status,
 };
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{create_timeout, target, DbError, Protocol, Store};
+use super::{create_timeout, pg_message, target, DbError, Protocol, Store};
 
 /// How a pool's connections choose their plans.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -44,6 +44,9 @@ pub(super) enum Plans {
 
 /// The least the shared pool keeps for attach, the sweep and the API.
 const SHARED_AT_LEAST: usize = 2;
+
+/// How long a caller waits for a connection of the pool while every one is in use.
+const WAIT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The longest a connection of the pool (or of the writers) serves: older, it is closed when
 /// next taken, and another opened, which reads the role's and the database's settings as
@@ -70,7 +73,7 @@ pub(super) fn build(
     let mut builder = Pool::builder(manager)
         .max_size(size)
         .runtime(Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(5)))
+        .wait_timeout(Some(WAIT_TIMEOUT))
         .create_timeout(Some(create_timeout))
         .recycle_timeout(Some(Duration::from_secs(5)))
         .pre_recycle(deadpool_postgres::Hook::sync_fn(move |_, metrics| {
@@ -91,6 +94,27 @@ pub(super) fn build(
         }));
     }
     builder.build().map_err(|e| DbError::Config(e.to_string()))
+}
+
+/// Why the pool gave no connection, in the server's or the network's words: deadpool's own
+/// text says only "Error occurred while creating a new object: db error".
+pub(super) fn pool_message(e: &PoolError) -> String {
+    use deadpool_postgres::TimeoutType;
+    match e {
+        PoolError::Backend(pg) | PoolError::PostCreateHook(HookError::Backend(pg)) => {
+            pg_message(pg)
+        }
+        PoolError::Timeout(TimeoutType::Wait) => {
+            format!("every connection of the pool stayed busy for {WAIT_TIMEOUT:?}")
+        }
+        PoolError::Timeout(TimeoutType::Create) => {
+            "the server did not answer in time (connect_timeout, then the handshake)".into()
+        }
+        PoolError::Timeout(TimeoutType::Recycle) => {
+            "a pooled connection did not answer in time".into()
+        }
+        other => other.to_string(),
+    }
 }
 
 impl Store {

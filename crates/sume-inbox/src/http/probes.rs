@@ -15,7 +15,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use crate::actors::supervision::Health;
-use crate::db::{migrate, Store};
+use crate::db::{migrate, DbError, Store};
 
 /// How long a database check answers `/readyz`.
 pub const READY_TTL: Duration = Duration::from_secs(1);
@@ -95,7 +95,10 @@ impl Readiness {
             }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "readiness: database check failed");
-                Err("database unreachable".into())
+                Err(match e {
+                    DbError::Pool(_) => format!("database unreachable: {e}"),
+                    e => format!("database check failed: {e}"),
+                })
             }
             Err(_) => Err(format!("database: no answer in {CHECK_TIMEOUT:?}")),
         }

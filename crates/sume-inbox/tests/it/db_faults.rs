@@ -197,3 +197,31 @@ async fn a_pooled_connection_is_replaced_once_past_its_lifetime() {
     assert_ne!(later, first, "replaced past its lifetime");
     assert_eq!(read_only, "on", "the new one reads the database's setting");
 }
+
+/// A connection the server refuses says why, in its words and with its SQLSTATE, or the
+/// network's: before, "Error occurred while creating a new object: db error".
+#[tokio::test]
+async fn a_refused_connection_says_why_in_the_servers_words() {
+    let db = TestDb::new().await;
+    let role = format!("sume_limited_{}", rand::thread_rng().gen::<u32>());
+    db.client()
+        .await
+        .batch_execute(&format!("create role {role} login connection limit 0"))
+        .await
+        .unwrap();
+    let (scheme, rest) = db.url.split_once("://").unwrap();
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    let limited = Store::new(&format!("{scheme}://{role}@{host}"), 1).unwrap();
+    let said = limited.conn().await.err().expect("refused").to_string();
+    assert_eq!(
+        said,
+        format!("no database connection: too many connections for role \"{role}\" (53300)")
+    );
+    let closed = Store::new(&format!("postgres://u@127.0.0.1:{}/db", free_port()), 1).unwrap();
+    let said = closed.conn().await.err().expect("refused").to_string();
+    assert!(
+        said.starts_with("no database connection: error connecting to server: ")
+            && said.contains("Connection refused"),
+        "{said}"
+    );
+}
