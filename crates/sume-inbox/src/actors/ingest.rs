@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use opentelemetry::trace::SpanContext;
 use sume_wire::{body_key, usable_id};
@@ -25,6 +26,7 @@ use crate::config::IngestConfig;
 use crate::db::{NewDeadLetter, NewEvent, Store};
 pub use crate::decisions::delivery::Delivery;
 use crate::metrics::Metrics;
+use crate::process::log_budget::LogBudget;
 use crate::process::traces;
 
 /// How a delivery was stored (every one of these is answered 2xx).
@@ -72,6 +74,25 @@ impl IngestHandle {
             .await
             .map_err(|_| Unavailable)?;
         answer.await.unwrap_or(Err(Unavailable))
+    }
+}
+
+/// Webhooks answered 503 at INGEST_TIMEOUT are logged at most this often (under a held lock,
+/// every one is).
+static COMMIT_TIMEOUTS_LOG: LogBudget = LogBudget::new(1, Duration::from_secs(10));
+
+/// Logs, at most once per 10 s, that a webhook waited `timeout` (INGEST_TIMEOUT) for its commit
+/// and was answered 503: the writers' commits are not finishing in time. A batch that fails
+/// logs its own error; a commit that only waits (for a lock, say) logs nothing else.
+pub fn commit_timed_out(timeout: Duration) {
+    if let Some(left_out) = COMMIT_TIMEOUTS_LOG.allow() {
+        tracing::warn!(
+            timeout_ms = timeout.as_millis() as u64,
+            left_out,
+            "webhook answered 503: its commit did not finish within INGEST_TIMEOUT; \
+             look for a lock held on sume.events or a stuck transaction \
+             (pg_stat_activity, pg_locks), or a database too slow"
+        );
     }
 }
 

@@ -3,6 +3,9 @@
 //! once the fault is gone, without anyone killing its connections, and says what went wrong
 //! in the server's words.
 
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::Rng;
@@ -224,4 +227,107 @@ async fn a_refused_connection_says_why_in_the_servers_words() {
             && said.contains("Connection refused"),
         "{said}"
     );
+}
+
+/// `sume-inbox serve` as a process of its own, with JSON logs kept; killed when dropped.
+struct Logged {
+    child: Child,
+    webhook: String,
+    logs: Arc<Mutex<Vec<serde_json::Value>>>,
+}
+
+impl Logged {
+    /// Started on `db` with `env` besides; returns once it is ready.
+    async fn start(db: &TestDb, env: &[(&str, &str)]) -> Logged {
+        let (webhook, admin) = (free_port(), free_port());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .arg("serve")
+            .env_clear()
+            .env("DATABASE_URL", &db.url)
+            .env("SUME_WEBHOOK_SECRET", SECRET)
+            .env("SUME_API_URL", "http://127.0.0.1:9/v1")
+            .env("LISTEN_ADDR", format!("127.0.0.1:{webhook}"))
+            .env("ADMIN_ADDR", format!("127.0.0.1:{admin}"))
+            .env("LOG_FORMAT", "json")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (stderr, kept) = (child.stderr.take().unwrap(), logs.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(line) = serde_json::from_str(&line) {
+                    kept.lock().unwrap().push(line);
+                }
+            }
+        });
+        let daemon = Logged {
+            child,
+            webhook: format!("http://127.0.0.1:{webhook}"),
+            logs,
+        };
+        let ready = format!("{}/readyz", daemon.webhook);
+        wait_for("the daemon ready", Duration::from_secs(30), || async {
+            matches!(reqwest::get(&ready).await, Ok(r) if r.status() == 200)
+        })
+        .await;
+        daemon
+    }
+
+    /// The lines logged so far whose message starts with `message`.
+    fn said(&self, message: &str) -> Vec<serde_json::Value> {
+        let logs = self.logs.lock().unwrap();
+        logs.iter()
+            .filter(|l| {
+                l["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with(message))
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+impl Drop for Logged {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A lock on `sume.events` held past INGEST_TIMEOUT: every webhook is answered 503, and a
+/// warning says why and where to look; before, nothing was logged.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_held_past_ingest_timeout_is_logged() {
+    let db = TestDb::new().await;
+    let daemon = Logged::start(&db, &[("INGEST_TIMEOUT", "1s")]).await;
+    let mut locker = db.client().await;
+    let lock = locker.transaction().await.unwrap();
+    lock.batch_execute("lock table sume.events in share mode")
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let url = format!("{}/webhooks/sume", daemon.webhook);
+    for i in 0..3 {
+        let r = Delivery::completed(&format!("job_locked_{i}"))
+            .send(&http, &url)
+            .await;
+        assert_eq!(r.status(), 503);
+    }
+    let message = "webhook answered 503: its commit did not finish within INGEST_TIMEOUT";
+    wait_for("the warning", Duration::from_secs(5), || {
+        std::future::ready(!daemon.said(message).is_empty())
+    })
+    .await;
+    let said = daemon.said(message);
+    assert_eq!(said.len(), 1, "rate-limited: {said:?}");
+    assert_eq!(said[0]["level"], "WARN");
+    let text = said[0]["message"].as_str().unwrap();
+    assert!(
+        text.contains("pg_locks") && text.contains("sume.events"),
+        "{text}"
+    );
+    lock.rollback().await.unwrap();
 }
