@@ -150,6 +150,10 @@ pub enum DbError {
     /// A connection outside the pool ended.
     #[error("connection closed")]
     Closed,
+    /// A connection outside the pool, open and working, was cut (the server stopped or ended
+    /// it, the network failed).
+    #[error("connection lost: {}", pg_message(.0))]
+    Lost(#[source] tokio_postgres::Error),
     /// The database holds something the code never writes: a bug, or a hand edit.
     #[error("unexpected database state: {0}")]
     Invariant(String),

@@ -331,3 +331,67 @@ async fn a_commit_held_past_ingest_timeout_is_logged() {
     );
     lock.rollback().await.unwrap();
 }
+
+/// The pid and age of the daemon's LISTEN connection for job rows, if it has one.
+async fn listen_backend(admin: &tokio_postgres::Client) -> Option<(i32, Duration)> {
+    admin
+        .query_opt(
+            "select pid, extract(epoch from now() - backend_start)::float8 from pg_stat_activity
+             where datname = current_database() and query like 'listen sume_jobs%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .map(|r| (r.get(0), Duration::from_secs_f64(r.get(1))))
+}
+
+/// Waits until a LISTEN connection other than `before` is `age` old, then ends it from the
+/// server; answers its pid.
+async fn cut_listen_at(admin: &tokio_postgres::Client, age: Duration, before: i32) -> i32 {
+    let pid = std::cell::Cell::new(0);
+    wait_for("the LISTEN connection", Duration::from_secs(20), || async {
+        match listen_backend(admin).await {
+            Some((p, a)) if p != before && a >= age => {
+                pid.set(p);
+                true
+            }
+            _ => false,
+        }
+    })
+    .await;
+    admin
+        .execute("select pg_terminate_backend($1)", &[&pid.get()])
+        .await
+        .unwrap();
+    pid.get()
+}
+
+/// LISTEN's connection cut from the server: its loss is said as one, and the back-off starts
+/// afresh after a connection that held; before, "cannot connect", and the back-off doubled at
+/// every loss for the life of the process.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_listen_connection_is_said_lost_and_its_backoff_starts_afresh() {
+    let db = TestDb::new().await;
+    let daemon = Logged::start(&db, &[]).await;
+    let admin = db.client().await;
+    // Twice at once (250 ms, then 500 ms), then once it held six seconds.
+    let mut pid = 0;
+    for (n, age) in [0, 0, 6].into_iter().enumerate() {
+        pid = cut_listen_at(&admin, Duration::from_secs(age), pid).await;
+        wait_for("the loss logged", Duration::from_secs(5), || {
+            std::future::ready(daemon.said("LISTEN connection lost").len() > n)
+        })
+        .await;
+    }
+    let lost = daemon.said("LISTEN connection lost");
+    let waits: Vec<u64> = lost
+        .iter()
+        .map(|l| l["retry_in_ms"].as_u64().unwrap())
+        .collect();
+    assert_eq!(waits, [250, 500, 250], "{lost:?}");
+    let error = lost[2]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("connection lost: ") && error.contains("57P01"),
+        "{error}"
+    );
+}
