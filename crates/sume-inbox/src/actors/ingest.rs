@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use opentelemetry::trace::SpanContext;
 use sume_wire::{body_key, usable_id};
@@ -83,6 +84,25 @@ impl IngestHandle {
             .await
             .map_err(|_| Unavailable)?;
         answer.await.unwrap_or(Err(Unavailable))
+    }
+}
+
+/// Webhooks answered 503 at INGEST_TIMEOUT are logged at most this often (under a held lock,
+/// every one is).
+static COMMIT_TIMEOUTS_LOG: LogBudget = LogBudget::new(1, Duration::from_secs(10));
+
+/// Logs, at most once per 10 s, that a webhook waited `timeout` (INGEST_TIMEOUT) for its commit
+/// and was answered 503: the writers' commits are not finishing in time. A batch that fails
+/// logs its own error; a commit that only waits (for a lock, say) logs nothing else.
+pub fn commit_timed_out(timeout: Duration) {
+    if let Some(left_out) = COMMIT_TIMEOUTS_LOG.allow() {
+        tracing::warn!(
+            timeout_ms = timeout.as_millis() as u64,
+            left_out,
+            "webhook answered 503: its commit did not finish within INGEST_TIMEOUT; \
+             look for a lock held on sume.events or a stuck transaction \
+             (pg_stat_activity, pg_locks), or a database too slow"
+        );
     }
 }
 
@@ -258,6 +278,7 @@ impl Writer {
                 );
                 self.hint(&events, &fates);
                 warn_reused(&events, &fates);
+                self.store.note_writers_read_only(false);
                 Fates {
                     events: fates.iter().map(|f| Ok(stored_as(f))).collect(),
                     dead: dead
@@ -274,6 +295,9 @@ impl Writer {
                 self.write_one_by_one(events, dead).await
             }
             Err(e) => {
+                if e.is_read_only() {
+                    self.store.note_writers_read_only(true);
+                }
                 tracing::error!(error = %e, requests = waiting.len(), "inbox batch failed; answering 503");
                 Fates::default()
             }

@@ -78,6 +78,37 @@ pub trait Session: Sync {
     /// Told when a transaction opened by a plain `begin` (learning types) starts and ends, so
     /// a connection dropped in between (a cancelled future) is closed, not pooled again.
     fn raw_transaction(&self, _open: bool) {}
+    /// Told of every error a statement met on it: one that shows the session itself is wrong
+    /// for what it is used for ([`spoils_session`]) closes the connection when it is dropped,
+    /// instead of pooling it again.
+    fn failed(&self, _error: &tokio_postgres::Error) {}
+}
+
+/// Whether an error shows the session's own state is wrong, so that the connection must not
+/// serve again: a read-only transaction (SQLSTATE 25006: `default_transaction_read_only` set
+/// on the role or the database, a hot standby) or a statement cancelled (57014: a
+/// `statement_timeout` of theirs). Both are read from the role's and the database's settings
+/// when a connection opens, and never again: a connection kept would fail the same way until
+/// killed, long after the setting was reset. A new one reads them afresh.
+pub fn spoils_session(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    e.code().is_some_and(|c| {
+        *c == SqlState::READ_ONLY_SQL_TRANSACTION || *c == SqlState::QUERY_CANCELED
+    })
+}
+
+impl DbError {
+    /// The session may not write (SQLSTATE 25006: a hot standby, or
+    /// `default_transaction_read_only` on the role or the database).
+    pub fn is_read_only(&self) -> bool {
+        use tokio_postgres::error::SqlState;
+        match self {
+            DbError::Query { source, .. } | DbError::Transaction { source, .. } => {
+                source.code() == Some(&SqlState::READ_ONLY_SQL_TRANSACTION)
+            }
+            _ => false,
+        }
+    }
 }
 
 /// A connection taken from the pool directly (not through [`super::Store::conn`]): prepared
@@ -102,11 +133,13 @@ impl Session for deadpool_postgres::Object {
 static PREPARED: Protocol = Protocol::Prepared;
 
 /// A connection taken from the pool; back to the pool when dropped, unless a transaction
-/// opened by a plain `begin` is still open on it (then it is closed).
+/// opened by a plain `begin` is still open on it or a statement failed in a way that shows
+/// its session is wrong ([`spoils_session`]): then it is closed.
 pub struct Conn {
     client: Option<deadpool_postgres::Object>,
     protocol: Protocol,
     raw_open: AtomicBool,
+    spoiled: AtomicBool,
 }
 
 impl Conn {
@@ -115,7 +148,15 @@ impl Conn {
             client: Some(client),
             protocol,
             raw_open: AtomicBool::new(false),
+            spoiled: AtomicBool::new(false),
         }
+    }
+
+    /// Closes the connection when it is dropped instead of pooling it again, so that the next
+    /// one reads the role's and the database's settings afresh (a readiness check that found
+    /// its session read-only).
+    pub fn discard(&self) {
+        self.spoiled.store(true, Ordering::Release);
     }
 
     fn client(&self) -> &deadpool_postgres::Object {
@@ -127,7 +168,7 @@ impl Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        if self.raw_open.load(Ordering::Acquire) {
+        if self.raw_open.load(Ordering::Acquire) || self.spoiled.load(Ordering::Acquire) {
             if let Some(client) = self.client.take() {
                 drop(deadpool_postgres::Object::take(client));
             }
@@ -153,6 +194,9 @@ impl Session for Conn {
     fn raw_transaction(&self, open: bool) {
         self.raw_open.store(open, Ordering::Release);
     }
+    fn failed(&self, error: &tokio_postgres::Error) {
+        note_failure(&self.spoiled, error);
+    }
 }
 
 /// A transaction on a connection of the pool: `db::begin` opens it, `db::commit`
@@ -160,6 +204,8 @@ impl Session for Conn {
 pub struct Tx<'a> {
     tx: deadpool_postgres::Transaction<'a>,
     protocol: Protocol,
+    /// Its connection's [`Conn::discard`] mark.
+    spoiled: &'a AtomicBool,
 }
 
 impl<'a> Session for Tx<'a> {
@@ -177,32 +223,55 @@ impl<'a> Session for Tx<'a> {
     fn in_transaction(&self) -> bool {
         true
     }
+    fn failed(&self, error: &tokio_postgres::Error) {
+        note_failure(self.spoiled, error);
+    }
+}
+
+/// Marks the connection to be closed when `error` spoils its session.
+fn note_failure(spoiled: &AtomicBool, error: &tokio_postgres::Error) {
+    if spoils_session(error) {
+        spoiled.store(true, Ordering::Release);
+    }
 }
 
 /// Opens a transaction for `what` (the method's name, used in errors).
 pub(crate) async fn begin<'a>(conn: &'a mut Conn, what: &'static str) -> Result<Tx<'a>, DbError> {
-    let tx = conn
-        .client
+    let Conn {
+        client,
+        protocol,
+        spoiled,
+        ..
+    } = conn;
+    let tx = client
         .as_mut()
         .expect("a Conn holds its connection until dropped")
         .transaction()
         .await
-        .map_err(|source| DbError::Transaction {
-            what,
-            step: "begin",
-            source,
+        .map_err(|source| {
+            note_failure(spoiled, &source);
+            DbError::Transaction {
+                what,
+                step: "begin",
+                source,
+            }
         })?;
     Ok(Tx {
         tx,
-        protocol: conn.protocol.clone(),
+        protocol: protocol.clone(),
+        spoiled,
     })
 }
 
 /// Commits a transaction opened by [`begin`].
 pub(crate) async fn commit(tx: Tx<'_>, what: &'static str) -> Result<(), DbError> {
-    tx.tx.commit().await.map_err(|source| DbError::Transaction {
-        what,
-        step: "commit",
-        source,
+    let spoiled = tx.spoiled;
+    tx.tx.commit().await.map_err(|source| {
+        note_failure(spoiled, &source);
+        DbError::Transaction {
+            what,
+            step: "commit",
+            source,
+        }
     })
 }

@@ -49,7 +49,7 @@ use thiserror::Error;
 
 pub use clock::Clock;
 pub use close_transactions::{AttachReport, ReconcileObservation};
-pub use connection::{Conn, Protocol, Session, Tx};
+pub use connection::{spoils_session, Conn, Protocol, Session, Tx};
 pub use dead_letters::{DeadLetterBody, DeadLetterRow, NewDeadLetter};
 pub use disagreements::DisagreementRow;
 pub use events::{Attachable, EventRow, Inserted, NewEvent, StoredDelivery, WaitingEvent};
@@ -65,6 +65,8 @@ pub use jobs_poll::{Claim, ClaimedJob, GiveUp, PollDone};
 pub use key_sweeps::{KeyLoad, KeySweep};
 pub use notifications::Listener;
 pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent, PAGE_LIMIT_MAX};
+use pools::pool_message;
+pub use pools::CONNECTION_LIFETIME;
 pub use rate_buckets::{KeyReadsToday, Take};
 pub use reach::{connect, connect_named};
 pub use retention_deletes::{Ages, Removed};
@@ -78,8 +80,9 @@ pub use value_names::{
 /// A database failure, naming the statement that failed.
 #[derive(Debug, Error)]
 pub enum DbError {
-    /// No connection from the pool (the server is down, or every connection is busy).
-    #[error("no database connection: {0}")]
+    /// No connection from the pool (the server is down or refuses us, or every connection is
+    /// busy): the server's words or the network's, as the start's `cannot connect` gives them.
+    #[error("no database connection: {}", pool_message(.0))]
     Pool(#[from] PoolError),
     /// A statement failed (refused for want of a privilege, the words say what to grant).
     #[error("{statement}: {}", grants::statement_words(source))]
@@ -150,6 +153,10 @@ pub enum DbError {
     /// A connection outside the pool ended.
     #[error("connection closed")]
     Closed,
+    /// A connection outside the pool, open and working, was cut (the server stopped or ended
+    /// it, the network failed).
+    #[error("connection lost: {}", pg_message(.0))]
+    Lost(#[source] tokio_postgres::Error),
     /// The database holds something the code never writes: a bug, or a hand edit.
     #[error("unexpected database state: {0}")]
     Invariant(String),
@@ -308,18 +315,30 @@ pub struct Store {
     listen_url: Option<std::sync::Arc<str>>,
     /// The setting `listen_url` comes from, which a failure to reach it names.
     listen_setting: &'static str,
+    /// How long a connection serves (see [`pools`]).
+    lifetime: Duration,
+    /// The writers' last batch failed on a read-only session (shared by every clone).
+    writers_read_only: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Store {
     /// Builds the pool (connections are opened lazily, so this does not need the server up).
     /// Statements are prepared once per connection, and attach listens on `url` too.
     pub fn new(url: &str, size: usize) -> Result<Store, DbError> {
+        Store::with_lifetime(url, size, CONNECTION_LIFETIME)
+    }
+
+    /// As [`Store::new`], each connection serving `lifetime` at most instead of
+    /// [`CONNECTION_LIFETIME`] (the tests' shorter one).
+    pub fn with_lifetime(url: &str, size: usize, lifetime: Duration) -> Result<Store, DbError> {
         Ok(Store {
-            pool: pools::build(url, size, pools::Plans::Auto)?,
+            pool: pools::build(url, size, pools::Plans::Auto, lifetime)?,
             writers: None,
             protocol: Protocol::Prepared,
             listen_url: Some(url.into()),
             listen_setting: "DATABASE_URL",
+            lifetime,
+            writers_read_only: Default::default(),
         })
     }
 

@@ -17,13 +17,21 @@
 //! two, or behind a transaction-mode pooler (where a session setting would stay on a server
 //! connection that another client gets next, and an unnamed statement is planned at each run
 //! anyway), the writers share the pool as the rest do.
+//!
+//! A connection reads the role's and the database's settings (`alter role ... set`, `alter
+//! database ... set`: `default_transaction_read_only`, `statement_timeout`, ...) once, when it
+//! opens. So that a change of them reaches every connection, none serves longer than
+//! [`CONNECTION_LIFETIME`]: an older one is closed when next taken from the pool, and a new
+//! one opened in its place. A connection whose statement failed in a way that shows its
+//! session is wrong is closed at once (`connection.rs`, `spoils_session`).
 
 use deadpool_postgres::{
-    HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Status,
+    HookError, Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime, Status,
 };
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{create_timeout, target, DbError, Protocol, Store};
+use super::{create_timeout, pg_message, target, DbError, Protocol, Store};
 
 /// How a pool's connections choose their plans.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -37,8 +45,22 @@ pub(super) enum Plans {
 /// The least the shared pool keeps for attach, the sweep and the API.
 const SHARED_AT_LEAST: usize = 2;
 
-/// A pool of `size` connections to `url` (opened lazily, so this does not need the server up).
-pub(super) fn build(url: &str, size: usize, plans: Plans) -> Result<Pool, DbError> {
+/// How long a caller waits for a connection of the pool while every one is in use.
+const WAIT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest a connection of the pool (or of the writers) serves: older, it is closed when
+/// next taken, and another opened, which reads the role's and the database's settings as
+/// they are now.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(5 * 60);
+
+/// A pool of `size` connections to `url` (opened lazily, so this does not need the server up),
+/// each closed once `lifetime` old.
+pub(super) fn build(
+    url: &str,
+    size: usize,
+    plans: Plans,
+    lifetime: Duration,
+) -> Result<Pool, DbError> {
     let target = target(url)?;
     let create_timeout = create_timeout(&target.config);
     let manager = Manager::from_config(
@@ -51,9 +73,16 @@ pub(super) fn build(url: &str, size: usize, plans: Plans) -> Result<Pool, DbErro
     let mut builder = Pool::builder(manager)
         .max_size(size)
         .runtime(Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(5)))
+        .wait_timeout(Some(WAIT_TIMEOUT))
         .create_timeout(Some(create_timeout))
-        .recycle_timeout(Some(Duration::from_secs(5)));
+        .recycle_timeout(Some(Duration::from_secs(5)))
+        .pre_recycle(deadpool_postgres::Hook::sync_fn(move |_, metrics| {
+            if metrics.age() < lifetime {
+                Ok(())
+            } else {
+                Err(HookError::message("past its lifetime"))
+            }
+        }));
     if plans == Plans::Generic {
         builder = builder.post_create(deadpool_postgres::Hook::async_fn(|client, _| {
             Box::pin(async move {
@@ -65,6 +94,27 @@ pub(super) fn build(url: &str, size: usize, plans: Plans) -> Result<Pool, DbErro
         }));
     }
     builder.build().map_err(|e| DbError::Config(e.to_string()))
+}
+
+/// Why the pool gave no connection, in the server's or the network's words: deadpool's own
+/// text says only "Error occurred while creating a new object: db error".
+pub(super) fn pool_message(e: &PoolError) -> String {
+    use deadpool_postgres::TimeoutType;
+    match e {
+        PoolError::Backend(pg) | PoolError::PostCreateHook(HookError::Backend(pg)) => {
+            pg_message(pg)
+        }
+        PoolError::Timeout(TimeoutType::Wait) => {
+            format!("every connection of the pool stayed busy for {WAIT_TIMEOUT:?}")
+        }
+        PoolError::Timeout(TimeoutType::Create) => {
+            "the server did not answer in time (connect_timeout, then the handshake)".into()
+        }
+        PoolError::Timeout(TimeoutType::Recycle) => {
+            "a pooled connection did not answer in time".into()
+        }
+        other => other.to_string(),
+    }
 }
 
 impl Store {
@@ -79,9 +129,22 @@ impl Store {
         {
             return Ok(self);
         }
-        self.writers = Some(build(url, writers, Plans::Generic)?);
+        self.writers = Some(build(url, writers, Plans::Generic, self.lifetime)?);
         self.pool.resize(size - writers);
         Ok(self)
+    }
+
+    /// Records whether the ingest writers' last batch failed because their session may not
+    /// write (a read-only transaction): `/readyz` then asks on one of their connections
+    /// rather than the pool's, until one answers that it may write.
+    pub fn note_writers_read_only(&self, read_only: bool) {
+        self.writers_read_only.store(read_only, Ordering::Release);
+    }
+
+    /// Whether the writers' last batch found their session read-only (see
+    /// [`Store::note_writers_read_only`]).
+    pub fn writers_read_only(&self) -> bool {
+        self.writers_read_only.load(Ordering::Acquire)
     }
 
     /// Whether the ingest writers have connections of their own.

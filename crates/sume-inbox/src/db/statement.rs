@@ -50,16 +50,24 @@ impl Statement {
         self.sql
     }
 
-    fn error(&self) -> impl FnOnce(tokio_postgres::Error) -> DbError {
+    /// The error naming this statement, told to the session it met (which may close its
+    /// connection, see [`Session::failed`]).
+    fn error<'s, S: Session>(
+        &self,
+        s: &'s S,
+    ) -> impl FnOnce(tokio_postgres::Error) -> DbError + 's {
         let name = self.name;
-        move |e| DbError::query(name, e)
+        move |e| {
+            s.failed(&e);
+            DbError::query(name, e)
+        }
     }
 
     async fn prepared<S: Session>(&self, s: &S) -> Result<tokio_postgres::Statement, DbError> {
         s.pooled()
             .prepare_cached(self.sql)
             .await
-            .map_err(self.error())
+            .map_err(self.error(s))
     }
 
     /// The parameters with their types, for an unnamed run.
@@ -92,15 +100,15 @@ impl Statement {
             // `statement` is dropped here, which sends its Close ahead of what follows.
         };
         if s.in_transaction() {
-            return learn.await.map_err(self.error());
+            return learn.await.map_err(self.error(s));
         }
         s.raw_transaction(true);
-        raw.batch_execute("begin").await.map_err(self.error())?;
+        raw.batch_execute("begin").await.map_err(self.error(s))?;
         let learnt = learn.await;
         let end = if learnt.is_ok() { "commit" } else { "rollback" };
         let ended = raw.batch_execute(end).await;
-        let types = learnt.map_err(self.error())?;
-        ended.map_err(self.error())?;
+        let types = learnt.map_err(self.error(s))?;
+        ended.map_err(self.error(s))?;
         s.raw_transaction(false);
         Ok(types)
     }
@@ -117,7 +125,7 @@ impl Statement {
                 s.raw().query_typed(self.sql, &typed).await
             }
         }
-        .map_err(self.error())
+        .map_err(self.error(s))
     }
 
     /// Runs it and answers its one row (an error if there is none).
@@ -132,7 +140,7 @@ impl Statement {
                 s.raw().query_typed_one(self.sql, &typed).await
             }
         }
-        .map_err(self.error())
+        .map_err(self.error(s))
     }
 
     /// Runs it and answers its row, if any.
@@ -151,7 +159,7 @@ impl Statement {
                 s.raw().query_typed_opt(self.sql, &typed).await
             }
         }
-        .map_err(self.error())
+        .map_err(self.error(s))
     }
 
     /// Runs it and answers how many rows it changed.
@@ -172,7 +180,7 @@ impl Statement {
                 .await
             }
         }
-        .map_err(self.error())
+        .map_err(self.error(s))
     }
 }
 

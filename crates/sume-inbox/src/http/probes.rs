@@ -15,7 +15,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use crate::actors::supervision::Health;
-use crate::db::{migrate, Store};
+use crate::db::{migrate, DbError, Store};
 
 /// How long a database check answers `/readyz`.
 pub const READY_TTL: Duration = Duration::from_secs(1);
@@ -70,18 +70,35 @@ impl Readiness {
         answer
     }
 
+    /// Asks the pool, or, while the ingest writers' last batch found their session read-only,
+    /// one of their connections (they are their own: the pool's may say it can write while
+    /// theirs cannot); once one of theirs answers that it can, the pool again.
     async fn check(&self) -> Result<(), String> {
-        let readiness = tokio::time::timeout(CHECK_TIMEOUT, self.store.schema_readiness());
+        let writers = self.store.writers_read_only();
+        let store = if writers {
+            self.store.for_writers()
+        } else {
+            self.store.clone()
+        };
+        let readiness = tokio::time::timeout(CHECK_TIMEOUT, store.schema_readiness());
         match readiness.await {
             Ok(Ok((missing, _))) if !missing.is_empty() => Err(format!(
                 "schema lacks migration(s) {missing:?}, this binary needs {}",
                 migrate::latest()
             )),
             Ok(Ok((_, true))) => Err(READ_ONLY.into()),
-            Ok(Ok((_, false))) => Ok(()),
+            Ok(Ok((_, false))) => {
+                if writers {
+                    self.store.note_writers_read_only(false);
+                }
+                Ok(())
+            }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "readiness: database check failed");
-                Err("database unreachable".into())
+                Err(match e {
+                    DbError::Pool(_) => format!("database unreachable: {e}"),
+                    e => format!("database check failed: {e}"),
+                })
             }
             Err(_) => Err(format!("database: no answer in {CHECK_TIMEOUT:?}")),
         }

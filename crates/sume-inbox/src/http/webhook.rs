@@ -244,7 +244,10 @@ async fn store(state: &WebhookState, delivery: Delivery) -> Response {
             });
             StatusCode::NO_CONTENT.into_response()
         }
-        Ok(Err(_)) | Err(_) => {
+        waited => {
+            if waited.is_err() {
+                crate::actors::ingest::commit_timed_out(state.timeout);
+            }
             state.metrics.webhook(WebhookOutcome::unavailable);
             unavailable(state.retry_after_secs)
         }

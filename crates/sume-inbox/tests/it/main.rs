@@ -13,6 +13,7 @@ mod cli_terminal;
 mod console;
 mod console_browser;
 mod contested;
+mod db_faults;
 mod dedupe;
 mod deploy_docs;
 mod feed;

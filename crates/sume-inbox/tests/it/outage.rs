@@ -33,13 +33,18 @@ async fn database_stopped_mid_run() {
         || async { stream.count(503) >= 5 },
     )
     .await;
-    // Readiness is cached for a second, so it may take that long to say so.
+    // Readiness is cached for a second, so it may take that long to say so, with the
+    // network's reason (before: "database unreachable", no more).
     wait_for(
-        "not ready without a database",
+        "not ready without a database, saying why",
         Duration::from_secs(10),
         || async {
             let r = http.get(daemon.url("/readyz")).send().await.unwrap();
-            r.status() == 503
+            let status = r.status();
+            let said = r.text().await.unwrap();
+            status == 503
+                && said.starts_with("database unreachable: no database connection: ")
+                && said.contains("Connection refused")
         },
     )
     .await;

@@ -310,14 +310,21 @@ impl super::Store {
     }
 
     /// What `/readyz` needs, in one round trip: this binary's migrations the schema lacks, and
-    /// whether the session is read-only (a hot standby, `default_transaction_read_only`).
+    /// whether the session is read-only (a hot standby, `default_transaction_read_only`; its
+    /// connection is then closed, not pooled again).
     pub async fn schema_readiness(&self) -> Result<(Vec<i32>, bool), DbError> {
         let client = self.client().await?;
         let row = super::sql::SCHEMA_MIGRATIONS_READINESS
             .query_one(&client, &[])
             .await?;
         let applied: Vec<i32> = row.get("applied");
-        Ok((lacking(&applied), row.get("read_only")))
+        let read_only: bool = row.get("read_only");
+        if read_only {
+            // Read from the role's and the database's settings when it opened: the next check
+            // reads them afresh (a hot standby answers the same again).
+            client.discard();
+        }
+        Ok((lacking(&applied), read_only))
     }
 }
 
