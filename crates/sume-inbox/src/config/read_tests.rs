@@ -1,21 +1,7 @@
 //! Rules between settings and warnings at start, as an operator meets them.
 
 use super::*;
-use crate::config::{ConfigError, Setting};
-
-fn values(extra: &[(&'static Setting, &str)]) -> Values {
-    let mut v = Values::defaults()
-        .with(&DATABASE_URL, "postgres://u:pw@localhost/x")
-        .with(&SUME_WEBHOOK_SECRET, "whsec_x");
-    for (s, text) in extra {
-        v = v.with(s, text);
-    }
-    v
-}
-
-fn refused(extra: &[(&'static Setting, &str)]) -> ConfigError {
-    Config::read(&values(extra)).expect_err("refused")
-}
+use crate::config::tests::{refused, values};
 
 /// `WEBHOOK_TOLERANCE=30d RETENTION=1h` started: a delivery replayed a day later passed the
 /// signature's check and found no event left to be a duplicate of.

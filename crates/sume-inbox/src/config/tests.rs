@@ -5,7 +5,7 @@ use super::declared::{self, *};
 use super::*;
 
 /// The settings `serve` cannot start without, and `extra` on top.
-fn values(extra: &[(&'static Setting, &str)]) -> Values {
+pub(super) fn values(extra: &[(&'static Setting, &str)]) -> Values {
     let mut v = Values::defaults()
         .with(&DATABASE_URL, "postgres://u:pw@localhost/x")
         .with(&SUME_WEBHOOK_SECRET, "whsec_x");
@@ -15,7 +15,8 @@ fn values(extra: &[(&'static Setting, &str)]) -> Values {
     v
 }
 
-fn refused(extra: &[(&'static Setting, &str)]) -> ConfigError {
+/// What `extra` on top of those settings is refused with.
+pub(super) fn refused(extra: &[(&'static Setting, &str)]) -> ConfigError {
     Config::read(&values(extra)).expect_err("refused")
 }
 

@@ -3,23 +3,14 @@
 //! before anything is asked), and the command line's own refusals in the log's format.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
+use crate::cli_refused::run;
+
 /// Variables and their values.
 type Env = [(&'static str, &'static str)];
-
-/// Runs `sume-inbox ARGS` with `env` and nothing else of the test's environment but PATH.
-fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(env.iter().copied())
-        .output()
-        .unwrap()
-}
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::support::*;
 
 /// Runs `sume-inbox ARGS` with `env` and nothing else of the test's environment but PATH.
-fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
         .args(args)
         .env_clear()
