@@ -85,16 +85,8 @@ async fn a_runtime_role_without_its_grants_stops_the_start_saying_what_to_grant(
     let roles = Roles::create(&db).await;
     let mut m = connect(&as_role(&db.url, &roles.migrator)).await;
     sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .arg("serve")
-        .env_clear()
-        .env("DATABASE_URL", as_role(&db.url, &roles.runtime))
-        .env("DB_POOLER", "transaction")
-        .env("SUME_WEBHOOK_SECRET", "whsec_x")
-        .env("LISTEN_ADDR", "127.0.0.1:0")
-        .env("ADMIN_ADDR", "127.0.0.1:0")
-        .output()
-        .unwrap();
+    let url = as_role(&db.url, &roles.runtime);
+    let out = run_as("serve", &url, &[("DB_POOLER", "transaction")]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(78), "{said}");
     assert!(
@@ -114,15 +106,7 @@ async fn a_role_without_grants_on_a_migrated_schema_is_told_the_grants_it_lacks(
     let mut m = connect(&as_role(&db.url, &roles.migrator)).await;
     sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
     for command in ["migrate", "serve"] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-            .arg(command)
-            .env_clear()
-            .env("DATABASE_URL", as_role(&db.url, &roles.runtime))
-            .env("SUME_WEBHOOK_SECRET", "whsec_x")
-            .env("LISTEN_ADDR", "127.0.0.1:0")
-            .env("ADMIN_ADDR", "127.0.0.1:0")
-            .output()
-            .unwrap();
+        let out = run_as(command, &as_role(&db.url, &roles.runtime), &[]);
         let said = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(78), "{command}: {said}");
         let runtime = &roles.runtime;
@@ -186,15 +170,25 @@ async fn a_runtime_role_granted_before_the_fleets_tables_fails_only_what_reads_t
     }
     daemon.stop().await;
 
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
-        .arg("stats")
-        .env_clear()
-        .env("DATABASE_URL", &url)
-        .output()
-        .unwrap();
+    let out = run_as("stats", &url, &[]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(78), "{said}");
     assert!(said.contains(grants), "{said}");
+}
+
+/// Runs `sume-inbox COMMAND` against `url` with a secret and ports of its own, `extra` on top,
+/// and nothing else of the test's environment.
+fn run_as(command: &str, url: &str, extra: &[(&str, &str)]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        .arg(command)
+        .env_clear()
+        .env("DATABASE_URL", url)
+        .env("SUME_WEBHOOK_SECRET", "whsec_x")
+        .env("LISTEN_ADDR", "127.0.0.1:0")
+        .env("ADMIN_ADDR", "127.0.0.1:0")
+        .envs(extra.iter().copied())
+        .output()
+        .unwrap()
 }
 
 /// The three roles of README's grants, named afresh for each test.
