@@ -266,7 +266,9 @@ async fn the_status_client_reads_the_job_and_the_request_id_of_an_error() {
     let found = client.job_status(&alice, &id).await.unwrap();
     assert_eq!(found.http_status, 200);
     assert!(matches!(found.outcome, sume_wire::StatusOutcome::Found(_)));
-    assert_eq!(found.request_id, None);
+    // A 200's request id is its X-Request-Id, as every answer's is.
+    let read_id = found.request_id.as_deref().unwrap_or_default();
+    assert!(read_id.starts_with("req_"), "{read_id:?}");
     // Another workspace's key: 404, with Sume's request id from the error envelope.
     let missing = client
         .job_status(&sume_wire::Secret::new(BOB), &id)
