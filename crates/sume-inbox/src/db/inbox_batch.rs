@@ -80,8 +80,8 @@ impl Store {
     /// hold), and a reused one the insert of its dead letter, each committed before this
     /// returns: should this stop between them, no delivery of the batch has been answered, and
     /// a redelivery of the reused one is kept then. A batch with dead letters of its own takes
-    /// an explicit transaction for all of it (dead letters alone, one statement). Either way this returns only once every commit
-    /// is durable.
+    /// an explicit transaction for all of it (dead letters alone, one statement). Either way
+    /// this returns only once every commit is durable.
     pub async fn write_inbox_batch(
         &self,
         events: &[NewEvent],
