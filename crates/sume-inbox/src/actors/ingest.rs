@@ -34,7 +34,7 @@ use crate::process::traces;
 
 /// Deliveries reusing a stored event id are counted always and logged at most this often (a
 /// faulty sender, or a delivery replayed, can repeat them).
-static REUSED_IDS_LOG: LogBudget = LogBudget::new(5, std::time::Duration::from_secs(1));
+static REUSED_IDS_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(1));
 
 /// How a delivery was stored (every one of these is answered 2xx).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,8 +276,7 @@ impl Writer {
                         .count(),
                     "inbox batch committed"
                 );
-                self.hint(&events, &fates);
-                warn_reused(&events, &fates);
+                self.settled(&events, &fates);
                 self.store.note_writers_read_only(false);
                 Fates {
                     events: fates.iter().map(|f| Ok(stored_as(f))).collect(),
@@ -311,6 +310,13 @@ impl Writer {
         }
     }
 
+    /// What follows a written batch, on either path: attach hears of the new events, and the
+    /// deliveries reusing a stored id are said.
+    fn settled(&self, events: &[NewEvent], fates: &[EventFate]) {
+        self.hint(events, fates);
+        warn_reused(events, fates);
+    }
+
     /// Sends attach the job of each new event, with whether its row existed.
     fn hint(&self, events: &[NewEvent], fates: &[EventFate]) {
         let jobs = events
@@ -331,8 +337,7 @@ impl Writer {
             let one = std::slice::from_ref(&e);
             let fate = match self.store.write_inbox_batch(one, &[]).await {
                 Ok(written) => {
-                    self.hint(one, &written);
-                    warn_reused(one, &written);
+                    self.settled(one, &written);
                     written.first().map(stored_as).ok_or(Unavailable)
                 }
                 Err(err) if err.is_bad_data() => {
