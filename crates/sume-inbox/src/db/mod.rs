@@ -65,7 +65,7 @@ pub use jobs_poll::{Claim, ClaimedJob, GiveUp, PollDone};
 pub use key_sweeps::{KeyLoad, KeySweep};
 pub use notifications::Listener;
 pub use pages::{AuditEntry, Disagreement, Orphan, PageKey, SetAsideEvent, PAGE_LIMIT_MAX};
-use pools::pool_message;
+pub(crate) use pools::pool_message;
 pub use pools::CONNECTION_LIFETIME;
 pub use rate_buckets::{KeyReadsToday, Take};
 pub use reach::{connect, connect_named};

@@ -98,7 +98,7 @@ pub(super) fn build(
 
 /// Why the pool gave no connection, in the server's or the network's words: deadpool's own
 /// text says only "Error occurred while creating a new object: db error".
-pub(super) fn pool_message(e: &PoolError) -> String {
+pub(crate) fn pool_message(e: &PoolError) -> String {
     use deadpool_postgres::TimeoutType;
     match e {
         PoolError::Backend(pg) | PoolError::PostCreateHook(HookError::Backend(pg)) => {

@@ -15,7 +15,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use crate::actors::supervision::Health;
-use crate::db::{migrate, DbError, Store};
+use crate::db::{migrate, pool_message, DbError, Store};
 
 /// How long a database check answers `/readyz`.
 pub const READY_TTL: Duration = Duration::from_secs(1);
@@ -96,7 +96,7 @@ impl Readiness {
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "readiness: database check failed");
                 Err(match e {
-                    DbError::Pool(_) => format!("database unreachable: {e}"),
+                    DbError::Pool(p) => format!("database unreachable: {}", pool_message(&p)),
                     e => format!("database check failed: {e}"),
                 })
             }
