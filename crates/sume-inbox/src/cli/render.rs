@@ -7,6 +7,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use serde::Serialize;
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 use crate::db::{DeadLetterRow, JobDetail, Stats, WaitingEvent};
 use crate::operations::replay::Replayed;
@@ -21,21 +22,28 @@ fn render<T: Serialize>(value: &T, json: bool, text: impl FnOnce(&T) -> String) 
 }
 
 /// A stored or typed string as a terminal may show it: every control character (C0, DEL, C1,
-/// a newline too) escaped as `\u{1b}`, so that no row can move the cursor, clear the screen,
-/// set a title or start a line of its own. Every text renderer writes strings through here;
-/// JSON keeps them exact.
+/// a newline too) and every format character (Unicode's `Cf`: the bidirectional overrides and
+/// isolates, zero-width characters, a soft hyphen) escaped as `\u{1b}`, so that no row can move
+/// the cursor, clear the screen, set a title, start a line of its own, or show its characters
+/// reordered or hidden (a job id that reads as another). Every text renderer writes strings
+/// through here; JSON keeps them exact.
 pub fn shown(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
+    if !s.chars().any(escaped) {
         return Cow::Borrowed(s);
     }
     Cow::Owned(
         s.chars()
             .map(|c| match c {
-                c if c.is_control() => format!("\\u{{{:x}}}", u32::from(c)),
+                c if escaped(c) => format!("\\u{{{:x}}}", u32::from(c)),
                 c => c.to_string(),
             })
             .collect(),
     )
+}
+
+/// What [`shown`] escapes: control and format characters.
+fn escaped(c: char) -> bool {
+    c.is_control() || c.general_category() == GeneralCategory::Format
 }
 
 /// An optional string [`shown`], `-` when there is none.
@@ -358,5 +366,14 @@ mod tests {
             r"a\u{1b}[2Jb\u{7}\u{a}\u{9}\u{7f}\u{9b}\u{85}"
         );
         assert_eq!(shown_json(&serde_json::json!("x\u{9b}")), r#""x\u{9b}""#);
+    }
+
+    #[test]
+    fn format_characters_are_shown_escaped_so_no_id_reads_reordered_or_as_another() {
+        assert_eq!(
+            shown("job_\u{202e}cba\u{202c}\u{200b}x\u{ad}\u{2066}"),
+            r"job_\u{202e}cba\u{202c}\u{200b}x\u{ad}\u{2066}"
+        );
+        assert!(matches!(shown("ジョブ_1"), Cow::Borrowed("ジョブ_1")));
     }
 }
