@@ -12,11 +12,8 @@ const BASE: u64 = 48 << 20;
 /// 25 KiB measured with thousands open: README, "The public port").
 const PER_CONNECTION: u64 = 25 << 10;
 
-/// Where the limit is read: cgroup v2's `memory.max`, else cgroup v1's `limit_in_bytes`.
-const LIMIT_FILES: [&str; 2] = [
-    "/sys/fs/cgroup/memory.max",
-    "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-];
+/// Where cgroups are mounted.
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 /// What the settings let the process hold: its base, every connection both ports may keep
 /// open, and the body bytes MAX_BODY_MEMORY allows plus one body's copy when it is whole.
@@ -27,12 +24,39 @@ pub fn needed(connections: usize, max_body_memory: usize, max_body_bytes: usize)
 /// Warns when the cgroup's memory limit is below [`needed`]; silent when there is none or it
 /// cannot be read.
 pub fn check(needed: u64) {
-    let Some(limit) = LIMIT_FILES.iter().find_map(|f| read_limit(Path::new(f))) else {
+    let membership = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let files = limit_files(Path::new(CGROUP_ROOT), &membership);
+    let Some(limit) = files.iter().find_map(|f| read_limit(f)) else {
         return;
     };
     if let Some(doubt) = doubt(limit, needed) {
         tracing::warn!(limit, needed, "{doubt}");
     }
+}
+
+/// The files that may hold this process's limit, in the order to read them: its own cgroup's
+/// (`/proc/self/cgroup`: a unit's, or a container's seen through its cgroup namespace), cgroup
+/// v2's `memory.max` then v1's `memory.limit_in_bytes`; then the mount's root, which is the
+/// container's own where its cgroup is mounted there without a namespace.
+fn limit_files(root: &Path, membership: &str) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for line in membership.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next(), parts.next(), parts.next());
+        let Some(path) = path.map(|p| p.trim_start_matches('/')) else {
+            continue;
+        };
+        match controllers {
+            Some("") => files.push(root.join(path).join("memory.max")),
+            Some(c) if c.split(',').any(|c| c == "memory") => {
+                files.push(root.join("memory").join(path).join("memory.limit_in_bytes"));
+            }
+            _ => {}
+        }
+    }
+    files.push(root.join("memory.max"));
+    files.push(root.join("memory/memory.limit_in_bytes"));
+    files
 }
 
 /// A limit in one of the cgroup files: bytes, `max` (none), or cgroup v1's "no limit" (a
@@ -72,6 +96,26 @@ mod tests {
             "{said}"
         );
         assert_eq!(doubt(512 << 20, defaults), None);
+    }
+
+    #[test]
+    fn the_processs_own_cgroup_is_read_first_then_the_mounts_root() {
+        let root = Path::new("/cg");
+        let v2 = limit_files(root, "0::/system.slice/sume-inbox.service\n");
+        assert_eq!(
+            v2[0],
+            root.join("system.slice/sume-inbox.service/memory.max")
+        );
+        let v1 = limit_files(root, "5:devices:/x\n4:memory:/docker/abc\n0::/\n");
+        assert_eq!(v1[0], root.join("memory/docker/abc/memory.limit_in_bytes"));
+        assert_eq!(v1[1], root.join("memory.max"));
+        assert_eq!(
+            v1[v1.len() - 2..],
+            [
+                root.join("memory.max"),
+                root.join("memory/memory.limit_in_bytes")
+            ]
+        );
     }
 
     #[test]
