@@ -24,7 +24,7 @@ use crate::actors::heartbeat::LAST_FLUSH_TIMEOUT;
 use crate::config::Config;
 use crate::db::{migrate, DbError};
 use crate::http::server;
-use crate::process::{fd_limit, memory_limit};
+use crate::process::fd_limit;
 
 /// The sockets `run` serves on, bound by the caller.
 pub struct Listeners {
@@ -79,11 +79,6 @@ pub async fn run(
             "the open-file limit leaves the admin port fewer connections than MAX_ADMIN_CONNECTIONS"
         );
     }
-    memory_limit::check(memory_limit::needed(
-        config.port.max_connections + admin_connections,
-        config.port.max_body_memory,
-        config.max_body_bytes,
-    ));
     let shutdown_timeout = config.shutdown_timeout;
     let w = Wiring::new(config, store, shutdown.clone());
     let attach = w.start_attach();

@@ -54,6 +54,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         tracing::warn!("{doubt}");
     }
     let config = args.into_config()?;
+    crate::process::memory_limit::check(crate::process::memory_limit::needed(
+        config.port.max_connections + config.max_admin_connections,
+        config.port.max_body_memory,
+        config.max_body_bytes,
+    ));
     let bind = |setting: &'static str, addr: std::net::SocketAddr| async move {
         crate::process::sockets::bind(addr).map_err(|source| CliError::Bind {
             setting,
