@@ -4,9 +4,10 @@
 -- One ingest batch, sorted by event_id (so concurrent batches never deadlock on shared ids).
 -- event_id is the key from the signed body; header_event_id is X-Sume-Event-Id as received, a
 -- hint only. A row stored before 0004_signed_keys was keyed by the header's id: a delivery
--- whose header id names such a row of the same job is a redelivery of it, and is not stored
--- again. The job must match: the header's id is not signed, and another job's row stored under
--- it (an id claimed before the upgrade) must not hide a genuine delivery. Results come as JSON
+-- whose header id names such a row of the same job and status is a redelivery of it, and is
+-- not stored again. Job and status must match: the header's id is not signed, and another
+-- job's row stored under it (an id claimed before the upgrade), or the same job's event of
+-- another status (an id a buggy sender reused), must not hide a genuine delivery. Results come as JSON
 -- text, exactly as received, and become jsonb here. Answers the ids that were new (what the
 -- others hold, events_stored reads), each with whether its job's row existed in this
 -- statement's snapshot: ingest hints attach only those, and the jobs registered since (see
@@ -32,6 +33,7 @@ with inserted as (
             select 1 from sume.events legacy
             where legacy.event_id = u.header_event_id
               and legacy.job_id = u.job_id
+              and legacy.status is not distinct from u.status
               and legacy.received_at < (select applied_at from sume.schema_migrations
                                         where version = 4)
             offset 0)

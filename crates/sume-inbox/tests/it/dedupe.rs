@@ -179,6 +179,47 @@ async fn a_legacy_row_of_another_job_hides_no_genuine_delivery() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_row_of_the_same_job_with_another_status_hides_no_terminal_event() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    // Stored before the upgrade under the header's id: the job's `running` event.
+    db.client()
+        .await
+        .batch_execute(
+            "insert into sume.events (event_id, job_id, event_type, status, body, signed_at,
+                                      signature, received_at)
+             values ('evt_reused', 'job_l', 'job.running', 'running', '\\x7b7d', 0, 'v1=00',
+                     now() - interval '1 day');",
+        )
+        .await
+        .unwrap();
+    // Its terminal event under the same header id is no redelivery of it: stored, and it
+    // closes the job.
+    let mut done = Delivery::completed("job_l");
+    done.event_id = Some("evt_reused".into());
+    assert_eq!(done.send(&http, &url).await.status(), 204);
+    assert_eq!(rows_for(&db, "job_l").await, 2, "the terminal event is stored");
+    assert_eq!(
+        api_register(&http, &daemon, "job_l", "order_l")
+            .await
+            .status(),
+        201
+    );
+    wait_for("job_l closed", Duration::from_secs(10), || async {
+        job_state(&db, "job_l").await.as_deref() == Some("completed")
+    })
+    .await;
+    // The running event's own redelivery under that id is still the legacy row's.
+    let mut again = Delivery::status("job_l", "running");
+    again.event_id = Some("evt_reused".into());
+    assert_eq!(again.send(&http, &url).await.status(), 204);
+    assert_eq!(rows_for(&db, "job_l").await, 2, "a redelivery, not stored again");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_header_id_that_contradicts_the_body_is_counted_and_kept() {
     let db = TestDb::new().await;
     let daemon = Daemon::start(config(&db.url)).await;
