@@ -200,7 +200,11 @@ async fn a_legacy_row_of_the_same_job_with_another_status_hides_no_terminal_even
     let mut done = Delivery::completed("job_l");
     done.event_id = Some("evt_reused".into());
     assert_eq!(done.send(&http, &url).await.status(), 204);
-    assert_eq!(rows_for(&db, "job_l").await, 2, "the terminal event is stored");
+    assert_eq!(
+        rows_for(&db, "job_l").await,
+        2,
+        "the terminal event is stored"
+    );
     assert_eq!(
         api_register(&http, &daemon, "job_l", "order_l")
             .await
@@ -215,7 +219,11 @@ async fn a_legacy_row_of_the_same_job_with_another_status_hides_no_terminal_even
     let mut again = Delivery::status("job_l", "running");
     again.event_id = Some("evt_reused".into());
     assert_eq!(again.send(&http, &url).await.status(), 204);
-    assert_eq!(rows_for(&db, "job_l").await, 2, "a redelivery, not stored again");
+    assert_eq!(
+        rows_for(&db, "job_l").await,
+        2,
+        "a redelivery, not stored again"
+    );
     daemon.stop().await;
 }
 

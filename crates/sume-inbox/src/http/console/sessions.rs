@@ -228,7 +228,10 @@ pub async fn sign_in(
         return form(
             &state,
             StatusCode::FORBIDDEN,
-            Some("The form expired: try again."),
+            Some(
+                "The form expired, or was sent to another instance than the one that showed \
+                 it (behind a load balancer, keep an operator on one instance): try again.",
+            ),
         );
     }
     let client = Client::of(peer.map(|Extension(ConnectInfo(addr))| addr));
