@@ -15,6 +15,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
+mod known;
 mod labels;
 mod port;
 mod register;
@@ -26,6 +27,8 @@ pub use port::PortMetrics;
 /// what the actors count; the gauges are set at scrape time by [`Metrics::render`].
 pub struct Metrics {
     registry: Registry,
+    /// When this instance started (Unix seconds): its counters stood at 0 then.
+    start_time_seconds: Gauge<f64, AtomicU64>,
     /// Deliveries by how they were answered.
     pub webhooks: Family<OutcomeLabels, Counter>,
     /// Verified deliveries by the secret that verified them (watch a rotation with it).
@@ -125,9 +128,12 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Every metric at zero, registered under the `sume_inbox_` prefix.
+    /// Every metric at zero, registered under the `sume_inbox_` prefix; the series of every
+    /// label value known without the settings exist from now, at 0 ([`Metrics::for_instance`]
+    /// adds those of the settings).
     pub fn new() -> Metrics {
         let mut m = Metrics {
+            start_time_seconds: Gauge::default(),
             webhooks: Family::default(),
             webhooks_by_secret: Family::default(),
             event_id_mismatch: Counter::default(),
@@ -181,6 +187,7 @@ impl Metrics {
         let mut registry = std::mem::take(&mut m.registry);
         m.register_counters(&mut registry);
         m.register_gauges(&mut registry);
+        m.count_from_zero();
         Metrics { registry, ..m }
     }
 
@@ -247,7 +254,7 @@ impl Metrics {
     /// it was one.
     pub fn sume_answered(&self, key: &str, code: &str) -> bool {
         self.sume_request(key, code);
-        let refused = matches!(code, "402" | "403");
+        let refused = ApiLabels::REFUSED.contains(&code);
         if refused {
             self.sume_refused
                 .get_or_create(&ApiLabels {

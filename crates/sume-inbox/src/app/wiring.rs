@@ -40,10 +40,12 @@ pub struct Wiring {
 impl Wiring {
     /// The context of a daemon that stops on `shutdown`.
     pub fn new(config: Config, store: Store, shutdown: CancellationToken) -> Wiring {
+        let keys = config.api_keys.iter().map(|k| k.name.as_str());
+        let metrics = Metrics::for_instance(config.webhook_secrets.len(), keys);
         Wiring {
             config,
             store,
-            metrics: Arc::new(Metrics::new()),
+            metrics: Arc::new(metrics),
             tasks: Tasks::new(Health::default(), CancellationToken::new()),
             shutdown,
         }

@@ -30,6 +30,21 @@ pub enum WebhookOutcome {
     misrouted,
 }
 
+impl WebhookOutcome {
+    /// Every outcome (each counted from 0 at start).
+    pub const ALL: [WebhookOutcome; 9] = [
+        WebhookOutcome::stored,
+        WebhookOutcome::duplicate,
+        WebhookOutcome::dead_lettered,
+        WebhookOutcome::id_reused,
+        WebhookOutcome::unauthorized,
+        WebhookOutcome::too_large,
+        WebhookOutcome::malformed,
+        WebhookOutcome::unavailable,
+        WebhookOutcome::misrouted,
+    ];
+}
+
 /// Which timer closed a connection on the public port (the `kind` label of
 /// `sume_inbox_port_timeouts`); [`crate::http::server`] says what each measures.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
@@ -43,6 +58,16 @@ pub enum TimeoutKind {
     idle,
     /// BODY_TIMEOUT applied to a response the client did not take.
     write,
+}
+
+impl TimeoutKind {
+    /// Every timer (each counted from 0 at start).
+    pub const ALL: [TimeoutKind; 4] = [
+        TimeoutKind::header,
+        TimeoutKind::body,
+        TimeoutKind::idle,
+        TimeoutKind::write,
+    ];
 }
 
 /// The label of `sume_inbox_port_timeouts`.
@@ -72,6 +97,15 @@ pub enum StatusSource {
     list,
 }
 
+impl StatusSource {
+    /// Every place a status is read (each counted from 0 at start).
+    pub const ALL: [StatusSource; 3] = [
+        StatusSource::webhook,
+        StatusSource::status_read,
+        StatusSource::list,
+    ];
+}
+
 /// The label of `sume_inbox_unknown_statuses`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StatusSourceLabels {
@@ -93,6 +127,11 @@ pub struct ClosedLabels {
     pub by: String,
 }
 
+impl ClosedLabels {
+    /// Every value of `by` (each counted from 0 at start).
+    pub const BY: [&'static str; 3] = ["webhook", "poll", "give_up"];
+}
+
 /// The label of `sume_inbox_sume_api_key_usable`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KeyLabels {
@@ -109,6 +148,14 @@ pub struct ApiLabels {
     pub code: String,
 }
 
+impl ApiLabels {
+    /// The answers that are refusals (`sume_inbox_sume_refused`), alerted on by code.
+    pub const REFUSED: [&'static str; 2] = ["402", "403"];
+    /// The codes of `sume_inbox_sume_requests` the alerts name (counted from 0 at start for
+    /// every key): the refusals and 429.
+    pub const ALERTED: [&'static str; 3] = ["402", "403", "429"];
+}
+
 /// What asking again about a blind give-up did (the `outcome` label of
 /// `sume_inbox_give_up_rechecks`).
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
@@ -120,6 +167,15 @@ pub enum RecheckOutcome {
     stands,
     /// Still no answer about the job: asked again later.
     again,
+}
+
+impl RecheckOutcome {
+    /// Every outcome (each counted from 0 at start).
+    pub const ALL: [RecheckOutcome; 3] = [
+        RecheckOutcome::superseded,
+        RecheckOutcome::stands,
+        RecheckOutcome::again,
+    ];
 }
 
 /// The label of `sume_inbox_give_up_rechecks`.
@@ -137,6 +193,11 @@ pub enum ReadWay {
     job,
     /// A page of a key's list (`GET /jobs`), up to a hundred jobs.
     list,
+}
+
+impl ReadWay {
+    /// Both ways (each counted from 0 at start).
+    pub const ALL: [ReadWay; 2] = [ReadWay::job, ReadWay::list];
 }
 
 /// The label of `sume_inbox_sume_reads`.

@@ -242,6 +242,11 @@ impl Metrics {
         );
         r.register("tasks_dead", dead, self.tasks_dead.clone());
         r.register(
+            "start_time_seconds",
+            "Unix time this instance started, its counters at 0 (the alerts read an instance younger than their window by its totals)",
+            self.start_time_seconds.clone(),
+        );
+        r.register(
             "admin_waiters",
             "Requests waiting for a job to close on this instance (GET /v1/jobs/{id}?wait=)",
             self.waiters.clone(),

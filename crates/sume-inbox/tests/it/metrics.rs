@@ -90,3 +90,98 @@ async fn metrics_count_outcomes_and_read_the_inbox() {
     );
     daemon.stop().await;
 }
+
+/// Every series an alert (or README's advice on alerting) reads with `increase()` or `rate()`,
+/// for a daemon with two webhook secrets and the API keys `main` and `other`. Each must be in
+/// `/metrics` at 0 before anything happened: a series made at its first count appears at 1,
+/// and `increase()` reads no increase from a series' first sample.
+fn series_counted_from_zero() -> Vec<String> {
+    let mut want: Vec<String> = [
+        "stored",
+        "duplicate",
+        "dead_lettered",
+        "id_reused",
+        "unauthorized",
+        "too_large",
+        "malformed",
+        "unavailable",
+        "misrouted",
+    ]
+    .iter()
+    .map(|o| format!(r#"sume_inbox_webhooks_total{{outcome="{o}"}}"#))
+    .collect();
+    for secret in ["0", "1"] {
+        want.push(format!(
+            r#"sume_inbox_webhooks_verified_by_secret_total{{secret="{secret}"}}"#
+        ));
+    }
+    for source in ["webhook", "status_read", "list"] {
+        want.push(format!(
+            r#"sume_inbox_unknown_statuses_total{{source="{source}"}}"#
+        ));
+    }
+    for key in ["main", "other"] {
+        for code in ["402", "403"] {
+            want.push(format!(
+                r#"sume_inbox_sume_refused_total{{key="{key}",code="{code}"}}"#
+            ));
+        }
+        for code in ["402", "403", "429"] {
+            want.push(format!(
+                r#"sume_inbox_sume_requests_total{{key="{key}",code="{code}"}}"#
+            ));
+        }
+    }
+    for by in ["webhook", "poll", "give_up"] {
+        want.push(format!(r#"sume_inbox_jobs_closed_total{{by="{by}"}}"#));
+    }
+    for outcome in ["superseded", "stands", "again"] {
+        want.push(format!(
+            r#"sume_inbox_give_up_rechecks_total{{outcome="{outcome}"}}"#
+        ));
+    }
+    want.push("sume_inbox_orphan_events_expired_total".into());
+    want
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_series_an_alert_reads_is_at_0_before_anything_happened() {
+    let db = TestDb::new().await;
+    let mut c = config(&db.url);
+    c.webhook_secrets
+        .push(sume_wire::Secret::new("whsec_retired_one"));
+    c.api_keys = ["main", "other"]
+        .map(|name| sume_inbox::config::ApiKey {
+            name: name.into(),
+            key: sume_wire::Secret::new(format!("sk_{name}")),
+        })
+        .into();
+    let started = unix_now() as f64;
+    let daemon = Daemon::start(c).await;
+    let r = reqwest::get(daemon.admin_url("/metrics")).await.unwrap();
+    let text = r.text().await.unwrap();
+    for series in series_counted_from_zero() {
+        assert_eq!(sample(&text, &series), Some(0.0), "{series} in:\n{text}");
+    }
+    // Counted from the start too, though what they count may have moved by now.
+    for series in [
+        r#"sume_inbox_sume_reads_total{way="job"}"#,
+        r#"sume_inbox_sume_reads_total{way="list"}"#,
+        r#"sume_inbox_port_timeouts_total{kind="header"}"#,
+        r#"sume_inbox_port_timeouts_total{kind="body"}"#,
+        r#"sume_inbox_port_timeouts_total{kind="idle"}"#,
+        r#"sume_inbox_port_timeouts_total{kind="write"}"#,
+        r#"sume_inbox_admin_port_timeouts_total{kind="header"}"#,
+        r#"sume_inbox_admin_port_timeouts_total{kind="idle"}"#,
+    ] {
+        assert!(sample(&text, series).is_some(), "{series} in:\n{text}");
+    }
+    // The rules take an instance younger than their window at its word: all it counted is
+    // within the window, the counts made before its first scrape too.
+    let start = sample(&text, "sume_inbox_start_time_seconds").expect("start time");
+    assert!(
+        (started - 5.0..=unix_now() as f64 + 1.0).contains(&start),
+        "start time {start}, test started at {started}"
+    );
+    daemon.stop().await;
+}
