@@ -18,7 +18,7 @@ use thiserror::Error;
 use crate::{mend_lone_surrogates, JobObject, RateLimit, Secret, StatusOutcome, StatusReply};
 
 /// The most of an answer's body read: a job object or an error envelope is a few KiB, so
-/// anything past this (a misconfigured URL answering a web page, a hostile proxy) is cut.
+/// anything past this (a web page, a hostile proxy, a huge result) is cut and left unread.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 
 /// The most of a redirect's `Location`, or of the id in an answer about another job, kept for
