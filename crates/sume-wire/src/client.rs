@@ -116,6 +116,9 @@ pub struct StatusReply {
     /// Sume's id of this answer, for a support request: its `X-Request-Id` (a 200 too), else
     /// the `request_id` of an error answer's envelope.
     pub request_id: Option<String>,
+    /// What of a 200 was left unread, said beside its status (`"body cut at 1048576 bytes:
+    /// result left out"`, its body past `MAX_ANSWER_BYTES`); `None` for an answer read whole.
+    pub left_out: Option<String>,
 }
 
 #[cfg(test)]

@@ -101,16 +101,32 @@ fn storable(mut p: ParsedEvent) -> ParsedEvent {
         // As for a body with no status: the type's (`job.completed`), when it has one.
         p.status = p.event_type.as_deref().and_then(status_of_type);
     }
-    if let Some(Cow::Owned(mended)) = p.result.as_deref().map(mend_lone_surrogates) {
-        p.result = Some(mended);
-    }
-    if p.result.as_deref().is_some_and(json_has_nul) {
-        p.result = None;
-    }
-    if p.result.as_deref().is_some_and(|r| !readable_json_text(r)) {
-        p.result = None;
-    }
+    p.result = p.result.and_then(kept_result);
     p
+}
+
+/// What is kept of a job's outcome as JSON text (its `result`, or `{"error": ...}`): its lone
+/// surrogates mended into U+FFFD ([`mend_lone_surrogates`]), and nothing at all when it holds
+/// a NUL character or could not be read back ([`readable_json_text`]). A webhook body's result
+/// and a status answer's ([`crate::JobObject`]) are judged by this one rule, so a job closes
+/// with the same result whichever path brings its status.
+pub(crate) fn kept_result(raw: String) -> Option<String> {
+    let mended = match mend_lone_surrogates(&raw) {
+        Cow::Owned(mended) => Some(mended),
+        Cow::Borrowed(_) => None,
+    };
+    let text = mended.unwrap_or(raw);
+    (!json_has_nul(&text) && readable_json_text(&text)).then_some(text)
+}
+
+/// A job's outcome as JSON text, from its `result` and `error` as they came: the result, else
+/// `{"error": error}`, else nothing (JSON `null` reads as absent before this).
+pub(crate) fn outcome_text(result: Option<&RawValue>, error: Option<&RawValue>) -> Option<String> {
+    match (result, error) {
+        (Some(r), _) => Some(r.get().to_owned()),
+        (None, Some(e)) => Some(format!("{{\"error\":{}}}", e.get())),
+        (None, None) => None,
+    }
 }
 
 /// The status an event type names: the part after `job.`.
@@ -194,11 +210,7 @@ fn parse_fast(body: &[u8]) -> Option<Result<ParsedEvent, ParseError>> {
                 .map(str::to_owned)
         });
     let holder = object.as_ref().unwrap_or(&top);
-    let result = match (holder.result, holder.error) {
-        (Some(r), _) => Some(r.get().to_owned()),
-        (None, Some(e)) => Some(format!("{{\"error\":{}}}", e.get())),
-        (None, None) => None,
-    };
+    let result = outcome_text(holder.result, holder.error);
     let body_event_id = string(top.id)
         .filter(|id| object.is_some() && usable_id(id))
         .map(Cow::into_owned);

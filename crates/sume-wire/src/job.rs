@@ -2,33 +2,84 @@
 //! envelope: the JSON shapes the status client reads and the simulator writes.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// A job as Sume's read endpoints answer it. Only `id` and `status` are required when reading,
-/// so an added or differently typed field upstream does not break the status client.
+/// so an added or differently typed field upstream does not break the status client; and
+/// what rides along is read leniently: an odd `result` costs the result, never the status
+/// (the outcome is kept or left out by the rule a webhook body's is).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "ReadJob")]
 pub struct JobObject {
     /// Sume's job id (`job_...`), as the create call answered it.
     pub id: String,
-    /// The object's type name; `"job"` when the answer leaves it out.
-    #[serde(default = "job_object_kind")]
+    /// The object's type name; `"job"` when the answer leaves it out (or sends no string).
     pub object: String,
     /// Sume's status string as sent; [`Status::parse`](crate::Status::parse) says what it means
     /// (the docs list seven spellings, clients in the wild see more).
     pub status: String,
     /// When Sume created the job, as sent. Kept as raw JSON because the docs fix no format (the
     /// simulator sends RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<Value>,
     /// When the job reached a terminal status, as sent; `None` while it is in flight.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<Value>,
-    /// The job's output once it completed; its shape depends on the job type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The job's output once it completed; its shape depends on the job type. `None` too when
+    /// the webhook path would leave it out (a NUL character, a number past `f64`, nesting past
+    /// [`crate::MAX_RESULT_DEPTH`]: see [`crate::readable`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
-    /// Why the job failed, as sent; `None` unless it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why the job failed, as sent; `None` unless it failed, and when the job has a `result`
+    /// (what is recorded of a job is the one or the other: [`JobObject::outcome_value`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
+}
+
+/// A job object as it comes, before [`JobObject`] is made of it: `id` and `status` are read as
+/// strings, the rest as raw JSON, so a `result` no reader of this service could take (a number
+/// past `f64`'s range, nesting past the reader's 128 levels) does not fail the whole object,
+/// or the whole list page holding it. The outcome (`result`, else `{"error": ...}`) is kept or
+/// left out by the rule a webhook body's is ([`crate::event`]'s `kept_result`): lone surrogates
+/// mended, nothing kept that holds a NUL or could not be read back. Times and `object` that do
+/// not read are left out.
+#[derive(Deserialize)]
+struct ReadJob {
+    id: String,
+    status: String,
+    object: Option<Box<RawValue>>,
+    created_at: Option<Box<RawValue>>,
+    completed_at: Option<Box<RawValue>>,
+    result: Option<Box<RawValue>>,
+    error: Option<Box<RawValue>>,
+}
+
+impl From<ReadJob> for JobObject {
+    fn from(raw: ReadJob) -> JobObject {
+        let kept = crate::event::outcome_text(raw.result.as_deref(), raw.error.as_deref())
+            .and_then(crate::event::kept_result)
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+        let (result, error) = match kept {
+            Some(result) if raw.result.is_some() => (Some(result), None),
+            Some(mut wrapped) => (None, Some(wrapped["error"].take())),
+            None => (None, None),
+        };
+        JobObject {
+            id: raw.id,
+            object: read(raw.object).unwrap_or_else(job_object_kind),
+            status: raw.status,
+            created_at: read(raw.created_at),
+            completed_at: read(raw.completed_at),
+            result,
+            error,
+        }
+    }
+}
+
+/// A field read as `T`, `None` when it is absent or does not read as one.
+fn read<T: serde::de::DeserializeOwned>(raw: Option<Box<RawValue>>) -> Option<T> {
+    raw.and_then(|v| serde_json::from_str(v.get()).ok())
 }
 
 fn job_object_kind() -> String {
@@ -42,10 +93,10 @@ impl JobObject {
         outcome_value(self.result.as_ref(), self.error.as_ref())
     }
 
-    /// What a database can store of it, as the webhook path does with an event: a `result` or
-    /// `error` holding a NUL character (`\u0000`, which neither `text` nor `jsonb` holds) or
-    /// nested deeper than [`crate::MAX_RESULT_DEPTH`] is dropped; an `id` or `status` holding one
-    /// makes the object unusable (`None`); a status past [`MAX_STATUS_CHARS`] is cut.
+    /// What a database can store of it: an `id` or `status` holding a NUL character
+    /// (`\u0000`, which neither `text` nor `jsonb` holds) makes the object unusable (`None`);
+    /// a status past [`MAX_STATUS_CHARS`] is cut. (Its `result` and `error` were judged as it
+    /// was read.)
     pub fn storable(mut self) -> Option<JobObject> {
         if self.id.contains('\0') || self.status.contains('\0') {
             return None;
@@ -55,16 +106,6 @@ impl JobObject {
         if self.status.chars().count() > MAX_STATUS_CHARS {
             let cut: String = self.status.chars().take(MAX_STATUS_CHARS).collect();
             self.status = format!("{cut}…");
-        }
-        let nul = |v: &Option<Value>| {
-            v.as_ref()
-                .is_some_and(|v| value_has_nul(v) || !crate::readable::readable_value(v))
-        };
-        if nul(&self.result) {
-            self.result = None;
-        }
-        if nul(&self.error) {
-            self.error = None;
         }
         Some(self)
     }
@@ -152,5 +193,61 @@ mod tests {
         let long = job(&"x".repeat(900_000), Value::Null).storable().unwrap();
         assert_eq!(long.status.chars().count(), MAX_STATUS_CHARS + 1);
         assert!(long.status.ends_with('…'));
+    }
+
+    /// A status answer whose `result` no reader here could take (a number past `f64`, nesting
+    /// past the reader's 128 levels) once failed to read at all, so its status closed nothing
+    /// and the job was given up: the status is read, the result left out.
+    #[test]
+    fn an_odd_result_costs_the_result_never_the_status() {
+        for result in [
+            r#"{"n":1e400}"#.to_owned(),
+            format!("{}{}", "[".repeat(200), "]".repeat(200)),
+            r#"{"n":1e-20000}"#.to_owned(),
+        ] {
+            let body = format!(r#"{{"id":"job_1","status":"completed","result":{result}}}"#);
+            let job: JobObject = serde_json::from_str(&body).expect(&body);
+            assert_eq!(
+                (job.id.as_str(), job.status.as_str()),
+                ("job_1", "completed")
+            );
+            assert_eq!((job.result, job.error), (None, None), "{body}");
+        }
+        let odd_times =
+            r#"{"id":"j","status":"failed","object":7,"created_at":1e400,"error":{"code":"x"}}"#;
+        let job: JobObject = serde_json::from_str(odd_times).unwrap();
+        assert_eq!((job.object.as_str(), &job.created_at), ("job", &None));
+        assert_eq!(job.outcome_value(), Some(json!({"error": {"code": "x"}})));
+    }
+
+    /// What a status answer keeps of a job's outcome is what a webhook body saying the same
+    /// keeps, case by case: one rule, not two.
+    #[test]
+    fn a_status_answer_keeps_the_outcome_a_webhook_keeps() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let cases = [
+            r#""result":{"url":"https://cdn.example/a.mp4","n":[1,2.5,-3e5]}"#.to_owned(),
+            r#""result":{"caption":"cut \ud83d"}"#.to_owned(),
+            r#""result":{"t":"a\u0000b"},"error":{"code":"x"}"#.to_owned(),
+            r#""result":{"n":1e400},"error":{"code":"x"}"#.to_owned(),
+            r#""result":null,"error":{"code":"nsfw","message":"\udfff"}"#.to_owned(),
+            format!(r#""error":{}"#, deep(crate::MAX_RESULT_DEPTH)),
+            format!(r#""error":{}"#, deep(crate::MAX_RESULT_DEPTH - 1)),
+            format!(r#""result":{}"#, deep(crate::MAX_RESULT_DEPTH)),
+            r#""error":"e""#.to_owned(),
+            r#""result":{"n":0.5e-16383}"#.to_owned(),
+            String::new(),
+        ];
+        for fields in cases {
+            let sep = if fields.is_empty() { "" } else { "," };
+            let answer = format!(r#"{{"id":"job_1","status":"completed"{sep}{fields}}}"#);
+            let webhook = format!(r#"{{"job_id":"job_1","status":"completed"{sep}{fields}}}"#);
+            let job: JobObject = serde_json::from_str(&answer).expect(&answer);
+            let event = crate::parse_event(webhook.as_bytes()).unwrap();
+            let kept = event
+                .result
+                .map(|r| serde_json::from_str::<Value>(&r).unwrap());
+            assert_eq!(job.outcome_value(), kept, "{fields}");
+        }
     }
 }

@@ -16,6 +16,8 @@ pub mod secret;
 pub mod signature;
 pub mod status;
 #[cfg(feature = "client")]
+mod status_answer;
+#[cfg(feature = "client")]
 pub mod status_client;
 pub mod surrogates;
 
@@ -24,9 +26,7 @@ pub use event::{
     body_key, dedupe_key, parse_event, usable_header_id, usable_id, ParseError, ParsedEvent,
 };
 pub use job::{ErrorBody, ErrorEnvelope, JobObject};
-pub use readable::{
-    numeric_holds, readable_json_text, readable_value, MAX_RESULT_DEPTH, NUMERIC_MAX_SCALE,
-};
+pub use readable::{numeric_holds, readable_json_text, MAX_RESULT_DEPTH, NUMERIC_MAX_SCALE};
 pub use secret::Secret;
 pub use signature::{
     check_headers, parse_signature, parse_timestamp, sign, signature_header, verify, SignedHeaders,

@@ -8,8 +8,6 @@
 //! body keeps it), so every result is stored and every stored result can be read back by the
 //! attach, the feed and the admin API.
 
-use serde_json::Value;
-
 /// The most digits after the decimal point PostgreSQL's `numeric`, and so a `jsonb` number,
 /// holds (its display scale is 14 bits): `1e-16383` is stored, `1e-16384` and `1.5e-16383`
 /// are refused.
@@ -58,19 +56,6 @@ pub fn readable_json_text(raw: &str) -> bool {
         }
     }
     true
-}
-
-/// Whether a parsed JSON value nests at most [`MAX_RESULT_DEPTH`] levels (its numbers came
-/// through `serde_json`, so they fit).
-pub fn readable_value(v: &Value) -> bool {
-    fn depth_within(v: &Value, left: usize) -> bool {
-        match v {
-            Value::Array(a) => left > 0 && a.iter().all(|v| depth_within(v, left - 1)),
-            Value::Object(o) => left > 0 && o.values().all(|v| depth_within(v, left - 1)),
-            _ => true,
-        }
-    }
-    depth_within(v, MAX_RESULT_DEPTH)
 }
 
 /// The index just past the string whose first byte after the opening quote is `i`.
@@ -206,14 +191,5 @@ mod tests {
             "[".repeat(200)
         );
         assert!(readable_json_text(&text));
-    }
-
-    #[test]
-    fn a_parsed_value_is_held_to_the_same_depth() {
-        let v: Value = serde_json::from_str(&nested(MAX_RESULT_DEPTH)).unwrap();
-        assert!(readable_value(&v));
-        let v: Value = serde_json::from_str(&nested(MAX_RESULT_DEPTH + 1)).unwrap();
-        assert!(!readable_value(&v));
-        assert!(readable_value(&serde_json::json!({"url": "u"})));
     }
 }

@@ -18,12 +18,12 @@ use thiserror::Error;
 use crate::{mend_lone_surrogates, JobObject, RateLimit, Secret, StatusOutcome, StatusReply};
 
 /// The most of an answer's body read: a job object or an error envelope is a few KiB, so
-/// anything past this (a misconfigured URL answering a web page, a hostile proxy) is cut.
+/// anything past this (a web page, a hostile proxy, a huge result) is cut and left unread.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 
 /// The most of a redirect's `Location`, or of the id in an answer about another job, kept for
 /// the logs and the recorded answer.
-const MAX_SHOWN_CHARS: usize = 200;
+pub(crate) const MAX_SHOWN_CHARS: usize = 200;
 
 /// Why a status call got no HTTP answer at all. An answer with an error status is not a
 /// `ClientError` but a [`StatusReply`].
@@ -74,7 +74,11 @@ impl StatusClient {
     /// `GET {base}/jobs/{job_id}/status` with `key` as a bearer token; `job_id` is
     /// percent-encoded as one path segment. Every HTTP answer, error statuses included, is
     /// `Ok`; `Err` means none came back. A 200 whose object names another job is
-    /// [`StatusOutcome::Unexpected`]: it says nothing about the job asked.
+    /// [`StatusOutcome::Unexpected`]: it says nothing about the job asked. A 200's `result`
+    /// is read as a webhook's: one no reader here could take is left out, and the status
+    /// stands. A 200 past [`MAX_ANSWER_BYTES`] is read up to the cut: its job is found when
+    /// its `id` and `status` come before it ([`StatusReply::left_out`] says what was not read),
+    /// else it is no answer.
     pub async fn job_status(&self, key: &Secret, job_id: &str) -> Result<StatusReply, ClientError> {
         if !askable_job_id(job_id) {
             return Ok(StatusReply {
@@ -84,6 +88,7 @@ impl StatusClient {
                 )),
                 rate: RateLimit::default(),
                 request_id: None,
+                left_out: None,
             });
         }
         let Answered {
@@ -92,19 +97,15 @@ impl StatusClient {
             redirect,
             request_id,
             body,
+            cut,
         } = self.get(key, &["jobs", job_id, "status"], &[]).await?;
+        let mut left_out = None;
         let outcome = match status {
-            StatusCode::OK => match read_json::<JobObject>(&body).map(JobObject::storable) {
-                Ok(Some(job)) if job.id == job_id => StatusOutcome::Found(job),
-                Ok(Some(job)) => StatusOutcome::Unexpected(format!(
-                    "200 about another job, {:?}",
-                    job.id.chars().take(MAX_SHOWN_CHARS).collect::<String>()
-                )),
-                Ok(None) => StatusOutcome::Unexpected(
-                    "200 with a NUL character in the job's id or status".into(),
-                ),
-                Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
-            },
+            StatusCode::OK => {
+                let (outcome, left) = crate::status_answer::read_job(&body, cut, job_id);
+                left_out = left;
+                outcome
+            }
             // Sume's 404 comes in its error envelope; one without (a proxy's page, a route
             // that is not Sume's) says nothing about the job.
             StatusCode::NOT_FOUND if read_json::<crate::ErrorEnvelope>(&body).is_ok() => {
@@ -124,6 +125,7 @@ impl StatusClient {
             outcome,
             rate,
             request_id,
+            left_out,
         })
     }
 }
@@ -161,7 +163,7 @@ impl StatusClient {
         let redirect = status
             .is_redirection()
             .then(|| redirected(status, response.headers().get(http::header::LOCATION)));
-        let body = read_capped(response, MAX_ANSWER_BYTES).await?;
+        let (body, cut) = read_capped(response, MAX_ANSWER_BYTES).await?;
         let request_id = header_id
             .and_then(|v| v.to_str().ok().map(|v| v.trim().to_owned()))
             .filter(|v| !v.is_empty())
@@ -172,6 +174,7 @@ impl StatusClient {
             redirect,
             request_id,
             body,
+            cut,
         })
     }
 
@@ -191,6 +194,7 @@ impl StatusClient {
             redirect,
             request_id,
             body,
+            ..
         } = self.get(key, &["jobs"], &[("limit", "1")]).await?;
         let json = read_json::<serde_json::Value>(&body).ok();
         Ok(KeyCheck {
@@ -243,6 +247,7 @@ impl StatusClient {
             redirect,
             request_id,
             body,
+            ..
         } = self.get(key, &["jobs"], &query).await?;
         let page = (status == StatusCode::OK)
             .then(|| read_json::<JobPage>(&body).ok())
@@ -263,7 +268,8 @@ impl StatusClient {
 
 /// One page of `GET /jobs`. The docs give only the parameters; the shape (`data`, `has_more`,
 /// `next_cursor`) is this project's assumption, read leniently: a missing `has_more` is
-/// `false`, a missing `next_cursor` ends the listing.
+/// `false`, a missing `next_cursor` ends the listing, and a job whose `result` no reader here
+/// could take is listed without it ([`JobObject`]), so it does not spoil the page.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct JobPage {
     /// The jobs of this page, newest first.
@@ -316,6 +322,8 @@ struct Answered {
     /// else the `request_id` of an error answer's envelope.
     request_id: Option<String>,
     body: Vec<u8>,
+    /// Whether more came than [`MAX_ANSWER_BYTES`]: `body` holds only the first of it.
+    cut: bool,
 }
 
 /// A redirect as recorded: its status and where it pointed, cut at [`MAX_SHOWN_CHARS`].
@@ -330,20 +338,22 @@ fn redirected(status: StatusCode, location: Option<&http::HeaderValue>) -> Strin
     }
 }
 
-/// Reads at most `limit` bytes of a body; the rest is dropped unread (the connection closes).
+/// Reads at most `limit` bytes of a body, and whether more came; the rest is dropped unread
+/// (the connection closes).
 async fn read_capped(
     mut response: reqwest::Response,
     limit: usize,
-) -> Result<Vec<u8>, ClientError> {
+) -> Result<(Vec<u8>, bool), ClientError> {
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(classify)? {
         let room = limit - body.len();
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() == limit {
-            break;
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
         }
+        body.extend_from_slice(&chunk);
     }
-    Ok(body)
+    Ok((body, false))
 }
 
 fn classify(e: reqwest::Error) -> ClientError {
@@ -375,7 +385,7 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// Reads an answer's JSON; one `serde_json` refuses for a lone surrogate in a string (a caption
 /// cut by UTF-16 code units: see [`crate::surrogates`]) is read again with each mended into
 /// U+FFFD, so the job it describes can still close.
-fn read_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> serde_json::Result<T> {
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> serde_json::Result<T> {
     serde_json::from_slice(body).or_else(|e| match std::str::from_utf8(body) {
         Ok(text) => match mend_lone_surrogates(text) {
             std::borrow::Cow::Owned(mended) => serde_json::from_str(&mended),

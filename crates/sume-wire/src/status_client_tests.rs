@@ -16,13 +16,15 @@ fn refuses_a_bad_base() {
 fn an_answer_with_a_lone_surrogate_is_read_mended() {
     let body = br#"{"id":"job_1","status":"completed","result":{"caption":"cut \ud83d","url":"https://cdn.example/1.mp4"}}"#;
     assert!(
-        serde_json::from_slice::<JobObject>(body).is_err(),
+        serde_json::from_slice::<serde_json::Value>(body).is_err(),
         "serde_json refuses it"
     );
     let job = read_json::<JobObject>(body).unwrap();
     let result = job.result.unwrap();
     assert_eq!(result["caption"], "cut \u{fffd}");
     assert_eq!(result["url"], "https://cdn.example/1.mp4");
+    let odd_status = read_json::<JobObject>(br#"{"id":"job_1","status":"done \udfff"}"#);
+    assert_eq!(odd_status.unwrap().status, "done \u{fffd}");
     assert!(read_json::<JobObject>(br#"{"id":"job_1","status":"#).is_err());
     assert!(read_json::<JobObject>(b"\xff\\ud83d").is_err());
 }
@@ -51,7 +53,8 @@ async fn answering(
                 }
                 request.extend_from_slice(&buf[..n]);
             }
-            socket.write_all(answer.as_bytes()).await.unwrap();
+            // A client that stops reading (a body past its cap) closes the connection.
+            let _ = socket.write_all(answer.as_bytes()).await;
             served += 1;
         }
         served
@@ -264,4 +267,70 @@ async fn each_answer_carries_the_request_id_sume_sent() {
         .unwrap();
     assert!(page.page.is_some());
     assert_eq!(page.request_id.as_deref(), Some("req_list"));
+}
+
+/// A 200 whose `result` no reader here could take once read as "unreadable body", so the job
+/// Sume called completed was given up: the job is found, without its result; a list page
+/// holding such a job reads, the job on it without its result.
+#[tokio::test]
+async fn an_answer_with_an_odd_result_is_found_without_it() {
+    let key = Secret::new("sk_test");
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    for result in [r#"{"n":1e400}"#, deep.as_str()] {
+        let body = format!(r#"{{"id":"job_1","status":"completed","result":{result}}}"#);
+        let (addr, _) = answering(ok_answer(&body), 1).await;
+        let client =
+            StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+        let reply = client.job_status(&key, "job_1").await.unwrap();
+        let StatusOutcome::Found(job) = reply.outcome else {
+            panic!("{result}: {:?}", reply.outcome);
+        };
+        assert_eq!((job.status.as_str(), job.result), ("completed", None));
+        assert_eq!(reply.left_out, None, "read whole");
+        let page = format!(
+            r#"{{"data":[{body},{{"id":"job_2","status":"failed","error":{{"code":"x"}}}}],"has_more":false}}"#
+        );
+        let (addr, _) = answering(ok_answer(&page), 1).await;
+        let client =
+            StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+        let list = client.list_jobs(&key, 100, None, None).await.unwrap();
+        let jobs = list.page.expect("the page reads").data;
+        let read: Vec<_> = jobs
+            .iter()
+            .map(|j| (j.id.as_str(), j.status.as_str()))
+            .collect();
+        assert_eq!(read, [("job_1", "completed"), ("job_2", "failed")]);
+        assert_eq!(jobs[0].result, None);
+    }
+}
+
+/// A 200 past MAX_ANSWER_BYTES is cut, and once never read: read up to the cut, its job is
+/// found when its status comes first, said so; one of exactly the cap is read whole.
+#[tokio::test]
+async fn an_answer_past_the_cap_is_read_up_to_its_status() {
+    let key = Secret::new("sk_test");
+    let sized = |len: usize| {
+        let head = r#"{"id":"job_1","status":"completed","result":{"text":""#;
+        let text = "x".repeat(len - head.len() - 3);
+        format!(r#"{head}{text}"}}}}"#)
+    };
+    let (addr, _) = answering(ok_answer(&sized(2 * MAX_ANSWER_BYTES)), 1).await;
+    let client = StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+    let reply = client.job_status(&key, "job_1").await.unwrap();
+    assert!(
+        matches!(&reply.outcome, StatusOutcome::Found(j) if j.status == "completed" && j.result.is_none()),
+        "{:?}",
+        reply.outcome
+    );
+    let left_out = reply.left_out.as_deref();
+    assert_eq!(left_out, Some("body cut at 1048576 bytes: result left out"));
+    let (addr, _) = answering(ok_answer(&sized(MAX_ANSWER_BYTES)), 1).await;
+    let client = StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+    let whole = client.job_status(&key, "job_1").await.unwrap();
+    assert!(
+        matches!(&whole.outcome, StatusOutcome::Found(j) if j.result.is_some()),
+        "{:?}",
+        whole.outcome
+    );
+    assert_eq!(whole.left_out, None);
 }

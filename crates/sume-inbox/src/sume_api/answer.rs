@@ -48,8 +48,13 @@ impl Answer {
         match reply {
             Ok(r) => {
                 let (text, reply) = match r.outcome {
+                    // What of the answer was not read (a body cut: its result) is said
+                    // beside the status.
                     StatusOutcome::Found(job) => (
-                        format!("{} {}", r.http_status, job.status),
+                        match &r.left_out {
+                            None => format!("{} {}", r.http_status, job.status),
+                            Some(what) => format!("{} {} ({what})", r.http_status, job.status),
+                        },
                         Reply::Found {
                             result: job.outcome_value(),
                             status: job.status,

@@ -331,12 +331,17 @@ impl StatusReader {
                 tracing::error!(key = %key.name, request_id, "Sume refused API key (401): check SUME_API_KEYS")
             }
             200 => match &r.outcome {
-                sume_wire::StatusOutcome::Found(job) => super::note_status(
-                    &self.metrics,
-                    crate::metrics::StatusSource::status_read,
-                    job_id,
-                    &job.status,
-                ),
+                sume_wire::StatusOutcome::Found(job) => {
+                    if let Some(what) = &r.left_out {
+                        tracing::warn!(key = %key.name, job_id, status = %job.status, left_out = %what, request_id, "Sume's answer to a status call was read only up to its status: the job takes that status without its result");
+                    }
+                    super::note_status(
+                        &self.metrics,
+                        crate::metrics::StatusSource::status_read,
+                        job_id,
+                        &job.status,
+                    )
+                }
                 sume_wire::StatusOutcome::Unexpected(what) => {
                     tracing::warn!(key = %key.name, job_id, answer = %what, request_id, "Sume's answer to a status call is no answer about the job: it is asked again later")
                 }

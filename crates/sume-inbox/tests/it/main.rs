@@ -23,6 +23,7 @@ mod health;
 mod ingest;
 mod metrics;
 mod migrations;
+mod odd_answers;
 mod odd_values;
 mod openapi_bounds;
 mod openapi_check;

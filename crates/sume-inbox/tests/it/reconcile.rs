@@ -337,3 +337,55 @@ async fn a_job_listed_twice_saying_two_things_is_a_recorded_disagreement() {
         1
     );
 }
+
+/// A page on which one job's `result` nests 200 deep once did not read as a page: the run
+/// stopped there, its jobs unread. The page now reads: that job closes without its result, and
+/// the run goes on to the next page.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_holding_an_odd_result_is_read_and_the_run_goes_on() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    for id in ["job_r1", "job_r2", "job_r3"] {
+        register(&db, id).await;
+    }
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let first = format!(
+        r#"{{"data":[{{"id":"job_r1","status":"completed","result":{deep}}},
+            {{"id":"job_r2","status":"completed","result":{{"url":"u"}}}}],
+            "has_more":true,"next_cursor":"job_r2"}}"#
+    );
+    let second = r#"{"data":[{"id":"job_r3","status":"failed"}],"has_more":false}"#;
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let first = first.clone();
+        async move {
+            use axum::response::IntoResponse;
+            let body = match uri.query().unwrap_or_default().contains("cursor=") {
+                true => second.to_owned(),
+                false => first,
+            };
+            ([("content-type", "application/json")], body).into_response()
+        }
+    });
+    let api = stand_in_api(app).await;
+    let report = reconcile_at(&db, &api, 1000)
+        .run(Duration::from_secs(3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(report.complete(), "{report:?}");
+    assert_eq!(
+        (report.keys[0].pages, report.keys[0].closed),
+        (2, 3),
+        "{report:?}"
+    );
+    for (job, state) in [
+        ("job_r1", "completed"),
+        ("job_r2", "completed"),
+        ("job_r3", "failed"),
+    ] {
+        assert_eq!(job_state(&db, job).await.as_deref(), Some(state), "{job}");
+    }
+    let kept = db
+        .scalar("select count(*) from sume.jobs where result is not null")
+        .await;
+    assert_eq!(kept, 1, "only job_r2's result");
+}

@@ -269,3 +269,71 @@ async fn a_job_listed_twice_saying_two_things_is_read_by_itself() {
     assert_eq!(job_state(&db, "job_w2").await.as_deref(), Some("open"));
     assert_eq!(job_state(&db, "job_w1").await.as_deref(), Some("completed"));
 }
+
+/// A list page on which one job's `result` holds a number past `f64` once did not read as a
+/// page at all: the walk stopped there and every job on it waited for a read of its own. The
+/// page now reads; that job closes without its result, the others with theirs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_page_holding_an_odd_result_settles_every_job_on_it() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    for id in ["job_o1", "job_o2", "job_o3"] {
+        register(&db, id).await;
+    }
+    let page = r#"{"data":[
+        {"id":"job_o1","status":"completed","result":{"n":1e400}},
+        {"id":"job_o2","status":"failed","error":{"code":"x"}},
+        {"id":"job_o3","status":"completed","result":{"url":"u"}}
+    ],"has_more":false}"#;
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| async move {
+        use axum::response::IntoResponse;
+        match uri.path().strip_suffix("/status") {
+            Some(path) => {
+                let id = path.rsplit('/').next().unwrap_or_default().to_owned();
+                axum::Json(json!({"id": id, "status": "running"})).into_response()
+            }
+            None => ([("content-type", "application/json")], page).into_response(),
+        }
+    });
+    let api = stand_in_api(app).await;
+    let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![crate::sweep::main_key()]).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (
+            polled.list_pages,
+            polled.seen_in_list,
+            polled.closed_by_poll
+        ),
+        (1, 3, 3),
+        "{polled:?}"
+    );
+    let results: Vec<(String, String, Option<serde_json::Value>)> = db
+        .client()
+        .await
+        .query(
+            "select job_id, state, result from sume.jobs order by job_id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("job_o1".into(), "completed".into(), None),
+            (
+                "job_o2".into(),
+                "failed".into(),
+                Some(json!({"error": {"code": "x"}}))
+            ),
+            (
+                "job_o3".into(),
+                "completed".into(),
+                Some(json!({"url": "u"}))
+            ),
+        ]
+    );
+}

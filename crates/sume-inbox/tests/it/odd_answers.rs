@@ -1,0 +1,165 @@
+//! Sume's status answers holding what no reader here could take (a result with a number past
+//! `f64`, nested past the reader's 128 levels, a body past the client's 1 MiB cap): the job
+//! takes the status Sume gave, without the result, as it does when a webhook says the same;
+//! and an answer that names no status is no answer, never a status Sume did not give.
+
+use std::time::Duration;
+
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use sume_inbox::config::SweepConfig;
+
+use crate::support::*;
+use crate::sweep::{clocked_config, main_key, migrate, register, Sweep};
+
+/// What a stand-in for Sume answers at `/jobs/{id}/status`, by job id; its list is empty (the
+/// key check passes, no walk sees a job).
+fn answering(bodies: Vec<(&'static str, String)>) -> axum::Router {
+    axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let bodies = bodies.clone();
+        async move {
+            let Some(path) = uri.path().strip_suffix("/status") else {
+                return axum::Json(json!({"data": [], "has_more": false})).into_response();
+            };
+            let id = path.rsplit('/').next().unwrap_or_default();
+            match bodies.iter().find(|(job, _)| *job == id) {
+                Some((_, body)) => json_answer(body.clone()),
+                None => axum::http::StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+    })
+}
+
+fn json_answer(body: String) -> Response {
+    ([("content-type", "application/json")], body).into_response()
+}
+
+/// Polls only (no walk of the list), every job due at once.
+async fn sweep_at(db: &TestDb, api: &str) -> Sweep {
+    let config = SweepConfig {
+        list_walks: false,
+        ..clocked_config()
+    };
+    let sweep = Sweep::with_keys(db, api, config, vec![main_key()]).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    sweep
+}
+
+/// The job's state, who closed it, its result and the last poll's answer as recorded.
+async fn closed(db: &TestDb, job: &str) -> (String, Option<String>, Option<Value>, String) {
+    let row = db
+        .client()
+        .await
+        .query_one(
+            "select state, closed_by, result, last_poll_answer from sume.jobs where job_id = $1",
+            &[&job],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2), row.get(3))
+}
+
+/// `200 {"id":"job_b13","status":"completed","result":{"n":1e400}}` was recorded as `200 with
+/// unreadable body: number out of range` at every poll, and the job Sume called completed was
+/// given up as `expired`; so was one whose result nests 200 deep. Each now closes with the
+/// status Sume gave, without its result, as a webhook saying the same closes it; a failed
+/// job's odd error likewise.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_sume_calls_completed_closes_though_its_result_cannot_be_read() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let bodies = vec![
+        (
+            "job_b13",
+            r#"{"id":"job_b13","status":"completed","result":{"n":1e400}}"#.to_owned(),
+        ),
+        (
+            "job_deep",
+            format!(r#"{{"id":"job_deep","status":"completed","result":{deep}}}"#),
+        ),
+        (
+            "job_odd_error",
+            r#"{"id":"job_odd_error","status":"failed","error":{"code":"x","n":-1e999}}"#
+                .to_owned(),
+        ),
+        (
+            "job_plain",
+            r#"{"id":"job_plain","status":"completed","result":{"url":"u"}}"#.to_owned(),
+        ),
+    ];
+    for (job, _) in &bodies {
+        register(&db, job).await;
+    }
+    let api = stand_in_api(answering(bodies)).await;
+    let sweep = sweep_at(&db, &api).await;
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (polled.requests, polled.closed_by_poll),
+        (4, 4),
+        "{polled:?}"
+    );
+    for (job, state) in [
+        ("job_b13", "completed"),
+        ("job_deep", "completed"),
+        ("job_odd_error", "failed"),
+    ] {
+        let (got, by, result, answer) = closed(&db, job).await;
+        assert_eq!(
+            (got.as_str(), by.as_deref()),
+            (state, Some("poll")),
+            "{job}"
+        );
+        assert_eq!(result, None, "{job}");
+        assert_eq!(answer, format!("200 {state}"), "{job}");
+    }
+    let (_, _, result, _) = closed(&db, "job_plain").await;
+    assert_eq!(result, Some(json!({"url": "u"})));
+}
+
+/// A status answer past the client's 1 MiB cap was cut and never read, so the job was given
+/// up. Read up to the cut: one naming its `id` and `status` first closes with that status and
+/// no result, the recorded answer saying what was left out; one whose status lies past the
+/// cut is no answer, said so, and the job stays open to be asked again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_status_answer_past_the_cap_is_read_up_to_its_status() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let text = "x".repeat(2 * 1024 * 1024);
+    let bodies = vec![
+        (
+            "job_big",
+            format!(r#"{{"id":"job_big","status":"completed","result":{{"text":"{text}"}}}}"#),
+        ),
+        (
+            "job_big_late",
+            format!(r#"{{"result":{{"text":"{text}"}},"id":"job_big_late","status":"completed"}}"#),
+        ),
+    ];
+    for (job, _) in &bodies {
+        register(&db, job).await;
+    }
+    let api = stand_in_api(answering(bodies)).await;
+    let sweep = sweep_at(&db, &api).await;
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (polled.requests, polled.closed_by_poll),
+        (2, 1),
+        "{polled:?}"
+    );
+    let (state, by, result, answer) = closed(&db, "job_big").await;
+    assert_eq!(
+        (state.as_str(), by.as_deref(), result),
+        ("completed", Some("poll"), None)
+    );
+    assert_eq!(
+        answer,
+        "200 completed (body cut at 1048576 bytes: result left out)"
+    );
+    let (state, by, _, answer) = closed(&db, "job_big_late").await;
+    assert_eq!((state.as_str(), by), ("open", None));
+    assert_eq!(
+        answer,
+        "200 with a body past 1048576 bytes, cut before its job's id and status"
+    );
+}
