@@ -29,9 +29,8 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -39,8 +38,7 @@ use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use axum::response::IntoResponse;
 use axum::Router;
-use bytes::Bytes;
-use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::{service_fn, Service};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -53,7 +51,7 @@ use tokio_util::task::TaskTracker;
 
 use super::body_readers::BodyReaders;
 use super::timed_body::{Expired, TimedBody};
-use super::timed_io::{ConnState, TimedIo};
+use super::timed_io::{ConnState, ResponseDone, TimedIo, Tracked};
 use crate::config::PortConfig;
 use crate::metrics::{PortMetrics, TimeoutKind};
 use crate::process::log_budget::LogBudget;
@@ -118,66 +116,52 @@ pub async fn serve(
     port: Port,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
-    let Port {
-        app,
-        name,
-        body_readers,
-        config,
-        bound_bodies,
-        retry_after_secs,
-        metrics,
-    } = port;
-    let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(config.header_timeout + config.idle_timeout)
-        .max_buf_size(MAX_BUF_SIZE);
-    let server = Arc::new(Server {
-        app,
-        name,
-        in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
-        body_readers,
-        body_timeout: bound_bodies.then_some(config.body_timeout),
-        config,
-        retry_after_secs,
-        metrics,
-        conns: Mutex::new(Conns::default()),
-        http,
-    });
     let tracker = TaskTracker::new();
     // Dropped with this future (a stop forced at SHUTDOWN_TIMEOUT): every connection still open
     // ends with it, and with them the handles they hold, so the ingest writers can drain and
     // stop instead of waiting for a request that will never be answered.
     let abort = CancellationToken::new();
     let _abort_when_dropped = abort.clone().drop_guard();
-    loop {
-        let stream = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    accept_failed(name, e).await;
-                    continue;
-                }
-            },
-        };
-        if let Some((id, conn)) = server.admit() {
-            let (stream, peer) = stream;
-            let connection = server
-                .clone()
-                .connection(stream, peer, id, conn, shutdown.clone());
-            let abort = abort.clone();
-            tracker.spawn(async move {
-                tokio::select! {
-                    () = abort.cancelled() => {}
-                    () = connection => {}
-                }
-            });
-        }
-    }
+    let connections = Connections {
+        tracker: &tracker,
+        drain: &shutdown,
+        abort: &abort,
+    };
+    Server::new(port)
+        .accept(&listener, &shutdown, connections)
+        .await;
     drop(listener);
     tracker.close();
     tracker.wait().await;
     Ok(())
+}
+
+/// Serves `port` on `listener` until `handover`, then gives the listener back at once, to be
+/// served on by another [`serve`] without a connection refused in between. The connections
+/// accepted meanwhile go on by themselves, within the port's timeouts (answers that close
+/// them end them sooner), and finish their request in flight at `shutdown`.
+pub async fn serve_until(
+    listener: &TcpListener,
+    port: Port,
+    handover: &CancellationToken,
+    shutdown: &CancellationToken,
+) {
+    let connections = Connections {
+        tracker: &TaskTracker::new(),
+        drain: shutdown,
+        abort: &CancellationToken::new(),
+    };
+    Server::new(port)
+        .accept(listener, handover, connections)
+        .await;
+}
+
+/// Where the accepted connections run: tasks of `tracker`, each finishing its request in flight
+/// and closing at `drain`, or dropped at once at `abort`.
+struct Connections<'a> {
+    tracker: &'a TaskTracker,
+    drain: &'a CancellationToken,
+    abort: &'a CancellationToken,
 }
 
 /// Logs (at a bounded rate) and pauses when the error says the process is short of resources.
@@ -195,6 +179,69 @@ async fn accept_failed(port: &str, e: io::Error) {
 }
 
 impl Server {
+    /// The state `port`'s connections share.
+    fn new(port: Port) -> Arc<Server> {
+        let Port {
+            app,
+            name,
+            body_readers,
+            config,
+            bound_bodies,
+            retry_after_secs,
+            metrics,
+        } = port;
+        let mut http = http1::Builder::new();
+        http.timer(TokioTimer::new())
+            .header_read_timeout(config.header_timeout + config.idle_timeout)
+            .max_buf_size(MAX_BUF_SIZE);
+        Arc::new(Server {
+            app,
+            name,
+            in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+            body_readers,
+            body_timeout: bound_bodies.then_some(config.body_timeout),
+            config,
+            retry_after_secs,
+            metrics,
+            conns: Mutex::new(Conns::default()),
+            http,
+        })
+    }
+
+    /// Accepts on `listener` until `stop`, each connection admitted served on `connections`.
+    async fn accept(
+        self: Arc<Self>,
+        listener: &TcpListener,
+        stop: &CancellationToken,
+        connections: Connections<'_>,
+    ) {
+        loop {
+            let stream = tokio::select! {
+                _ = stop.cancelled() => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        accept_failed(self.name, e).await;
+                        continue;
+                    }
+                },
+            };
+            if let Some((id, conn)) = self.admit() {
+                let (stream, peer) = stream;
+                let connection =
+                    self.clone()
+                        .connection(stream, peer, id, conn, connections.drain.clone());
+                let abort = connections.abort.clone();
+                connections.tracker.spawn(async move {
+                    tokio::select! {
+                        () = abort.cancelled() => {}
+                        () = connection => {}
+                    }
+                });
+            }
+        }
+    }
+
     fn conns(&self) -> std::sync::MutexGuard<'_, Conns> {
         self.conns.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -276,12 +323,12 @@ impl Server {
         peer: SocketAddr,
     ) -> Result<Response<Tracked>, Infallible> {
         conn.request_started();
-        let done = ResponseDone(conn);
+        let done = ResponseDone::new(conn);
         // The probes answer from memory: MAX_IN_FLIGHT deliveries waiting on a slow database
         // must not fail the liveness probe (an orchestrator would restart a healthy process).
         if is_probe(&request) {
             let response = self.route(request, peer).await;
-            return Ok(response.map(|body| Tracked { body, _done: done }));
+            return Ok(response.map(|body| Tracked::new(body, done)));
         }
         let permit = match self.in_flight.clone().try_acquire_owned() {
             Ok(permit) => Some(permit),
@@ -294,7 +341,7 @@ impl Server {
                 overloaded(self.retry_after_secs)
             }
         };
-        Ok(response.map(|body| Tracked { body, _done: done }))
+        Ok(response.map(|body| Tracked::new(body, done)))
     }
 
     /// Hands the request to the routes, with its peer's address and, where the server keeps
@@ -349,39 +396,4 @@ fn overloaded(retry_after_secs: u64) -> Response<Body> {
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
     response
-}
-
-/// Marks the connection idle when dropped, i.e. when hyper has written the response.
-struct ResponseDone(Arc<ConnState>);
-
-impl Drop for ResponseDone {
-    fn drop(&mut self) {
-        self.0.response_done();
-    }
-}
-
-/// A response body that says, by being dropped, that the response has been written.
-pub struct Tracked {
-    body: Body,
-    _done: ResponseDone,
-}
-
-impl hyper::body::Body for Tracked {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
 }
