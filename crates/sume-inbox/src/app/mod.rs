@@ -1,13 +1,16 @@
 //! `run`: wires the actors together and serves until shutdown.
 //!
 //! `main` parses the configuration and calls [`run`] with bound listeners and a shutdown
-//! token; tests call the same function on port-0 listeners.
+//! token; tests call the same function on port-0 listeners. While the start waits for the
+//! database or migrates, LISTEN_ADDR answers that it is starting
+//! ([`crate::http::starting`]).
 //!
 //! Shutdown (the token is cancelled, e.g. on SIGTERM): the servers stop accepting and let
 //! in-flight requests finish; a request still waiting for its commit gets its answer or, past
 //! SHUTDOWN_TIMEOUT, is dropped unanswered (never a 2xx without a commit). When the webhook
 //! server is done, the ingest channel closes and the writers drain it; then the other tasks stop.
 
+mod starting;
 mod startup;
 mod wiring;
 
@@ -58,7 +61,7 @@ pub async fn run(
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
-    let store = match startup::open_store(&config, &shutdown).await {
+    let store = match starting::open_store(&config, &listeners.webhook, &shutdown).await {
         Ok(store) => store,
         // SIGTERM or SIGINT while the database was waited for: a stop asked for, not a failure.
         Err(e) if shutdown.is_cancelled() => {
