@@ -542,8 +542,8 @@ async fn a_list_seen_oldest_first_is_read_on_past_since_saying_so() {
     let now = chrono::Utc::now().timestamp();
     let (api, asked) = list_stand_in(move |cursor, _| match cursor {
         None => json!({"object": "list", "data": [
-            {"id": "job_2020_a", "status": "completed", "created_at": 1_590_000_000},
-            {"id": "job_2020_b", "status": "completed", "created_at": 1_590_000_600},
+            {"id": "job_2020_a", "status": "completed", "created_at": "2020-05-20T18:40:00Z"},
+            {"id": "job_2020_b", "status": "completed", "created_at": "2020-05-20T18:50:00Z"},
         ], "has_more": true, "next_cursor": "job_2020_b"}),
         Some(_) => json!({"object": "list", "data": [
             {"id": "job_recent", "status": "completed", "created_at": now - 60},
