@@ -13,10 +13,9 @@
 //! order and `created_at` are this project's assumption about the list, see
 //! `fixtures/sume/docs/index.json`; `created_at` is read as RFC 3339 or Unix seconds,
 //! [`crate::sume_api::created_at`]; a list seen in another order is read on), at the last
-//! page, or when the budget has nothing left
-//! before `--max-wait` has passed. It also stops at `--max-pages` pages, and where the list
-//! leads nowhere (a cursor given before or none, pages showing nothing new: [`ListWalk`]);
-//! then the key's report says where it stopped.
+//! page, or when the budget has nothing left before `--max-wait` has passed. It also stops at
+//! `--max-pages` pages, and where the list leads nowhere (a cursor given before or none, pages
+//! showing nothing new: [`ListWalk`]); then the key's report says where it stopped.
 
 use std::time::Duration;
 
@@ -41,16 +40,8 @@ pub struct KeyReport {
     pub key: String,
     /// Pages read.
     pub pages: usize,
-    /// Jobs listed within `--since` (those whose creation time cannot be read among them).
+    /// Jobs listed within `--since` (and those whose creation time does not read).
     pub listed: usize,
-    /// Of those, jobs whose `created_at` did not read as a time: looked at all the same, they
-    /// cannot show where `--since` falls.
-    pub undated: usize,
-    /// The first such `created_at`, as sent (`none` when absent).
-    pub undated_example: Option<String>,
-    /// Where the list showed it is not newest first, when it did: then a job created before
-    /// `--since` does not end the walk, which reads on to the list's end or `--max-pages`.
-    pub out_of_order: Option<String>,
     /// Of those, jobs Sume reports terminal.
     pub terminal: usize,
     /// Registered jobs this run closed.
@@ -61,6 +52,14 @@ pub struct KeyReport {
     pub disagreements: usize,
     /// Terminal jobs with no row here (another application's, or never registered).
     pub not_registered: usize,
+    /// Of the jobs listed, those whose `created_at` did not read as a time: looked at all the
+    /// same, they cannot show where `--since` falls.
+    pub undated: usize,
+    /// The first such `created_at`, as sent (`none` when absent).
+    pub undated_example: Option<String>,
+    /// Where the list showed it is not newest first, when it did: then a job created before
+    /// `--since` does not end the walk, which reads on to the list's end or `--max-pages`.
+    pub out_of_order: Option<String>,
     /// Whether the listing reached `--since` or its last page.
     pub complete: bool,
     /// Why it stopped early, when it did.
