@@ -55,7 +55,7 @@ pub struct InboxCheckStats {
     pub orphans_resolved: u64,
     /// Checks claimed.
     pub checks_claimed: usize,
-    /// Job ids every key answered 404 for.
+    /// Job ids every key the fleet holds answered 404 for.
     pub foreign: usize,
     /// Events set aside with them.
     pub events_set_aside: u64,
