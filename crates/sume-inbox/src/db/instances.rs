@@ -147,6 +147,17 @@ impl Store {
         Ok(row.get("names"))
     }
 
+    /// The names of the API keys held by the instances heard from in the last five minutes,
+    /// stopped or not (`instances_recent_key_names`), sorted: those an inbox check's foreign
+    /// verdict needs a 404 from.
+    pub async fn instances_recent_key_names(&self) -> Result<Vec<String>, DbError> {
+        let client = self.client().await?;
+        let row = sql::INSTANCES_RECENT_KEY_NAMES
+            .query_one(&client, &[])
+            .await?;
+        Ok(row.get("names"))
+    }
+
     /// Removes instances unseen for `forget_hours` (at most 1000 a call).
     pub async fn instances_prune(&self, forget_hours: i32, clock: &Clock) -> Result<u64, DbError> {
         let client = self.client().await?;

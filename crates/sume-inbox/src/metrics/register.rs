@@ -51,7 +51,7 @@ impl Metrics {
         );
         r.register(
             "foreign_events_set_aside",
-            "Events set aside because every key answered 404",
+            "Events set aside because every key the fleet holds answered 404",
             self.events_set_aside.clone(),
         );
         r.register(

@@ -46,6 +46,7 @@ mod retention;
 mod roles;
 mod settings;
 mod shutdown;
+mod split_keys;
 mod startup_refusals;
 mod story;
 mod support;
