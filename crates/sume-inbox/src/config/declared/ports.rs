@@ -55,7 +55,7 @@ declare! { PUBLIC_PORT, "Public port (webhooks)",
         flag: Some("max-connections"),
         default: Some("10000"),
         form: Form::Count { min: 1, max: 1_000_000 },
-        about: "open connections on `LISTEN_ADDR`; beyond, the oldest one still sending (or not yet sending) its headers is closed to make room, or the new one if every connection is busy with a request",
+        about: "open connections on `LISTEN_ADDR`; beyond, the oldest one still sending (or not yet sending) its headers is closed to make room, else the webhook that has been reading its body the longest is shed (503 with `Retry-After`), else the new one is closed",
     }
     /// Requests handled at once.
     MAX_IN_FLIGHT {
