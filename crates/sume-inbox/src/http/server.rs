@@ -9,13 +9,15 @@
 //!   the server's: a `?wait=` holds its connection up to MAX_WAIT. Hyper's own
 //!   `header_read_timeout` is set to HEADER_TIMEOUT + IDLE_TIMEOUT, a backstop the socket's
 //!   timers always beat.
-//! - The connection cap (MAX_CONNECTIONS; MAX_ADMIN_CONNECTIONS): at the limit, the oldest
-//!   connection still waiting for (or reading) a request head is closed to make room; when
-//!   every connection is busy with a request, the webhook that has been reading its body the
-//!   longest is shed ([`super::body_readers`]: answered 503 with `Retry-After`, its connection
-//!   closed), so stalled uploads can never hold every connection; when none is reading one,
-//!   the new connection is closed at once. No other request being handled is ever dropped for
-//!   a newcomer, and a delivery verified and waiting for its commit never is.
+//! - The connection cap (MAX_CONNECTIONS; MAX_ADMIN_CONNECTIONS), kept by [`super::conns`]: at
+//!   the limit, the oldest connection still waiting for (or reading) a request head is closed
+//!   to make room; when every connection is busy with a request, the webhook that has been
+//!   reading its body the longest is shed ([`super::body_readers`]: answered 503 with
+//!   `Retry-After`, its connection closed), so stalled uploads can never hold every
+//!   connection; when none is reading one, the new connection is closed at once. No other
+//!   request being handled is ever dropped for a newcomer, and a delivery verified and waiting
+//!   for its commit never is. While many connections shed are still to close, the loop waits
+//!   before it accepts the next.
 //! - MAX_IN_FLIGHT: requests handled at once (on the admin port, its connection cap). At the
 //!   limit, the webhook that has been reading its body the longest is shed
 //!   ([`super::body_readers`]) and the newcomer takes its slot; when no request is reading a
@@ -28,12 +30,11 @@
 //! Shutdown, as with `axum::serve`: on the token the loop stops accepting, every connection
 //! finishes its request in flight and closes, and [`serve`] returns when all are closed.
 
-use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -53,6 +54,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::body_readers::{BodyReaders, Connection};
+use super::conns::Conns;
 use super::timed_body::{Expired, TimedBody};
 use super::timed_io::{ConnState, ResponseDone, TimedIo, Tracked};
 use crate::config::PortConfig;
@@ -80,15 +82,8 @@ struct Server {
     metrics: PortMetrics,
     in_flight: Arc<Semaphore>,
     body_readers: BodyReaders,
-    conns: Mutex<Conns>,
+    conns: Conns,
     http: http1::Builder,
-}
-
-/// The open connections, oldest first (ids grow with each accept).
-#[derive(Default)]
-struct Conns {
-    next_id: u64,
-    open: BTreeMap<u64, Arc<ConnState>>,
 }
 
 /// How long a newcomer waits for the slot of a request it shed (its handler answers at once).
@@ -136,12 +131,16 @@ pub async fn serve(
         app,
         name,
         in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+        conns: Conns::new(
+            config.max_connections,
+            body_readers.clone(),
+            metrics.clone(),
+        ),
         body_readers,
         body_timeout: bound_bodies.then_some(config.body_timeout),
         config,
         retry_after_secs,
         metrics,
-        conns: Mutex::new(Conns::default()),
         http,
     });
     let tracker = TaskTracker::new();
@@ -153,7 +152,7 @@ pub async fn serve(
     loop {
         let stream = tokio::select! {
             _ = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
+            accepted = server.accept(&listener) => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
                     accept_failed(name, e).await;
@@ -161,7 +160,7 @@ pub async fn serve(
                 }
             },
         };
-        if let Some((id, conn)) = server.admit() {
+        if let Some((id, conn)) = server.conns.admit() {
             let (stream, peer) = stream;
             let connection = server
                 .clone()
@@ -196,52 +195,10 @@ async fn accept_failed(port: &str, e: io::Error) {
 }
 
 impl Server {
-    fn conns(&self) -> std::sync::MutexGuard<'_, Conns> {
-        self.conns.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Registers a new connection, making room for it at MAX_CONNECTIONS; `None` when none
-    /// could be made (the new one is then closed).
-    fn admit(&self) -> Option<(u64, Arc<ConnState>)> {
-        let mut conns = self.conns();
-        if conns.open.len() >= self.config.max_connections && !self.make_room(&mut conns) {
-            self.metrics.connections_refused.inc();
-            return None;
-        }
-        let id = conns.next_id;
-        conns.next_id += 1;
-        let conn = Arc::new(ConnState::accepted());
-        conns.open.insert(id, conn.clone());
-        self.metrics.connections_open.set(conns.open.len() as i64);
-        Some((id, conn))
-    }
-
-    /// At the cap: closes the oldest connection still waiting for its request head, else sheds
-    /// the webhook that has been reading its body the longest, whose handler answers it 503
-    /// and closes its connection (counted in `port_bodies_shed`). The connection shed counts no
-    /// more from now, as it is on its way out. False when neither is there.
-    fn make_room(&self, conns: &mut Conns) -> bool {
-        let oldest = conns
-            .open
-            .iter()
-            .find(|(_, c)| c.awaiting_head())
-            .map(|(id, _)| *id);
-        if let Some(shed) = oldest.and_then(|id| conns.open.remove(&id)) {
-            shed.shed.cancel();
-            self.metrics.connections_shed.inc();
-            return true;
-        }
-        let counted = |Connection(id): Connection| conns.open.contains_key(&id);
-        match self.body_readers.shed_oldest_of(counted) {
-            Some(Connection(id)) => conns.open.remove(&id).is_some(),
-            None => false,
-        }
-    }
-
-    fn forget(&self, id: u64) {
-        let mut conns = self.conns();
-        conns.open.remove(&id);
-        self.metrics.connections_open.set(conns.open.len() as i64);
+    /// The next connection, once few enough shed ones are still to close.
+    async fn accept(&self, listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
+        self.conns.until_few_closing().await;
+        listener.accept().await
     }
 
     /// Serves one connection until it closes, times out, is shed, or drains at shutdown.
@@ -279,7 +236,7 @@ impl Server {
         if let Err(e) = served {
             tracing::debug!(error = %e, port = self.name, "connection ended on an error");
         }
-        self.forget(id);
+        self.conns.forget(id);
     }
 
     /// One request: refused at once beyond MAX_IN_FLIGHT, else routed.

@@ -5,7 +5,8 @@
 //! whoever holds the connections until BODY_TIMEOUT frees some.
 
 /// Descriptors counted beside the ports' connections and the pool: the listeners, the LISTEN
-/// connections, Sume's client, the log and the runtime's own.
+/// connections, Sume's client, the log, the runtime's own, and the connections shed at a cap
+/// still to close ([`crate::http::conns::MAX_CLOSING`] a port at most).
 pub const SPARE: u64 = 256;
 
 /// The fewest connections the admin port is left when the limit is short, so that an operator
@@ -15,7 +16,7 @@ const ADMIN_FLOOR: usize = 16;
 /// The fewest connections the public port is left when the limit is short.
 const PUBLIC_FLOOR: usize = 16;
 
-/// What the settings ask of the ports, and the pool beside them.
+/// The ports' caps: what the settings ask, or what the open-file limit leaves ([`fit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caps {
     /// The public port's connection cap (MAX_CONNECTIONS).
