@@ -9,10 +9,15 @@
 //!   the server's: a `?wait=` holds its connection up to MAX_WAIT. Hyper's own
 //!   `header_read_timeout` is set to HEADER_TIMEOUT + IDLE_TIMEOUT, a backstop the socket's
 //!   timers always beat.
-//! - The connection cap (MAX_CONNECTIONS; MAX_ADMIN_CONNECTIONS): at the limit, the oldest
-//!   connection still waiting for (or reading) a request head is closed to make room; when
-//!   every connection is busy with a request, the new one is closed at once. No request being
-//!   handled is ever dropped for a newcomer.
+//! - The connection cap (MAX_CONNECTIONS; MAX_ADMIN_CONNECTIONS), kept by [`super::conns`]: at
+//!   the limit, the oldest connection still waiting for (or reading) a request head is closed
+//!   to make room; when every connection is busy with a request, the webhook that has been
+//!   reading its body the longest is shed ([`super::body_readers`]: answered 503 with
+//!   `Retry-After`, its connection closed), so stalled uploads can never hold every
+//!   connection; when none is reading one, the new connection is closed at once. No other
+//!   request being handled is ever dropped for a newcomer, and a delivery verified and waiting
+//!   for its commit never is. While many connections shed are still to close, the loop waits
+//!   before it accepts the next.
 //! - MAX_IN_FLIGHT: requests handled at once (on the admin port, its connection cap). At the
 //!   limit, the webhook that has been reading its body the longest is shed
 //!   ([`super::body_readers`]) and the newcomer takes its slot; when no request is reading a
@@ -25,13 +30,11 @@
 //! Shutdown, as with `axum::serve`: on the token the loop stops accepting, every connection
 //! finishes its request in flight and closes, and [`serve`] returns when all are closed.
 
-use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::{pin, Pin};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -39,8 +42,7 @@ use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use axum::response::IntoResponse;
 use axum::Router;
-use bytes::Bytes;
-use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::{service_fn, Service};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -51,9 +53,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::body_readers::BodyReaders;
+use super::body_readers::{BodyReaders, Connection};
+use super::conns::Conns;
 use super::timed_body::{Expired, TimedBody};
-use super::timed_io::{ConnState, TimedIo};
+use super::timed_io::{ConnState, ResponseDone, TimedIo, Tracked};
 use crate::config::PortConfig;
 use crate::metrics::{PortMetrics, TimeoutKind};
 use crate::process::log_budget::LogBudget;
@@ -79,15 +82,8 @@ struct Server {
     metrics: PortMetrics,
     in_flight: Arc<Semaphore>,
     body_readers: BodyReaders,
-    conns: Mutex<Conns>,
+    conns: Conns,
     http: http1::Builder,
-}
-
-/// The open connections, oldest first (ids grow with each accept).
-#[derive(Default)]
-struct Conns {
-    next_id: u64,
-    open: BTreeMap<u64, Arc<ConnState>>,
 }
 
 /// How long a newcomer waits for the slot of a request it shed (its handler answers at once).
@@ -135,12 +131,16 @@ pub async fn serve(
         app,
         name,
         in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+        conns: Conns::new(
+            config.max_connections,
+            body_readers.clone(),
+            metrics.clone(),
+        ),
         body_readers,
         body_timeout: bound_bodies.then_some(config.body_timeout),
         config,
         retry_after_secs,
         metrics,
-        conns: Mutex::new(Conns::default()),
         http,
     });
     let tracker = TaskTracker::new();
@@ -152,7 +152,7 @@ pub async fn serve(
     loop {
         let stream = tokio::select! {
             _ = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
+            accepted = server.accept(&listener) => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
                     accept_failed(name, e).await;
@@ -160,7 +160,7 @@ pub async fn serve(
                 }
             },
         };
-        if let Some((id, conn)) = server.admit() {
+        if let Some((id, conn)) = server.conns.admit() {
             let (stream, peer) = stream;
             let connection = server
                 .clone()
@@ -195,39 +195,10 @@ async fn accept_failed(port: &str, e: io::Error) {
 }
 
 impl Server {
-    fn conns(&self) -> std::sync::MutexGuard<'_, Conns> {
-        self.conns.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Registers a new connection, shedding the oldest one still waiting for its request head
-    /// at MAX_CONNECTIONS; `None` when none could be shed (the new one is then closed).
-    fn admit(&self) -> Option<(u64, Arc<ConnState>)> {
-        let mut conns = self.conns();
-        if conns.open.len() >= self.config.max_connections {
-            let oldest = conns
-                .open
-                .iter()
-                .find(|(_, c)| c.awaiting_head())
-                .map(|(id, _)| *id);
-            let Some(shed) = oldest.and_then(|id| conns.open.remove(&id)) else {
-                self.metrics.connections_refused.inc();
-                return None;
-            };
-            shed.shed.cancel();
-            self.metrics.connections_shed.inc();
-        }
-        let id = conns.next_id;
-        conns.next_id += 1;
-        let conn = Arc::new(ConnState::accepted());
-        conns.open.insert(id, conn.clone());
-        self.metrics.connections_open.set(conns.open.len() as i64);
-        Some((id, conn))
-    }
-
-    fn forget(&self, id: u64) {
-        let mut conns = self.conns();
-        conns.open.remove(&id);
-        self.metrics.connections_open.set(conns.open.len() as i64);
+    /// The next connection, once few enough shed ones are still to close.
+    async fn accept(&self, listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
+        self.conns.until_few_closing().await;
+        listener.accept().await
     }
 
     /// Serves one connection until it closes, times out, is shed, or drains at shutdown.
@@ -246,8 +217,8 @@ impl Server {
             self.metrics.clone(),
         ));
         let service = {
-            let (server, conn) = (self.clone(), conn.clone());
-            service_fn(move |request| server.clone().handle(request, conn.clone(), peer))
+            let (server, conn, on) = (self.clone(), conn.clone(), Connection(id));
+            service_fn(move |request| server.clone().handle(request, conn.clone(), peer, on))
         };
         let mut http = pin!(self.http.serve_connection(io, service));
         let mut draining = false;
@@ -265,7 +236,7 @@ impl Server {
         if let Err(e) = served {
             tracing::debug!(error = %e, port = self.name, "connection ended on an error");
         }
-        self.forget(id);
+        self.conns.forget(id);
     }
 
     /// One request: refused at once beyond MAX_IN_FLIGHT, else routed.
@@ -274,35 +245,42 @@ impl Server {
         request: Request<Incoming>,
         conn: Arc<ConnState>,
         peer: SocketAddr,
+        on: Connection,
     ) -> Result<Response<Tracked>, Infallible> {
         conn.request_started();
-        let done = ResponseDone(conn);
+        let done = ResponseDone::new(conn);
         // The probes answer from memory: MAX_IN_FLIGHT deliveries waiting on a slow database
         // must not fail the liveness probe (an orchestrator would restart a healthy process).
         if is_probe(&request) {
-            let response = self.route(request, peer).await;
-            return Ok(response.map(|body| Tracked { body, _done: done }));
+            let response = self.route(request, peer, on).await;
+            return Ok(response.map(|body| Tracked::new(body, done)));
         }
         let permit = match self.in_flight.clone().try_acquire_owned() {
             Ok(permit) => Some(permit),
             Err(_) => self.shed_a_body_reader().await,
         };
         let response = match permit {
-            Some(_permit) => self.route(request, peer).await,
+            Some(_permit) => self.route(request, peer, on).await,
             None => {
                 self.metrics.in_flight_refused.inc();
                 overloaded(self.retry_after_secs)
             }
         };
-        Ok(response.map(|body| Tracked { body, _done: done }))
+        Ok(response.map(|body| Tracked::new(body, done)))
     }
 
-    /// Hands the request to the routes, with its peer's address and, where the server keeps
-    /// BODY_TIMEOUT, its body bounded (a body cut by it is answered 408, whatever the handler
-    /// made of the error, and the connection closed).
-    async fn route(&self, request: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+    /// Hands the request to the routes, with its peer's address, the connection it came on
+    /// and, where the server keeps BODY_TIMEOUT, its body bounded (a body cut by it is answered
+    /// 408, whatever the handler made of the error, and the connection closed).
+    async fn route(
+        &self,
+        request: Request<Incoming>,
+        peer: SocketAddr,
+        on: Connection,
+    ) -> Response<Body> {
         let (mut parts, body) = request.into_parts();
         parts.extensions.insert(ConnectInfo(peer));
+        parts.extensions.insert(on);
         let (body, expired) = match self.body_timeout {
             Some(timeout) => {
                 let (body, expired) = TimedBody::new(body, Instant::now() + timeout);
@@ -349,39 +327,4 @@ fn overloaded(retry_after_secs: u64) -> Response<Body> {
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
     response
-}
-
-/// Marks the connection idle when dropped, i.e. when hyper has written the response.
-struct ResponseDone(Arc<ConnState>);
-
-impl Drop for ResponseDone {
-    fn drop(&mut self) {
-        self.0.response_done();
-    }
-}
-
-/// A response body that says, by being dropped, that the response has been written.
-pub struct Tracked {
-    body: Body,
-    _done: ResponseDone,
-}
-
-impl hyper::body::Body for Tracked {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
 }

@@ -5,9 +5,9 @@
 //!
 //! [`ConnState`] knows where a connection stands: waiting for (or reading) a request head, busy
 //! with a request, or idle after a response. The server loop moves it to busy when hyper hands
-//! a request to the service and to idle when the response body is dropped (written); the
-//! socket moves it from idle to reading a head when a byte arrives. [`TimedIo`] fails a read
-//! with `TimedOut` once the deadline of that state has passed:
+//! a request to the service and to idle when the response body, a [`Tracked`], is dropped
+//! (written); the socket moves it from idle to reading a head when a byte arrives. [`TimedIo`]
+//! fails a read with `TimedOut` once the deadline of that state has passed:
 //! - reading a head: HEADER_TIMEOUT from the accept, or from the first byte of a later request;
 //! - idle: IDLE_TIMEOUT from the end of the last response;
 //! - busy: none here (a body read is bounded by BODY_TIMEOUT elsewhere, and the rest of a
@@ -23,6 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::Body;
+use bytes::Bytes;
+use hyper::body::{Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
@@ -241,5 +244,54 @@ impl AsyncWrite for TimedIo {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// Marks the connection idle when dropped, i.e. when hyper has written the response.
+pub struct ResponseDone(Arc<ConnState>);
+
+impl ResponseDone {
+    /// For the request `conn` has just started (see [`ConnState::request_started`]).
+    pub fn new(conn: Arc<ConnState>) -> ResponseDone {
+        ResponseDone(conn)
+    }
+}
+
+impl Drop for ResponseDone {
+    fn drop(&mut self) {
+        self.0.response_done();
+    }
+}
+
+/// A response body that says, by being dropped, that the response has been written.
+pub struct Tracked {
+    body: Body,
+    _done: ResponseDone,
+}
+
+impl Tracked {
+    /// `body`, which marks the connection idle through `done` once it is dropped.
+    pub fn new(body: Body, done: ResponseDone) -> Tracked {
+        Tracked { body, _done: done }
+    }
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }

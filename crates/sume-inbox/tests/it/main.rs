@@ -37,6 +37,7 @@ mod plans_from_empty;
 mod pooler;
 mod port;
 mod port_bodies;
+mod port_fd_limit;
 mod port_memory;
 mod property;
 mod reconcile;
