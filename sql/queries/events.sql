@@ -144,13 +144,13 @@ where e.ctid = t.at
   and e.applied_at is null;
 
 -- name: events_set_aside_late_foreign
--- Events that arrived after their job id was judged foreign (every key answered 404) and have
--- now waited longer than the grace ($1 seconds): set aside with the same verdict, without
--- asking Sume again. Answers how many. Should the job be registered after all, attach still
--- applies them (see events_attachable_scan).
+-- Events that arrived after their job id was judged foreign (every key the fleet held answered
+-- 404) and have now waited longer than the grace ($1 seconds): set aside with the same
+-- verdict, without asking Sume again. Answers how many. Should the job be registered after
+-- all, attach still applies them (see events_attachable_scan).
 update sume.events e
 set set_aside_at     = coalesce($2, now()),
-    set_aside_reason = 'foreign: judged before this event arrived, every configured key answered 404 ('
+    set_aside_reason = 'foreign: judged before this event arrived, every key the fleet held answered 404 ('
                        || c.answers::text || ')'
 from sume.inbox_checks c
 where c.job_id = e.job_id

@@ -21,14 +21,23 @@ on conflict (job_id) do nothing;
 
 -- name: inbox_checks_claim
 -- Claims up to $2 due checks for instance $1 until the clock + $3 seconds (the clock: $4, or
--- the database's when null).
+-- the database's when null), with the answers earlier looks recorded; only those it can move
+-- forward: a key of its own ($5) has not answered 404 yet, or every key the fleet holds ($6,
+-- its own among them) has. A check every key of this instance answered 404 for waits for an
+-- instance holding a key still to answer (a key reads only its member's jobs), or for that
+-- key's holders to be gone. A single instance, or a fleet holding one set of keys, always has
+-- a key of its own still to answer on a pending check.
 with due as (
-    select job_id
-    from sume.inbox_checks
-    where verdict = 'pending'
-      and next_check_at <= coalesce($4, now())
-      and (lease_until is null or lease_until < coalesce($4, now()))
-    order by next_check_at
+    select c.job_id
+    from sume.inbox_checks c
+    where c.verdict = 'pending'
+      and c.next_check_at <= coalesce($4, now())
+      and (c.lease_until is null or c.lease_until < coalesce($4, now()))
+      and (exists (select 1 from unnest($5::text[]) k(name)
+                   where (c.answers ->> k.name) is distinct from '404')
+           or not exists (select 1 from unnest($6::text[]) k(name)
+                          where (c.answers ->> k.name) is distinct from '404'))
+    order by c.next_check_at
     limit $2
     for update skip locked
 )
@@ -37,11 +46,13 @@ set lease_owner = $1,
     lease_until = coalesce($4, now()) + make_interval(secs => $3)
 from due
 where c.job_id = due.job_id
-returning c.job_id, c.attempts, c.lease_until;
+returning c.job_id, c.attempts, c.answers, c.lease_until;
 
 -- name: inbox_checks_retry
 -- Inconclusive (429, 5xx, timeout, a key refused): try again $4 seconds after the clock ($5,
--- or the database's when null).
+-- or the database's when null). Or every key asked answered 404 while a key another instance
+-- holds has not: $4 is 0, due at once for that instance. $3 holds every key's answer so far,
+-- the earlier looks' with this one's.
 update sume.inbox_checks
 set answers       = $3,
     attempts      = attempts + 1,
@@ -53,8 +64,9 @@ where job_id = $1
   and lease_owner = $2;
 
 -- name: inbox_checks_verdict
--- A verdict: 'foreign' (every key answered 404) or 'orphan' (a key can read it; no row), at the
--- clock ($5, or the database's when null): retention counts a foreign check's age from it.
+-- A verdict: 'foreign' (every key the fleet holds answered 404, in this look or an earlier
+-- one) or 'orphan' (a key can read it; no row), at the clock ($5, or the database's when
+-- null): retention counts a foreign check's age from it.
 update sume.inbox_checks
 set verdict     = $3,
     answers     = $4,

@@ -84,14 +84,20 @@ where instance in (
     limit 1000
 );
 
--- name: instances_live_key_names
--- The names of the API keys the live instances hold, each once, sorted: live as stats_summary
--- counts them, heard from in the last five minutes and not stopped (a stopped one's last
--- heartbeat shows every task finished). A registration may name any of them, whichever
--- instance takes it: the sweep leaves each job to an instance holding its key. An instance
--- whose heartbeat does not say its keys (an older binary) adds none.
+-- name: instances_key_names
+-- The names of the API keys held by the instances heard from in the last five minutes, each
+-- once, sorted; with $1 false, only those not stopped (a stopped one's last heartbeat shows
+-- every task finished).
+-- - Not stopped (live, as stats_summary counts them): the keys a registration may name,
+--   whichever instance takes it, since the sweep leaves each job to an instance holding its key.
+-- - Stopped too ($1 true): the keys whose 404 an inbox check's "foreign" verdict waits for (a
+--   key reads only its own member's jobs, so one key's 404 says nothing of another member's
+--   job). A restart (the old instance stopped, the new one not yet heard from) does not end its
+--   keys, and a key whose holders are all gone for good counts no more after five minutes.
+-- An instance whose heartbeat does not say its keys (an older binary) adds none.
 select coalesce(array_agg(distinct k.name order by k.name), '{}'::text[]) as names
 from sume.instances i
 cross join lateral unnest(i.api_keys) as k(name)
 where i.last_seen > now() - interval '5 minutes'
-  and exists (select 1 from jsonb_each_text(i.tasks) t where t.value <> 'finished');
+  and ($1::bool
+       or exists (select 1 from jsonb_each_text(i.tasks) t where t.value <> 'finished'));

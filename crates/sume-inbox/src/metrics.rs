@@ -96,8 +96,9 @@ pub struct Metrics {
     /// Webhooks answered 503 because their next bytes did not fit in MAX_BODY_MEMORY and no
     /// other body still being read could make room.
     pub port_body_memory_refused: Counter,
-    /// Webhooks still reading their body, cancelled (503) for a newer request: for its slot at
-    /// MAX_IN_FLIGHT, or for its bytes under MAX_BODY_MEMORY.
+    /// Webhooks still reading their body, cancelled (503) for a newer request: for its
+    /// connection at MAX_CONNECTIONS, its slot at MAX_IN_FLIGHT, or its bytes under
+    /// MAX_BODY_MEMORY.
     pub port_bodies_shed: Counter,
     /// The admin port's connections, timeouts and refusals.
     pub admin_port: PortMetrics,

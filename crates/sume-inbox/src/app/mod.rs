@@ -57,7 +57,7 @@ pub enum RunError {
 
 /// Runs the daemon until `shutdown` is cancelled.
 pub async fn run(
-    config: Config,
+    mut config: Config,
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
@@ -70,18 +70,7 @@ pub async fn run(
         }
         Err(e) => return Err(e),
     };
-    // The public port's connections, the pool and some to spare come first; the admin port
-    // gets what the open-file limit leaves of MAX_ADMIN_CONNECTIONS beside them.
-    let reserved = (config.port.max_connections + config.db_pool_size) as u64 + fd_limit::SPARE;
-    let limit = fd_limit::raise(reserved + config.max_admin_connections as u64);
-    let admin_connections = fd_limit::admin_cap(limit, reserved, config.max_admin_connections);
-    if admin_connections < config.max_admin_connections {
-        tracing::warn!(
-            admin_connections,
-            max_admin_connections = config.max_admin_connections,
-            "the open-file limit leaves the admin port fewer connections than MAX_ADMIN_CONNECTIONS"
-        );
-    }
+    let admin_connections = fit_to_open_files(&mut config);
     let shutdown_timeout = config.shutdown_timeout;
     let w = Wiring::new(config, store, shutdown.clone());
     let attach = w.start_attach();
@@ -111,6 +100,40 @@ pub async fn run(
     }
     tracing::info!("stopped");
     served.map_err(RunError::Io)
+}
+
+/// Raises the open-file limit and cuts the ports' caps to what it holds ([`fd_limit::fit`]):
+/// the pool and some to spare come first, then the public port (its MAX_IN_FLIGHT kept below
+/// a cap so cut), then the admin port. Sets the public port's in `config`, warning of each cut;
+/// answers the admin port's.
+fn fit_to_open_files(config: &mut Config) -> usize {
+    let wanted = fd_limit::Caps {
+        connections: config.port.max_connections,
+        in_flight: config.port.max_in_flight,
+        admin_connections: config.max_admin_connections,
+    };
+    let needed = (wanted.connections + config.db_pool_size + wanted.admin_connections) as u64
+        + fd_limit::SPARE;
+    let fitted = fd_limit::fit(fd_limit::raise(needed), config.db_pool_size, wanted);
+    if fitted.connections < wanted.connections {
+        tracing::warn!(
+            connections = fitted.connections,
+            max_connections = wanted.connections,
+            in_flight = fitted.in_flight,
+            max_in_flight = wanted.in_flight,
+            "the open-file limit leaves the public port fewer connections than MAX_CONNECTIONS"
+        );
+    }
+    if fitted.admin_connections < wanted.admin_connections {
+        tracing::warn!(
+            admin_connections = fitted.admin_connections,
+            max_admin_connections = wanted.admin_connections,
+            "the open-file limit leaves the admin port fewer connections than MAX_ADMIN_CONNECTIONS"
+        );
+    }
+    config.port.max_connections = fitted.connections;
+    config.port.max_in_flight = fitted.in_flight;
+    fitted.admin_connections
 }
 
 /// Waits for the servers to finish after `shutdown` (their requests in flight answered), at

@@ -15,7 +15,13 @@ use crate::config::declared::{
 };
 use crate::config::{self, ConfigError};
 use crate::db::Store;
-use crate::operations::reconciliation::{Reconcile, ReconcileReport};
+use crate::operations::list_walk::{MAX_PAGES_DEFAULT, MAX_PAGES_LIMIT};
+use crate::operations::reconciliation::{KeyReport, Reconcile, ReconcileReport};
+
+/// `--max-pages`: at most a key's documented reads for a day.
+fn max_pages() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=i64::from(MAX_PAGES_LIMIT))
+}
 
 /// `reconcile`'s settings: the database, Sume's API and its budget, as `serve` reads them.
 #[derive(Debug, Args)]
@@ -27,6 +33,10 @@ pub struct ReconcileArgs {
     /// The longest the run waits for the read budget, in all (it shares the fleet's).
     #[arg(long, default_value = "10m")]
     pub max_wait: String,
+    /// The most pages of Sume's job list read per key, 1 to 10000 (a hundred jobs a page): a
+    /// key whose listing reaches it before --since stops there, and the run exits 1.
+    #[arg(long, default_value_t = MAX_PAGES_DEFAULT, value_parser = max_pages())]
+    pub max_pages: u32,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -71,7 +81,7 @@ impl ReconcileArgs {
             store = store.behind_pooler(None);
         }
         Ok((
-            Reconcile::new(store, client, keys, rate, daily),
+            Reconcile::new(store, client, keys, rate, daily).with_max_pages(self.max_pages),
             since,
             max_wait,
         ))
@@ -117,8 +127,15 @@ pub fn render(report: &ReconcileReport) -> String {
     );
     for k in &report.keys {
         out.push_str(&format!(
-            "  key {}: {} page(s), {} job(s) listed, {} terminal: {} closed now, {} already closed, {} disagreement(s), {} not registered here{}\n",
-            super::render::shown(&k.key), k.pages, k.listed, k.terminal, k.closed, k.already_closed, k.disagreements, k.not_registered,
+            "  key {}: {} page(s), {} job(s) listed{}, {} terminal: {} closed now, {} already closed, {} disagreement(s), {} not registered here{}{}\n",
+            super::render::shown(&k.key), k.pages, k.listed, undated(k), k.terminal, k.closed, k.already_closed, k.disagreements, k.not_registered,
+            match &k.out_of_order {
+                // A stop at --max-pages says it already.
+                Some(order) if !k.stopped.as_deref().unwrap_or("").contains(order.as_str()) => {
+                    format!("; the list is not newest first ({order}): read past --since")
+                }
+                _ => String::new(),
+            },
             match &k.stopped {
                 Some(why) => format!("; STOPPED EARLY: {}", super::render::shown(why)),
                 None => String::new(),
@@ -126,4 +143,16 @@ pub fn render(report: &ReconcileReport) -> String {
         ));
     }
     out
+}
+
+/// The jobs of a key's listing whose `created_at` did not read as a time, when there are any.
+fn undated(k: &KeyReport) -> String {
+    match &k.undated_example {
+        Some(example) if k.undated > 0 => format!(
+            " ({} with a created_at not read as a time, such as {}: looked at all the same)",
+            k.undated,
+            super::render::shown(example)
+        ),
+        _ => String::new(),
+    }
 }

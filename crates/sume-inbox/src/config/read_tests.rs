@@ -29,6 +29,33 @@ fn a_tolerance_not_shorter_than_the_retention_is_refused() {
     assert_eq!(e, None);
 }
 
+/// `MAX_CONNECTIONS=20` started with MAX_IN_FLIGHT left at 1,024: a request in flight holds a
+/// connection, so that limit was never reached, and forged uploads holding every connection
+/// kept genuine deliveries out. Refused by the setting that was set, saying what works.
+#[test]
+fn max_in_flight_not_below_max_connections_is_refused() {
+    let e = refused(&[(&MAX_CONNECTIONS, "20")]);
+    assert_eq!(e.name, "MAX_CONNECTIONS");
+    let text = e.to_string();
+    for part in [
+        "MAX_CONNECTIONS=\"20\" is not more than MAX_IN_FLIGHT (1024, its default)",
+        "set MAX_IN_FLIGHT to 19 or less, or raise MAX_CONNECTIONS",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from {text}");
+    }
+    let e = refused(&[(&MAX_IN_FLIGHT, "10000")]);
+    assert_eq!(e.name, "MAX_IN_FLIGHT");
+    assert!(
+        e.to_string()
+            .contains("MAX_CONNECTIONS (10000, its default) is not more than"),
+        "{e}"
+    );
+    let e = refused(&[(&MAX_CONNECTIONS, "1"), (&MAX_IN_FLIGHT, "1")]);
+    assert!(e.to_string().contains("raise MAX_CONNECTIONS above"), "{e}");
+    let fits = [(&MAX_CONNECTIONS, "20"), (&MAX_IN_FLIGHT, "19")];
+    assert_eq!(Config::read(&values(&fits)).err(), None);
+}
+
 /// `SUME_READ_RATE=200`, `100/1ms` and `SUME_READ_DAILY=20000` started without a word, though
 /// Sume documents 120 reads a minute and 10,000 a day per key.
 #[test]

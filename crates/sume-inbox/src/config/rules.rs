@@ -48,6 +48,7 @@ impl Config {
         self.check_database()?;
         for rule in [
             Config::ports,
+            Config::connections,
             Config::timeouts,
             Config::body_memory,
             Config::polls,
@@ -115,6 +116,29 @@ impl Config {
                 "{} and {} take the same port: the admin API needs a port of its own (the default is 127.0.0.1:9090)",
                 v.quote(&ADMIN_ADDR, &admin.to_string()),
                 v.quote(&LISTEN_ADDR, &listen.to_string()),
+            ),
+        })
+    }
+
+    /// Each request in flight holds a connection: with MAX_IN_FLIGHT not below MAX_CONNECTIONS
+    /// its limit is never reached, and a newcomer that finds every connection busy is closed
+    /// at once instead of answered 503 with `Retry-After`.
+    fn connections(&self, v: &Values) -> Option<Broken> {
+        let (connections, in_flight) = (self.port.max_connections, self.port.max_in_flight);
+        let fix = match connections {
+            0 | 1 => "raise MAX_CONNECTIONS above MAX_IN_FLIGHT".to_owned(),
+            _ => format!(
+                "set MAX_IN_FLIGHT to {} or less, or raise MAX_CONNECTIONS",
+                connections - 1
+            ),
+        };
+        (connections <= in_flight).then(|| Broken {
+            a: &MAX_CONNECTIONS,
+            b: &MAX_IN_FLIGHT,
+            why: format!(
+                "{} is not more than {}: each request in flight holds a connection, so MAX_IN_FLIGHT would never be reached, and a newcomer finding every connection busy would be closed instead of answered 503; {fix}",
+                v.quote(&MAX_CONNECTIONS, &connections.to_string()),
+                v.quote(&MAX_IN_FLIGHT, &in_flight.to_string()),
             ),
         })
     }

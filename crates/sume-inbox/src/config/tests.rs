@@ -37,6 +37,7 @@ fn settings_that_cannot_work_are_refused_by_name() {
         (&POLL_MAX_INTERVAL, "1m"),
         (&SUME_API_URL, "http://sume.example/api/v1"),
         (&MAX_CONNECTIONS, "0"),
+        (&MAX_CONNECTIONS, "20"),
         (&DB_POOLER, "statement"),
         (&WAIT_WAKEUP, "notify"),
         (&MAX_WAIT, "forever"),

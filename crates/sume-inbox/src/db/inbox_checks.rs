@@ -15,12 +15,15 @@ pub struct ClaimedCheck {
     pub job_id: String,
     /// Inconclusive looks so far.
     pub attempts: i32,
+    /// Each key's answer recorded by earlier looks (`{"alt": "404"}`), this instance's or
+    /// another's.
+    pub answers: Value,
 }
 
 /// The verdict on a job id whose events waited with no job row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// Every key answered 404: not this service's job.
+    /// Every key the fleet holds answered 404: not this service's job.
     Foreign,
     /// A key can read it, yet no row exists: a row was lost.
     Orphan,
@@ -92,29 +95,37 @@ impl Store {
         Ok(row.get::<_, i64>(0) as u64)
     }
 
-    /// Claims up to `limit` due checks for `owner` for `lease_secs`.
+    /// Claims up to `limit` due checks for `owner` for `lease_secs`: those where a key of
+    /// `own_keys` has not answered 404 yet, or every key of `fleet_keys` has.
     pub async fn inbox_checks_claim(
         &self,
         owner: &str,
         limit: i64,
         lease_secs: f64,
+        own_keys: &[String],
+        fleet_keys: &[String],
         clock: &Clock,
     ) -> Result<Vec<ClaimedCheck>, DbError> {
         let client = self.client().await?;
         let now = clock.now();
         let rows = sql::INBOX_CHECKS_CLAIM
-            .query(&client, &[&owner, &limit, &lease_secs, &now])
+            .query(
+                &client,
+                &[&owner, &limit, &lease_secs, &now, &own_keys, &fleet_keys],
+            )
             .await?;
         Ok(rows
             .iter()
             .map(|r| ClaimedCheck {
                 job_id: r.get("job_id"),
                 attempts: r.get("attempts"),
+                answers: r.get("answers"),
             })
             .collect())
     }
 
-    /// Inconclusive: records the answers and tries again in `next_in_secs`.
+    /// Inconclusive, or left to the instances holding the keys still to answer: records the
+    /// answers (every key's so far) and tries again in `next_in_secs`.
     pub async fn inbox_checks_retry(
         &self,
         job_id: &str,
@@ -162,7 +173,7 @@ impl Store {
                 let n = sql::EVENTS_ORPHAN.execute(&tx, &[&job_id, &now]).await?;
                 Concluded::Orphan(n)
             } else {
-                let reason = format!("foreign: every configured key answered 404 ({answers})");
+                let reason = format!("foreign: every key the fleet holds answered 404 ({answers})");
                 let n = sql::EVENTS_SET_ASIDE
                     .execute(&tx, &[&job_id, &reason, &now])
                     .await?;

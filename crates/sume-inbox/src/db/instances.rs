@@ -138,11 +138,23 @@ impl Store {
         Ok(row.get("keyed"))
     }
 
-    /// The names of the API keys the live instances hold (`instances_live_key_names`), sorted.
+    /// The names of the API keys the live instances hold (`instances_key_names`), sorted.
     pub async fn instances_live_key_names(&self) -> Result<Vec<String>, DbError> {
+        self.instances_key_names(false).await
+    }
+
+    /// The names of the API keys held by the instances heard from in the last five minutes,
+    /// stopped or not (`instances_key_names`), sorted: those an inbox check's foreign verdict
+    /// needs a 404 from.
+    pub async fn instances_recent_key_names(&self) -> Result<Vec<String>, DbError> {
+        self.instances_key_names(true).await
+    }
+
+    /// `instances_key_names`, the stopped instances' keys counted or not.
+    async fn instances_key_names(&self, stopped_too: bool) -> Result<Vec<String>, DbError> {
         let client = self.client().await?;
-        let row = sql::INSTANCES_LIVE_KEY_NAMES
-            .query_one(&client, &[])
+        let row = sql::INSTANCES_KEY_NAMES
+            .query_one(&client, &[&stopped_too])
             .await?;
         Ok(row.get("names"))
     }

@@ -64,8 +64,8 @@ value_name!(
 value_name!(
     /// [`VERDICTS`] in the document.
     VerdictName, "CheckVerdict", VERDICTS,
-    "An inbox check's verdict: `pending` (asked, not concluded), `foreign` (every key answered \
-     404) or `orphan` (a key reads the job, and no row holds it)."
+    "An inbox check's verdict: `pending` (asked, not concluded), `foreign` (every key the fleet \
+     holds answered 404) or `orphan` (a key reads the job, and no row holds it)."
 );
 value_name!(
     /// [`SOURCES`] in the document.

@@ -1,13 +1,15 @@
-//! The webhooks still reading their body, oldest first, with the bytes each holds of
-//! MAX_BODY_MEMORY, so that a newcomer can shed the oldest of them when it finds the port's
-//! MAX_IN_FLIGHT slots, or its body memory, held.
+//! The webhooks still reading their body, oldest first, with the connection each came on and
+//! the bytes each holds of MAX_BODY_MEMORY, so that a newcomer can shed the oldest of them
+//! when it finds the port's connections, its MAX_IN_FLIGHT slots, or its body memory, held.
 //!
 //! A request reaches its body only with headers that look right (a well-formed signature
 //! header, a fresh timestamp), which anyone can forge; an attacker who then stalls its body
-//! would hold a slot, and what it sent of its body, until BODY_TIMEOUT. So:
-//! - at MAX_IN_FLIGHT the public port cancels the request that has been reading its body the
-//!   longest (answered 503 with `Retry-After`, its connection closed) and gives its slot to the
-//!   new request, as MAX_CONNECTIONS sheds the oldest connection still sending its headers;
+//! would hold a connection, a slot, and what it sent of its body, until BODY_TIMEOUT. So:
+//! - at MAX_CONNECTIONS, when no connection is still sending its headers, the public port
+//!   cancels the request that has been reading its body the longest (answered 503 with
+//!   `Retry-After`, its connection closed) and gives its connection's place to the newcomer;
+//! - at MAX_IN_FLIGHT it cancels that request likewise and gives its slot to the new request,
+//!   as MAX_CONNECTIONS sheds the oldest connection still sending its headers;
 //! - when a body's next bytes do not fit in what is left of MAX_BODY_MEMORY, its reader sheds
 //!   the oldest other readers that hold bytes, as many as it takes to cover what it lacks (none
 //!   when all of them together could not), and waits briefly for their bytes to come back.
@@ -39,7 +41,14 @@ struct Readers {
 struct Reader {
     shed: CancellationToken,
     held: Arc<AtomicUsize>,
+    on: Option<Connection>,
 }
+
+/// The connection a request came on, as the port's server numbers them: it puts one in every
+/// request's extensions, and the webhook handler enters its body reader under it, so that the
+/// connection cap can make room by shedding a reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Connection(pub u64);
 
 /// One request reading its body; leaves the registry when dropped.
 #[derive(Debug)]
@@ -55,8 +64,8 @@ impl BodyReaders {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a request that starts reading its body.
-    pub fn enter(&self) -> Reading {
+    /// Registers a request that starts reading its body, on connection `on` (if known).
+    pub fn enter(&self, on: Option<Connection>) -> Reading {
         let shed = CancellationToken::new();
         let held = Arc::new(AtomicUsize::new(0));
         let mut readers = self.lock();
@@ -65,6 +74,7 @@ impl BodyReaders {
         let reader = Reader {
             shed: shed.clone(),
             held: held.clone(),
+            on,
         };
         readers.open.insert(id, reader);
         Reading {
@@ -84,6 +94,21 @@ impl BodyReaders {
             }
             None => false,
         }
+    }
+
+    /// At the connection cap: cancels the request that has been reading its body the longest
+    /// among those on a connection `open` says is still counted, and answers that connection
+    /// (its place goes to a newcomer); `None` when no such request is reading.
+    pub fn shed_oldest_of(&self, open: impl Fn(Connection) -> bool) -> Option<Connection> {
+        let mut readers = self.lock();
+        let (id, on) = readers
+            .open
+            .iter()
+            .find_map(|(&id, r)| r.on.filter(|&c| open(c)).map(|c| (id, c)))?;
+        if let Some(reader) = readers.open.remove(&id) {
+            reader.shed.cancel();
+        }
+        Some(on)
     }
 
     /// Requests reading their body now.
@@ -150,9 +175,9 @@ mod tests {
     #[tokio::test]
     async fn the_oldest_reader_is_shed_first_and_leaving_unregisters() {
         let readers = BodyReaders::default();
-        let first = readers.enter();
-        let second = readers.enter();
-        let third = readers.enter();
+        let first = readers.enter(None);
+        let second = readers.enter(None);
+        let third = readers.enter(None);
         drop(second);
         assert_eq!(readers.len(), 2);
         assert!(readers.shed_oldest());
@@ -169,11 +194,11 @@ mod tests {
     async fn for_memory_the_oldest_others_holding_bytes_are_shed_until_they_cover_the_lack() {
         let readers = BodyReaders::default();
         let (a, b, c, d, newcomer) = (
-            readers.enter(),
-            readers.enter(),
-            readers.enter(),
-            readers.enter(),
-            readers.enter(),
+            readers.enter(None),
+            readers.enter(None),
+            readers.enter(None),
+            readers.enter(None),
+            readers.enter(None),
         );
         a.holds(100);
         // b holds nothing: shedding it would free nothing.
@@ -200,5 +225,26 @@ mod tests {
         assert_eq!(d.shed_others_for(501), 0);
         assert_eq!(d.shed_others_for(500), 1);
         newcomer.shed().await;
+    }
+
+    #[tokio::test]
+    async fn at_the_connection_cap_the_oldest_reader_on_a_counted_connection_is_shed() {
+        let readers = BodyReaders::default();
+        let unknown = readers.enter(None);
+        let gone = readers.enter(Some(Connection(1)));
+        let oldest = readers.enter(Some(Connection(2)));
+        let newest = readers.enter(Some(Connection(3)));
+        // Connection 1 is no longer counted (its reader is about to be dropped with it), and a
+        // reader whose connection is unknown cannot make room for one.
+        let counted = |c: Connection| c != Connection(1);
+        assert_eq!(readers.shed_oldest_of(counted), Some(Connection(2)));
+        oldest.shed().await;
+        assert!(!unknown.shed.is_cancelled() && !gone.shed.is_cancelled());
+        assert!(!newest.shed.is_cancelled());
+        assert_eq!(readers.len(), 3);
+        assert_eq!(readers.shed_oldest_of(counted), Some(Connection(3)));
+        assert_eq!(readers.shed_oldest_of(counted), None, "nobody left to shed");
+        drop((unknown, gone, oldest, newest));
+        assert!(readers.is_empty());
     }
 }

@@ -2,7 +2,7 @@
 //! `webhook_headers`, its body in [`webhook_body`]) with the health checks
 //! ([`probes`]) and what other paths get ([`misrouted`]), and the admin API ([`admin`]) with
 //! the console ([`console`]). Handlers only translate HTTP to messages and store calls. Both
-//! ports are served by one loop, [`server`], each with its own connection cap, whose
+//! ports are served by one loop, [`server`], each with its own connection cap ([`conns`]), whose
 //! connections keep their timeouts in [`timed_io`] (and the admin port's request bodies theirs
 //! in [`timed_body`]); the webhook bodies the public port holds are bounded by
 //! [`body_budget`], and shed through [`body_readers`]. While the daemon starts, the public port
@@ -11,6 +11,7 @@
 pub mod admin;
 pub mod body_budget;
 pub mod body_readers;
+pub mod conns;
 pub mod console;
 pub mod misrouted;
 pub mod probes;

@@ -9,52 +9,55 @@
 //!   the server's: a `?wait=` holds its connection up to MAX_WAIT. Hyper's own
 //!   `header_read_timeout` is set to HEADER_TIMEOUT + IDLE_TIMEOUT, a backstop the socket's
 //!   timers always beat.
-//! - The connection cap (MAX_CONNECTIONS; MAX_ADMIN_CONNECTIONS): at the limit, the oldest
-//!   connection still waiting for (or reading) a request head is closed to make room; when
-//!   every connection is busy with a request, the new one is closed at once. No request being
-//!   handled is ever dropped for a newcomer.
+//! - The connection cap (MAX_CONNECTIONS; MAX_ADMIN_CONNECTIONS), kept by [`super::conns`]: at
+//!   the limit, the oldest connection still waiting for (or reading) a request head is closed
+//!   to make room; when every connection is busy with a request, the webhook that has been
+//!   reading its body the longest is shed ([`super::body_readers`]: answered 503 with
+//!   `Retry-After`, its connection closed), so stalled uploads can never hold every
+//!   connection; when none is reading one, the new connection is closed at once. No other
+//!   request being handled is ever dropped for a newcomer, and a delivery verified and waiting
+//!   for its commit never is. While many connections shed are still to close, the loop waits
+//!   before it accepts the next.
 //! - MAX_IN_FLIGHT: requests handled at once (on the admin port, its connection cap). At the
 //!   limit, the webhook that has been reading its body the longest is shed
 //!   ([`super::body_readers`]) and the newcomer takes its slot; when no request is reading a
 //!   body, `503` with `Retry-After` at once. The probes (`/healthz`, `/readyz`), which answer
 //!   from memory, are outside it.
-//! - Every request carries its peer's address ([`ConnectInfo`]).
+//! - Every request carries its peer's address ([`axum::extract::ConnectInfo`]) and the
+//!   connection it came on ([`super::body_readers::Connection`]); the per-request part (the
+//!   MAX_IN_FLIGHT shedding, the routes) is the `request` submodule's.
 //! - Accept errors (out of descriptors, say) are logged at a bounded rate and the loop goes on
 //!   after a short pause.
 //!
 //! Shutdown, as with `axum::serve`: on the token the loop stops accepting, every connection
 //! finishes its request in flight and closes, and [`serve`] returns when all are closed.
+//!
+//! Handover: [`serve_until`] serves a port until told to stop, then gives its listener back at
+//! once to be served on by [`serve`], the connections it accepted going on by themselves.
 
-use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{header, HeaderValue, Method, Request, Response, StatusCode};
-use axum::response::IntoResponse;
 use axum::Router;
-use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper::service::{service_fn, Service};
+use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::body_readers::BodyReaders;
-use super::timed_body::{Expired, TimedBody};
-use super::timed_io::{ConnState, ResponseDone, TimedIo, Tracked};
+use super::body_readers::{BodyReaders, Connection};
+use super::conns::Conns;
+use super::timed_io::{ConnState, TimedIo};
 use crate::config::PortConfig;
-use crate::metrics::{PortMetrics, TimeoutKind};
+use crate::metrics::PortMetrics;
 use crate::process::log_budget::LogBudget;
+
+mod request;
 
 /// Accept errors repeat while their cause lasts: a line now and then, with how many were left out.
 static ACCEPT_ERRORS_LOG: LogBudget = LogBudget::new(1, Duration::from_secs(5));
@@ -77,19 +80,9 @@ struct Server {
     metrics: PortMetrics,
     in_flight: Arc<Semaphore>,
     body_readers: BodyReaders,
-    conns: Mutex<Conns>,
+    conns: Conns,
     http: http1::Builder,
 }
-
-/// The open connections, oldest first (ids grow with each accept).
-#[derive(Default)]
-struct Conns {
-    next_id: u64,
-    open: BTreeMap<u64, Arc<ConnState>>,
-}
-
-/// How long a newcomer waits for the slot of a request it shed (its handler answers at once).
-const SHED_WAIT: Duration = Duration::from_millis(500);
 
 /// What a port serves, and with which limits.
 pub struct Port {
@@ -97,7 +90,8 @@ pub struct Port {
     pub app: Router,
     /// The setting that names the port, for its log lines (`LISTEN_ADDR`, `ADMIN_ADDR`).
     pub name: &'static str,
-    /// The registry the webhook handler enters while it reads a body (shed at MAX_IN_FLIGHT).
+    /// The registry the webhook handler enters while it reads a body (shed at MAX_IN_FLIGHT
+    /// and at the connection cap).
     pub body_readers: BodyReaders,
     /// Its timeouts and limits (`max_connections` is its connection cap).
     pub config: PortConfig,
@@ -128,7 +122,7 @@ pub async fn serve(
         abort: &abort,
     };
     Server::new(port)
-        .accept(&listener, &shutdown, connections)
+        .accept_until(&listener, &shutdown, connections)
         .await;
     drop(listener);
     tracker.close();
@@ -152,7 +146,7 @@ pub async fn serve_until(
         abort: &CancellationToken::new(),
     };
     Server::new(port)
-        .accept(listener, handover, connections)
+        .accept_until(listener, handover, connections)
         .await;
 }
 
@@ -198,18 +192,22 @@ impl Server {
             app,
             name,
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+            conns: Conns::new(
+                config.max_connections,
+                body_readers.clone(),
+                metrics.clone(),
+            ),
             body_readers,
             body_timeout: bound_bodies.then_some(config.body_timeout),
             config,
             retry_after_secs,
             metrics,
-            conns: Mutex::new(Conns::default()),
             http,
         })
     }
 
     /// Accepts on `listener` until `stop`, each connection admitted served on `connections`.
-    async fn accept(
+    async fn accept_until(
         self: Arc<Self>,
         listener: &TcpListener,
         stop: &CancellationToken,
@@ -218,7 +216,7 @@ impl Server {
         loop {
             let stream = tokio::select! {
                 _ = stop.cancelled() => break,
-                accepted = listener.accept() => match accepted {
+                accepted = self.accept(listener) => match accepted {
                     Ok(accepted) => accepted,
                     Err(e) => {
                         accept_failed(self.name, e).await;
@@ -226,55 +224,27 @@ impl Server {
                     }
                 },
             };
-            if let Some((id, conn)) = self.admit() {
-                let (stream, peer) = stream;
-                let connection =
-                    self.clone()
-                        .connection(stream, peer, id, conn, connections.drain.clone());
-                let abort = connections.abort.clone();
-                connections.tracker.spawn(async move {
-                    tokio::select! {
-                        () = abort.cancelled() => {}
-                        () = connection => {}
-                    }
-                });
-            }
-        }
-    }
-
-    fn conns(&self) -> std::sync::MutexGuard<'_, Conns> {
-        self.conns.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Registers a new connection, shedding the oldest one still waiting for its request head
-    /// at MAX_CONNECTIONS; `None` when none could be shed (the new one is then closed).
-    fn admit(&self) -> Option<(u64, Arc<ConnState>)> {
-        let mut conns = self.conns();
-        if conns.open.len() >= self.config.max_connections {
-            let oldest = conns
-                .open
-                .iter()
-                .find(|(_, c)| c.awaiting_head())
-                .map(|(id, _)| *id);
-            let Some(shed) = oldest.and_then(|id| conns.open.remove(&id)) else {
-                self.metrics.connections_refused.inc();
-                return None;
+            let Some((id, conn)) = self.conns.admit() else {
+                continue;
             };
-            shed.shed.cancel();
-            self.metrics.connections_shed.inc();
+            let (stream, peer) = stream;
+            let connection =
+                self.clone()
+                    .connection(stream, peer, id, conn, connections.drain.clone());
+            let abort = connections.abort.clone();
+            connections.tracker.spawn(async move {
+                tokio::select! {
+                    () = abort.cancelled() => {}
+                    () = connection => {}
+                }
+            });
         }
-        let id = conns.next_id;
-        conns.next_id += 1;
-        let conn = Arc::new(ConnState::accepted());
-        conns.open.insert(id, conn.clone());
-        self.metrics.connections_open.set(conns.open.len() as i64);
-        Some((id, conn))
     }
 
-    fn forget(&self, id: u64) {
-        let mut conns = self.conns();
-        conns.open.remove(&id);
-        self.metrics.connections_open.set(conns.open.len() as i64);
+    /// The next connection, once few enough shed ones are still to close.
+    async fn accept(&self, listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
+        self.conns.until_few_closing().await;
+        listener.accept().await
     }
 
     /// Serves one connection until it closes, times out, is shed, or drains at shutdown.
@@ -293,8 +263,8 @@ impl Server {
             self.metrics.clone(),
         ));
         let service = {
-            let (server, conn) = (self.clone(), conn.clone());
-            service_fn(move |request| server.clone().handle(request, conn.clone(), peer))
+            let (server, conn, on) = (self.clone(), conn.clone(), Connection(id));
+            service_fn(move |request| server.clone().handle(request, conn.clone(), peer, on))
         };
         let mut http = pin!(self.http.serve_connection(io, service));
         let mut draining = false;
@@ -312,88 +282,6 @@ impl Server {
         if let Err(e) = served {
             tracing::debug!(error = %e, port = self.name, "connection ended on an error");
         }
-        self.forget(id);
+        self.conns.forget(id);
     }
-
-    /// One request: refused at once beyond MAX_IN_FLIGHT, else routed.
-    async fn handle(
-        self: Arc<Self>,
-        request: Request<Incoming>,
-        conn: Arc<ConnState>,
-        peer: SocketAddr,
-    ) -> Result<Response<Tracked>, Infallible> {
-        conn.request_started();
-        let done = ResponseDone::new(conn);
-        // The probes answer from memory: MAX_IN_FLIGHT deliveries waiting on a slow database
-        // must not fail the liveness probe (an orchestrator would restart a healthy process).
-        if is_probe(&request) {
-            let response = self.route(request, peer).await;
-            return Ok(response.map(|body| Tracked::new(body, done)));
-        }
-        let permit = match self.in_flight.clone().try_acquire_owned() {
-            Ok(permit) => Some(permit),
-            Err(_) => self.shed_a_body_reader().await,
-        };
-        let response = match permit {
-            Some(_permit) => self.route(request, peer).await,
-            None => {
-                self.metrics.in_flight_refused.inc();
-                overloaded(self.retry_after_secs)
-            }
-        };
-        Ok(response.map(|body| Tracked::new(body, done)))
-    }
-
-    /// Hands the request to the routes, with its peer's address and, where the server keeps
-    /// BODY_TIMEOUT, its body bounded (a body cut by it is answered 408, whatever the handler
-    /// made of the error, and the connection closed).
-    async fn route(&self, request: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
-        let (mut parts, body) = request.into_parts();
-        parts.extensions.insert(ConnectInfo(peer));
-        let (body, expired) = match self.body_timeout {
-            Some(timeout) => {
-                let (body, expired) = TimedBody::new(body, Instant::now() + timeout);
-                (Body::new(body), expired)
-            }
-            None => (Body::new(body), Expired::default()),
-        };
-        let routed =
-            TowerToHyperService::new(self.app.clone()).call(Request::from_parts(parts, body));
-        let response = match routed.await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        };
-        if !expired.happened() {
-            return response;
-        }
-        self.metrics.timeout(TimeoutKind::body);
-        super::timed_body::late(&response)
-    }
-
-    /// At MAX_IN_FLIGHT: sheds the oldest request still reading its body and takes its slot.
-    async fn shed_a_body_reader(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        if !self.body_readers.shed_oldest() {
-            return None;
-        }
-        let slot = self.in_flight.clone().acquire_owned();
-        tokio::time::timeout(SHED_WAIT, slot).await.ok()?.ok()
-    }
-}
-
-/// `GET` or `HEAD` of `/healthz` or `/readyz`, which read only what is in memory.
-fn is_probe<B>(request: &Request<B>) -> bool {
-    matches!(*request.method(), Method::GET | Method::HEAD)
-        && matches!(request.uri().path(), "/healthz" | "/readyz")
-}
-
-fn overloaded(retry_after_secs: u64) -> Response<Body> {
-    let mut response = (
-        StatusCode::SERVICE_UNAVAILABLE,
-        "too many requests in flight; retry later",
-    )
-        .into_response();
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
-    response
 }

@@ -5,9 +5,9 @@
 //!
 //! [`ConnState`] knows where a connection stands: waiting for (or reading) a request head, busy
 //! with a request, or idle after a response. The server loop moves it to busy when hyper hands
-//! a request to the service and to idle when the response body ([`Tracked`]) is dropped (written); the
-//! socket moves it from idle to reading a head when a byte arrives. [`TimedIo`] fails a read
-//! with `TimedOut` once the deadline of that state has passed:
+//! a request to the service and to idle when the response body, a [`Tracked`], is dropped
+//! (written); the socket moves it from idle to reading a head when a byte arrives. [`TimedIo`]
+//! fails a read with `TimedOut` once the deadline of that state has passed:
 //! - reading a head: HEADER_TIMEOUT from the accept, or from the first byte of a later request;
 //! - idle: IDLE_TIMEOUT from the end of the last response;
 //! - busy: none here (a body read is bounded by BODY_TIMEOUT elsewhere, and the rest of a
@@ -251,7 +251,7 @@ impl AsyncWrite for TimedIo {
 pub struct ResponseDone(Arc<ConnState>);
 
 impl ResponseDone {
-    /// Marks `conn` idle when dropped.
+    /// For the request `conn` has just started (see [`ConnState::request_started`]).
     pub fn new(conn: Arc<ConnState>) -> ResponseDone {
         ResponseDone(conn)
     }
@@ -270,7 +270,7 @@ pub struct Tracked {
 }
 
 impl Tracked {
-    /// `body`, saying by `done` when it has been written.
+    /// `body`, which marks the connection idle through `done` once it is dropped.
     pub fn new(body: Body, done: ResponseDone) -> Tracked {
         Tracked { body, _done: done }
     }

@@ -15,8 +15,8 @@
 //!   404/405: wrong path or method (a signed POST to a path served for GET only is
 //!   [`super::misrouted`]'s);
 //! - 503 with Retry-After: the database could not take the write; or the body was shed for a
-//!   newer request ([`super::body_readers`]: it was the oldest still reading at MAX_IN_FLIGHT,
-//!   or its bytes were needed under MAX_BODY_MEMORY); or its next bytes did not fit in
+//!   newer request ([`super::body_readers`]: it was the oldest still reading at MAX_CONNECTIONS
+//!   or MAX_IN_FLIGHT, or its bytes were needed under MAX_BODY_MEMORY); or its next bytes did not fit in
 //!   MAX_BODY_MEMORY and no other reader could make room ([`super::body_budget`]). Never a 2xx
 //!   without a commit.
 
@@ -31,7 +31,7 @@ use axum::Router;
 use sume_wire::{headers, Secret, VerifyError};
 
 pub use super::body_budget::BodyBudget;
-pub use super::body_readers::BodyReaders;
+pub use super::body_readers::{BodyReaders, Connection};
 use super::probes::{self, Readiness};
 use super::webhook_body::read_body;
 use super::webhook_headers::{before_the_body, header_str, received, unix_now};
@@ -61,7 +61,8 @@ pub struct WebhookState {
     pub body_timeout: Duration,
     /// MAX_BODY_MEMORY: the bytes of bodies held at once (503 beyond).
     pub body_memory: BodyBudget,
-    /// The requests reading their body, which the server sheds at MAX_IN_FLIGHT.
+    /// The requests reading their body, which the server sheds at MAX_CONNECTIONS and at
+    /// MAX_IN_FLIGHT.
     pub body_readers: BodyReaders,
     /// Where verified deliveries go.
     pub ingest: IngestHandle,
@@ -144,7 +145,8 @@ async fn checked(state: Arc<WebhookState>, request: Request, delivery_span: &Spa
     }
     drop(checks);
     // Held until the answer: the body lives on in the delivery until its commit.
-    let read = read_body(&state, body).instrument(traces::span!("read body"));
+    let on = parts.extensions.get::<Connection>().copied();
+    let read = read_body(&state, body, on).instrument(traces::span!("read body"));
     let (body, _held) = match read.await {
         Ok(read) => read,
         Err(answer) => return answer,

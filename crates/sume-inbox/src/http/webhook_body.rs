@@ -10,7 +10,7 @@ use bytes::BytesMut;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 use super::body_budget::{Held, SHED_WAIT};
-use super::body_readers::Reading;
+use super::body_readers::{Connection, Reading};
 use super::webhook::{too_large, unavailable, unread_body, WebhookState, REFUSALS_LOG};
 use crate::metrics::{TimeoutKind, WebhookOutcome};
 
@@ -42,9 +42,14 @@ enum Unread {
 
 /// Reads the whole body within BODY_TIMEOUT, MAX_BODY_BYTES, MAX_BODY_MEMORY and
 /// [`max_frames`]; the error is the answer. What the body holds of MAX_BODY_MEMORY is returned
-/// with it.
-pub(super) async fn read_body(state: &WebhookState, body: Body) -> Result<(Bytes, Held), Response> {
-    let reading = state.body_readers.enter();
+/// with it. Its reader is entered under `on`, the connection it came on, so that the connection
+/// cap can shed it ([`super::body_readers`]).
+pub(super) async fn read_body(
+    state: &WebhookState,
+    body: Body,
+    on: Option<Connection>,
+) -> Result<(Bytes, Held), Response> {
+    let reading = state.body_readers.enter(on);
     let read = async {
         tokio::select! {
             read = collect(state, body, &reading) => read,

@@ -51,7 +51,7 @@ impl Metrics {
         );
         r.register(
             "foreign_events_set_aside",
-            "Events set aside because every key answered 404",
+            "Events set aside because every key the fleet holds answered 404",
             self.events_set_aside.clone(),
         );
         r.register(
@@ -161,7 +161,7 @@ impl Metrics {
         );
         r.register(
             "port_bodies_shed",
-            "Webhooks still reading their body, answered 503 to make room for a newer request (its slot at MAX_IN_FLIGHT, or its bytes under MAX_BODY_MEMORY)",
+            "Webhooks still reading their body, answered 503 to make room for a newer request (its connection at MAX_CONNECTIONS, its slot at MAX_IN_FLIGHT, or its bytes under MAX_BODY_MEMORY)",
             self.port_bodies_shed.clone(),
         );
         self.admin_port.register_admin(r);

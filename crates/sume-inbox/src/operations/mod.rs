@@ -5,6 +5,7 @@
 
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
+pub mod list_walk;
 pub mod reconciliation;
 pub mod replay;
 

@@ -11,20 +11,23 @@
 //!
 //! Listing stops at the first job created before `--since` (the list is newest first; that
 //! order and `created_at` are this project's assumption about the list, see
-//! `fixtures/sume/docs/index.json`), at the last page, or when the budget has nothing left
-//! before `--max-wait` has passed; then the key's report says where it stopped.
+//! `fixtures/sume/docs/index.json`; `created_at` is read as RFC 3339 or Unix seconds,
+//! [`crate::sume_api::created_at`]; a list seen in another order is read on), at the last
+//! page, or when the budget has nothing left before `--max-wait` has passed. It also stops at
+//! `--max-pages` pages, and where the list leads nowhere (a cursor given before or none, pages
+//! showing nothing new: [`ListWalk`]); then the key's report says where it stopped.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sume_wire::{JobObject, Status, StatusClient};
+use sume_wire::StatusClient;
 use tokio::time::Instant;
 
 use crate::config::{ApiKey, Rate};
 use crate::db::{DbError, ReconcileObservation, Store};
 use crate::decisions::job_fold::Outcome;
+use crate::operations::list_walk::{ListWalk, Next, MAX_PAGES_DEFAULT};
 use crate::sume_api::read_budget::{Budget, BudgetError};
 
 /// Jobs asked for per page (the most the list serves, per the simulator; an assumption).
@@ -37,7 +40,7 @@ pub struct KeyReport {
     pub key: String,
     /// Pages read.
     pub pages: usize,
-    /// Jobs listed within `--since`.
+    /// Jobs listed within `--since` (and those whose creation time does not read).
     pub listed: usize,
     /// Of those, jobs Sume reports terminal.
     pub terminal: usize,
@@ -49,6 +52,14 @@ pub struct KeyReport {
     pub disagreements: usize,
     /// Terminal jobs with no row here (another application's, or never registered).
     pub not_registered: usize,
+    /// Of the jobs listed, those whose `created_at` did not read as a time: looked at all the
+    /// same, they cannot show where `--since` falls.
+    pub undated: usize,
+    /// The first such `created_at`, as sent (`none` when absent).
+    pub undated_example: Option<String>,
+    /// Where the list showed it is not newest first, when it did: then a job created before
+    /// `--since` does not end the walk, which reads on to the list's end or `--max-pages`.
+    pub out_of_order: Option<String>,
     /// Whether the listing reached `--since` or its last page.
     pub complete: bool,
     /// Why it stopped early, when it did.
@@ -78,6 +89,7 @@ pub struct Reconcile {
     keys: Vec<ApiKey>,
     budget: Budget,
     page_size: u32,
+    max_pages: u32,
 }
 
 impl Reconcile {
@@ -95,6 +107,15 @@ impl Reconcile {
             client,
             keys,
             page_size: PAGE_SIZE,
+            max_pages: MAX_PAGES_DEFAULT,
+        }
+    }
+
+    /// The same reading at most `n` pages per key (`--max-pages`).
+    pub fn with_max_pages(self, n: u32) -> Reconcile {
+        Reconcile {
+            max_pages: n.max(1),
+            ..self
         }
     }
 
@@ -115,15 +136,16 @@ impl Reconcile {
     ) -> Result<ReconcileReport, DbError> {
         let names: Vec<String> = self.keys.iter().map(|k| k.name.clone()).collect();
         self.budget.ensure(&names).await?;
-        let cutoff =
-            Utc::now() - chrono::Duration::from_std(since).unwrap_or(chrono::Duration::MAX);
+        let now = Utc::now();
+        let cutoff = now - chrono::Duration::from_std(since).unwrap_or(chrono::Duration::MAX);
         let deadline = Instant::now() + max_wait;
         let mut report = ReconcileReport {
             since: cutoff,
             keys: Vec::new(),
         };
         for key in &self.keys {
-            report.keys.push(self.key(key, cutoff, deadline).await?);
+            let walk = ListWalk::new(cutoff, now, self.max_pages);
+            report.keys.push(self.key(key, walk, deadline).await?);
         }
         Ok(report)
     }
@@ -131,7 +153,7 @@ impl Reconcile {
     async fn key(
         &self,
         key: &ApiKey,
-        cutoff: DateTime<Utc>,
+        mut walk: ListWalk,
         deadline: Instant,
     ) -> Result<KeyReport, DbError> {
         let mut report = KeyReport {
@@ -139,7 +161,6 @@ impl Reconcile {
             ..KeyReport::default()
         };
         let mut cursor: Option<String> = None;
-        let mut cursors = HashSet::new();
         // What Sume last said about its limit: when the wait it asked for outlasts --max-wait,
         // it is Sume refusing, not this fleet's own budget.
         let mut refused: Option<String> = None;
@@ -188,62 +209,21 @@ impl Reconcile {
                 break;
             };
             report.pages += 1;
-            let (seen, reached_cutoff) = self.read_page(&page.data, cutoff, &mut report);
+            let (seen, next) = walk.page(&page, &mut report);
             self.close(&seen, &mut report).await?;
-            cursor = page.next_cursor.filter(|c| !c.is_empty());
-            if let Some(again) = cursor.as_ref().filter(|c| !cursors.insert((*c).clone())) {
-                report.stopped = Some(format!(
-                    "Sume's list answered a cursor it had given before ({again:?}): it does not \
-                     move on, so the rest of it cannot be read"
-                ));
-                break;
-            }
-            if page.has_more && cursor.is_none() && !reached_cutoff {
-                report.stopped = Some(
-                    "Sume's list said more follows but gave no cursor to read it with: the rest \
-                     of it cannot be read"
-                        .into(),
-                );
-                break;
-            }
-            if reached_cutoff || !page.has_more || cursor.is_none() {
-                report.complete = true;
-                break;
+            match next {
+                Next::Read(next) => cursor = Some(next),
+                Next::Done => {
+                    report.complete = true;
+                    break;
+                }
+                Next::Stop(why) => {
+                    report.stopped = Some(why);
+                    break;
+                }
             }
         }
         Ok(report)
-    }
-
-    /// The terminal jobs of a page created within the cutoff, and whether the page reached it.
-    fn read_page(
-        &self,
-        jobs: &[JobObject],
-        cutoff: DateTime<Utc>,
-        report: &mut KeyReport,
-    ) -> (Vec<ReconcileObservation>, bool) {
-        let mut seen = Vec::new();
-        let mut reached = false;
-        for job in jobs {
-            let created = job
-                .created_at
-                .as_ref()
-                .and_then(|v| v.as_str())
-                .and_then(|s| DateTime::parse_from_rfc3339(s).ok());
-            if created.is_some_and(|c| c < cutoff) {
-                reached = true;
-                continue;
-            }
-            report.listed += 1;
-            if Status::parse(&job.status).terminal().is_some() {
-                report.terminal += 1;
-                seen.push(ReconcileObservation {
-                    job_id: job.id.clone(),
-                    status: job.status.clone(),
-                    result: job.outcome_value(),
-                });
-            }
-        }
-        (seen, reached)
     }
 
     async fn close(

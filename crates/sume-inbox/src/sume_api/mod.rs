@@ -5,6 +5,7 @@
 //! (signatures, bodies, the HTTP client) is the `sume-wire` crate.
 
 pub mod answer;
+pub mod created_at;
 pub mod job_reads;
 pub mod key_checks;
 pub mod list_reads;

@@ -81,6 +81,10 @@ fn bad_settings() -> Vec<(Vec<(&'static str, &'static str)>, &'static str)> {
         (vec![("BODY_TIMEOUT", "slow")], "BODY_TIMEOUT"),
         (vec![("IDLE_TIMEOUT", "2s")], "IDLE_TIMEOUT"),
         (vec![("MAX_CONNECTIONS", "0")], "MAX_CONNECTIONS"),
+        (
+            vec![("MAX_CONNECTIONS", "20")],
+            "MAX_IN_FLIGHT (1024, its default)",
+        ),
         (vec![("MAX_IN_FLIGHT", "many")], "MAX_IN_FLIGHT"),
         (vec![("DB_POOLER", "statement")], "DB_POOLER"),
         (

@@ -148,6 +148,11 @@ fn a_refused_flag_or_id_exits_2_before_anything_is_asked() {
             "looks back over no time",
         ),
         (
+            vec!["reconcile", "--max-pages", "0"],
+            &reconcile,
+            "0 is not in 1..=10000",
+        ),
+        (
             vec!["replay", &long],
             &admin,
             "an event id is 1 to 511 bytes",

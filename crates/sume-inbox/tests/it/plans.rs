@@ -233,6 +233,8 @@ fn params_of(name: &str) -> Vec<Box<dyn tokio_postgres::types::ToSql + Sync>> {
             Box::new(100i64),
             Box::new(60.0f64),
             Box::new(DATABASE_CLOCK),
+            Box::new(vec!["main"]),
+            Box::new(vec!["main", "alt"]),
         ],
         "events_attachable_scan" => vec![Box::new(100i64)],
         // The console's and the API's search by order id, for the first page.

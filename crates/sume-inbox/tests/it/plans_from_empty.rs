@@ -162,7 +162,7 @@ fn scan_and_sweep(polls: String) -> Vec<(&'static str, &'static str, String)> {
         (
             sql::INBOX_CHECKS_CLAIM.name(),
             sql::INBOX_CHECKS_CLAIM.sql(),
-            "'plans', 100, 60, null".into(),
+            "'plans', 100, 60, null, array['main'], array['main', 'alt']".into(),
         ),
     ]
 }

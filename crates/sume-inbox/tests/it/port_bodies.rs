@@ -218,3 +218,112 @@ async fn at_max_in_flight_the_oldest_stalled_body_is_shed_for_a_genuine_delivery
     drop(uploads);
     daemon.stop().await;
 }
+
+/// MAX_CONNECTIONS at or below MAX_IN_FLIGHT (a configuration built in code: the settings
+/// refuse it), every connection held by a forged upload that stalls its body: a newcomer finds
+/// no connection sending its head to close, and no request slot taken, so before it was closed
+/// at once (`connections_refused`) until BODY_TIMEOUT freed one. Now the connection cap sheds
+/// the oldest connection still reading a body, as MAX_IN_FLIGHT does (503, `Retry-After`,
+/// closed, counted as a body shed), and the delivery gets in, again and again.
+#[tokio::test(flavor = "multi_thread")]
+async fn at_max_connections_held_by_stalled_bodies_the_oldest_is_shed_for_a_genuine_delivery() {
+    let db = TestDb::new().await;
+    let mut c = config(&db.url);
+    c.port.max_connections = 20;
+    c.port.body_timeout = Duration::from_secs(60);
+    let daemon = Daemon::start(c).await;
+    let mut uploads = std::collections::VecDeque::new();
+    for _ in 0..20 {
+        uploads.push_back(stalled_upload(daemon.webhook, Some(1000), 1).await);
+        // In order, so that the first is the oldest reader.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for n in 0..3 {
+        wait_for("20 connections open", Duration::from_secs(10), || async {
+            metric(&daemon, "sume_inbox_port_connections_open").await == 20.0
+        })
+        .await;
+        // Every one of them past its head, reading its body.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        genuine_gets_through(&daemon, &db, &format!("job_beside_full_port_{n}")).await;
+        let mut oldest = uploads.pop_front().unwrap();
+        let shed = read_head(&mut oldest, Duration::from_secs(5))
+            .await
+            .expect("the oldest stalled body is answered");
+        assert!(shed.starts_with("HTTP/1.1 503"), "{shed}");
+        assert!(shed.contains("retry-after: 5"), "{shed}");
+        // The attacker opens another in its place.
+        uploads.push_back(stalled_upload(daemon.webhook, Some(1000), 1).await);
+    }
+    assert!(
+        read_head(uploads.back_mut().unwrap(), Duration::from_millis(300))
+            .await
+            .is_none(),
+        "the newest stalled body was shed before the oldest"
+    );
+    assert_eq!(
+        metric(&daemon, "sume_inbox_port_bodies_shed_total").await,
+        3.0
+    );
+    assert_eq!(
+        metric(&daemon, "sume_inbox_port_connections_refused_total").await,
+        0.0
+    );
+    drop(uploads);
+    daemon.stop().await;
+}
+
+/// At MAX_CONNECTIONS with every connection holding a delivery verified and waiting for its
+/// commit (and MAX_IN_FLIGHT above it, so nothing answers 503 first), a newcomer is closed at
+/// once: none of them is shed for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn at_max_connections_a_verified_delivery_awaiting_its_commit_is_never_shed() {
+    let db = TestDb::new().await;
+    let mut c = config(&db.url);
+    c.port.max_connections = 2;
+    c.ingest.timeout = Duration::from_secs(30);
+    let daemon = Daemon::start(c).await;
+    let mut locker = db.client().await;
+    let lock = locker.transaction().await.unwrap();
+    lock.batch_execute("lock table sume.events in access exclusive mode")
+        .await
+        .unwrap();
+    let url = daemon.url("/webhooks/sume");
+    let waiting: Vec<_> = ["job_held_a", "job_held_b"]
+        .into_iter()
+        .map(|job| {
+            let (http, url) = (reqwest::Client::new(), url.clone());
+            tokio::spawn(async move { Delivery::completed(job).send(&http, &url).await.status() })
+        })
+        .collect();
+    wait_for("both are verified", Duration::from_secs(10), || async {
+        metric(
+            &daemon,
+            "sume_inbox_webhooks_verified_by_secret_total{secret=\"0\"}",
+        )
+        .await
+            >= 2.0
+    })
+    .await;
+    let quick = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let newcomer = Delivery::completed("job_newcomer")
+        .send_raw(&quick, &url)
+        .await;
+    assert!(newcomer.is_err(), "{newcomer:?}");
+    assert_eq!(
+        metric(&daemon, "sume_inbox_port_connections_refused_total").await,
+        1.0
+    );
+    assert_eq!(
+        metric(&daemon, "sume_inbox_port_bodies_shed_total").await,
+        0.0
+    );
+    lock.rollback().await.unwrap();
+    for w in waiting {
+        assert_eq!(w.await.unwrap(), 204, "a verified delivery was shed");
+    }
+    daemon.stop().await;
+}

@@ -23,17 +23,31 @@ const UPLOADS: usize = 2_000;
 const RSS_BOUND_KIB: u64 = 256 * 1024;
 
 /// The daemon process, killed when dropped.
-struct Binary(Child);
+pub(super) struct Binary(pub(super) Child);
 
 impl Binary {
     /// `sume-inbox serve` on `db` with free ports and `env` besides, once it is ready; with the
     /// addresses it listens on (public, admin).
-    async fn start(db: &TestDb, env: &[(&str, &str)]) -> (Binary, SocketAddr, SocketAddr) {
+    pub(super) async fn start(
+        db: &TestDb,
+        env: &[(&str, &str)],
+    ) -> (Binary, SocketAddr, SocketAddr) {
+        Binary::start_with(db, env, |_| {}).await
+    }
+
+    /// As [`Binary::start`], with `adjust` applied to the command before it is spawned (its
+    /// output goes nowhere unless `adjust` sends it somewhere).
+    pub(super) async fn start_with(
+        db: &TestDb,
+        env: &[(&str, &str)],
+        adjust: impl FnOnce(&mut Command),
+    ) -> (Binary, SocketAddr, SocketAddr) {
         let (listen, admin): (SocketAddr, SocketAddr) = (
             format!("127.0.0.1:{}", free_port()).parse().unwrap(),
             format!("127.0.0.1:{}", free_port()).parse().unwrap(),
         );
-        let child = Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+        command
             .arg("serve")
             .env("DATABASE_URL", &db.url)
             .env("SUME_WEBHOOK_SECRET", SECRET)
@@ -41,9 +55,9 @@ impl Binary {
             .env("ADMIN_ADDR", admin.to_string())
             .envs(env.iter().copied())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        adjust(&mut command);
+        let child = command.spawn().unwrap();
         let daemon = Binary(child);
         wait_for("binary ready", Duration::from_secs(30), || async {
             matches!(reqwest::get(format!("http://{listen}/readyz")).await, Ok(r) if r.status() == 200)
@@ -71,7 +85,7 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// A metric's value from the binary's admin port (0 when absent).
-async fn metric(admin: SocketAddr, name: &str) -> f64 {
+pub(super) async fn metric(admin: SocketAddr, name: &str) -> f64 {
     let text = reqwest::get(format!("http://{admin}/metrics"))
         .await
         .unwrap()

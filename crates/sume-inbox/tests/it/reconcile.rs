@@ -338,6 +338,237 @@ async fn a_job_listed_twice_saying_two_things_is_a_recorded_disagreement() {
     );
 }
 
+/// A stand-in for Sume's list answering whatever `page` makes of the `cursor` asked with (none
+/// for the first page) and the count of pages asked for so far.
+async fn list_stand_in(
+    page: impl Fn(Option<String>, usize) -> serde_json::Value + Clone + Send + Sync + 'static,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let asked = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let app = axum::Router::new().fallback(
+        move |axum::extract::Query(q): axum::extract::Query<
+            std::collections::HashMap<String, String>,
+        >| {
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            let body = page(q.get("cursor").cloned(), n);
+            async move { axum::Json(body) }
+        },
+    );
+    (stand_in_api(app).await, asked)
+}
+
+/// A list that never ends: empty pages, each saying more follows with a cursor never given
+/// before. The run stops after a few such pages, saying the list does not move on; before, it
+/// read on until the day's budget was spent (a thousand pages here; the fleet's whole day with
+/// `SUME_READ_DAILY`'s), printing nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endless_list_of_empty_pages_stops_the_run_saying_it_does_not_move_on() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let (api, asked) = list_stand_in(|_, n| {
+        json!({"object": "list", "data": [], "has_more": true, "next_cursor": format!("c{n}")})
+    })
+    .await;
+    let report = reconcile_at(&db, &api, 1000)
+        .run(Duration::from_secs(3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(!report.complete(), "{report:?}");
+    let key = &report.keys[0];
+    let stopped = key.stopped.as_deref().unwrap_or("");
+    assert!(
+        stopped.contains("no job it had not shown before"),
+        "{report:?}"
+    );
+    assert_eq!(key.pages, 5, "{report:?}");
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 5);
+}
+
+/// Jobs whose `created_at` is Unix seconds (an integer, or with a fraction): the walk stops at
+/// the first one created before `--since`, as with RFC 3339. Before, only an RFC 3339 string
+/// was read: five pages of jobs from 2020 were all listed as created since, and the oldest
+/// registered one closed.
+#[tokio::test(flavor = "multi_thread")]
+async fn created_at_in_unix_seconds_ends_the_walk_at_since() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let now = chrono::Utc::now().timestamp();
+    let in_2020 = 1_590_000_000_i64;
+    for id in ["job_now_float", "job_now_int", "job_2020_a", "job_2020_b"] {
+        register(&db, id).await;
+    }
+    let (api, asked) = list_stand_in(move |cursor, _| match cursor.as_deref() {
+        None => json!({"object": "list", "data": [
+            {"id": "job_now_float", "status": "completed", "created_at": now as f64 - 0.25},
+            {"id": "job_now_int", "status": "failed", "created_at": now - 60},
+            {"id": "job_2020_a", "status": "completed", "created_at": in_2020},
+        ], "has_more": true, "next_cursor": "p2"}),
+        Some(c) => {
+            let n: u32 = c[1..].parse().unwrap();
+            json!({"object": "list", "data": [
+                {"id": format!("job_2020_{n}"), "status": "completed", "created_at": in_2020 - i64::from(n)},
+                {"id": "job_2020_b", "status": "completed", "created_at": in_2020 - 100},
+            ], "has_more": n < 5, "next_cursor": format!("p{}", n + 1)})
+        }
+    })
+    .await;
+    let report = reconcile_at(&db, &api, 1000)
+        .run(Duration::from_secs(3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(report.complete(), "{report:?}");
+    let key = &report.keys[0];
+    assert_eq!((key.pages, key.listed, key.closed), (1, 2, 2), "{report:?}");
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(
+        job_state(&db, "job_now_int").await.as_deref(),
+        Some("failed")
+    );
+    for old in ["job_2020_a", "job_2020_b"] {
+        assert_eq!(job_state(&db, old).await.as_deref(), Some("open"), "{old}");
+    }
+}
+
+/// A list that never reaches `--since`: every page new jobs, half of them created now, half
+/// with a `created_at` in milliseconds (no time, read as seconds). The run stops at
+/// `--max-pages`, saying what it did not look at and why the cutoff could not be found, and the
+/// command exits 1 printing it; before, it read on until the day's budget was spent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_that_never_reaches_since_stops_at_max_pages_saying_so() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let now = chrono::Utc::now();
+    let (api, asked) = list_stand_in(move |_, n| {
+        json!({"object": "list", "data": [
+            {"id": format!("job_now_{n}"), "status": "running", "created_at": now.to_rfc3339()},
+            {"id": format!("job_ms_{n}"), "status": "queued", "created_at": now.timestamp_millis()},
+        ], "has_more": true, "next_cursor": format!("c{n}")})
+    })
+    .await;
+    let report = reconcile_at(&db, &api, 1000)
+        .with_max_pages(20)
+        .run(Duration::from_secs(3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(!report.complete(), "{report:?}");
+    let key = &report.keys[0];
+    assert_eq!(
+        (key.pages, key.listed, key.undated),
+        (20, 40, 20),
+        "{report:?}"
+    );
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 20);
+    let stopped = key.stopped.as_deref().unwrap_or("");
+    assert!(
+        stopped.starts_with("read 20 page(s), the most --max-pages lets it"),
+        "{stopped}"
+    );
+    let ms = now.timestamp_millis().to_string();
+    assert!(
+        stopped.contains(&format!(
+            "20 of the 40 jobs listed had a created_at not read as a time, such as {ms}"
+        )),
+        "{stopped}"
+    );
+
+    let keys = format!("main:{MAIN_KEY}");
+    let url = db.url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sume-inbox"))
+            .args(["reconcile", "--since", "1h", "--max-pages", "3"])
+            .env_clear()
+            .env("DATABASE_URL", url)
+            .env("SUME_API_URL", api)
+            .env("SUME_API_KEYS", keys)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("3 page(s), 6 job(s) listed (3 with a created_at not read as a time"),
+        "{text}"
+    );
+    assert!(text.contains("STOPPED EARLY: read 3 page(s)"), "{text}");
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 23);
+}
+
+/// Jobs listed without a `created_at`, or with one that is no time: looked at all the same
+/// (what Sume reports terminal is closed), counted, and the walk goes on to the list's end.
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_without_a_readable_created_at_are_closed_and_counted() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    for id in ["job_no_date", "job_bad_date"] {
+        register(&db, id).await;
+    }
+    let (api, _) = list_stand_in(|_, _| {
+        json!({"object": "list", "data": [
+            {"id": "job_no_date", "status": "completed"},
+            {"id": "job_bad_date", "status": "failed", "created_at": "last tuesday"},
+        ], "has_more": false})
+    })
+    .await;
+    let report = reconcile_at(&db, &api, 1000)
+        .run(Duration::from_secs(3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(report.complete(), "{report:?}");
+    let key = &report.keys[0];
+    assert_eq!(
+        (key.listed, key.undated, key.closed),
+        (2, 2, 2),
+        "{report:?}"
+    );
+    assert_eq!(key.undated_example.as_deref(), Some("none"));
+    assert_eq!(
+        job_state(&db, "job_bad_date").await.as_deref(),
+        Some("failed")
+    );
+}
+
+/// A list that comes oldest first (Sume's docs fix no order): the first page holds only jobs
+/// from 2020, the jobs of the last hour come after. The walk sees the order, reads on to the
+/// list's end and closes the registered job that ended, saying the list is not newest first;
+/// before, the first old job ended the walk, reported complete with nothing listed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_seen_oldest_first_is_read_on_past_since_saying_so() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    register(&db, "job_recent").await;
+    let now = chrono::Utc::now().timestamp();
+    let (api, asked) = list_stand_in(move |cursor, _| match cursor {
+        None => json!({"object": "list", "data": [
+            {"id": "job_2020_a", "status": "completed", "created_at": "2020-05-20T18:40:00Z"},
+            {"id": "job_2020_b", "status": "completed", "created_at": "2020-05-20T18:50:00Z"},
+        ], "has_more": true, "next_cursor": "job_2020_b"}),
+        Some(_) => json!({"object": "list", "data": [
+            {"id": "job_recent", "status": "completed", "created_at": now - 60},
+        ], "has_more": false}),
+    })
+    .await;
+    let report = reconcile_at(&db, &api, 1000)
+        .run(Duration::from_secs(3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(report.complete(), "{report:?}");
+    let key = &report.keys[0];
+    assert_eq!((key.pages, key.listed, key.closed), (2, 1, 1), "{report:?}");
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let order = key.out_of_order.as_deref().unwrap_or("");
+    assert!(
+        order.contains("listed after one created at 2020-05-20T18:40:00"),
+        "{report:?}"
+    );
+    assert_eq!(
+        job_state(&db, "job_recent").await.as_deref(),
+        Some("completed")
+    );
+}
+
 /// A page on which one job's `result` nests 200 deep once did not read as a page: the run
 /// stopped there, its jobs unread. The page now reads: that job closes without its result, and
 /// the run goes on to the next page.

@@ -176,6 +176,40 @@ async fn a_runtime_role_granted_before_the_fleets_tables_fails_only_what_reads_t
     assert!(said.contains(grants), "{said}");
 }
 
+/// The same role, on an instance with keys: its inbox check reads the keys the fleet holds,
+/// which it may not. No heartbeat is written either, so nobody's keys are known: a job is
+/// judged on this instance's keys alone, as before they were read, and a foreign job's events
+/// are still set aside.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_the_fleets_grants_an_instance_with_keys_judges_on_its_own_keys() {
+    let db = TestDb::new().await;
+    let roles = Roles::create(&db).await;
+    roles.migrate_and_grant(&db).await;
+    let runtime = &roles.runtime;
+    db.client()
+        .await
+        .batch_execute(&format!(
+            "revoke all on sume.instances, sume.instance_minutes from {runtime};"
+        ))
+        .await
+        .unwrap();
+    let sim = sume_sim::RunningSim::start(crate::sweep::sim_config())
+        .await
+        .unwrap();
+    let url = as_role(&db.url, runtime);
+    let keys = vec![crate::sweep::main_key()];
+    let (check, clock, config) =
+        crate::split_keys::inbox_check(&db, &url, &sim.api_url(), keys).await;
+    crate::split_keys::waiting_event(&db, "job_nobody_made", clock.now().unwrap()).await;
+    clock.advance(config.inbox_grace + Duration::from_secs(1));
+    let judged = crate::split_keys::check_once(&check).await;
+    assert_eq!(
+        (judged.foreign, judged.events_set_aside),
+        (1, 1),
+        "{judged:?}"
+    );
+}
+
 /// Runs `sume-inbox COMMAND` against `url` with a secret and ports of its own, `extra` on top,
 /// and nothing else of the test's environment.
 fn run_as(command: &str, url: &str, extra: &[(&str, &str)]) -> std::process::Output {

@@ -1,8 +1,13 @@
 //! The inbox-check service: asks Sume about job ids whose events wait with no job row.
 //!
 //! Events that waited longer than `INBOX_GRACE` with no job row get a check
-//! (`sume.inbox_checks`), looked up at Sume with every configured key. A key reads only its own
-//! member's jobs, so a 404 from every key means the job is not ours: its events are set aside
+//! (`sume.inbox_checks`), looked up at Sume with this instance's keys. A key reads only its own
+//! member's jobs, so a job is foreign (not ours) only once every key the fleet holds answered
+//! 404: this instance's, and those the other instances heard from in the last five minutes
+//! hold (their heartbeats say which). Each instance records its keys' answers on the check and
+//! asks only what has not answered 404 yet; when every key it holds answered 404 and another
+//! instance's key has not, the check is left, due at once, to that instance, which adds its
+//! answers and may conclude (this one claims it no more). A foreign job's events are set aside
 //! (kept, marked with the reason, the time and the answers). A job some key can read but that
 //! has no row is an orphan: its events are kept waiting, counted, and logged; when its row
 //! comes back the verdict is dropped and attach applies them. Any other answer (429, 5xx, a
@@ -15,11 +20,14 @@
 //! job is registered, and after ORPHAN_RETENTION retention moves them to the dead letters.
 //!
 //! [`CheckFold`] decides the verdict from the answers alone; [`InboxCheck`] claims due checks
-//! under a lease, asks Sume, and writes the [`CheckDecision`]. It owns `sume.inbox_checks`
-//! (retention removes settled ones) and the set-aside marks on `sume.events`.
+//! under a lease, reads the fleet's keys, asks Sume, and writes the [`CheckDecision`]. It owns
+//! `sume.inbox_checks` (retention removes settled ones) and the set-aside marks on
+//! `sume.events`.
 
+use std::collections::BTreeSet;
 use std::ops::AddAssign;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -33,8 +41,12 @@ use crate::db::{ClaimedCheck, Concluded, DbError, Store};
 use crate::decisions::backoff::jitter;
 use crate::decisions::inbox_verdict::{CheckDecision, CheckFold};
 use crate::metrics::Metrics;
+use crate::process::log_budget::LogBudget;
 use crate::process::traces;
 use crate::sume_api::StatusReader;
+
+/// Warnings that the fleet's keys cannot be read, at most one a minute.
+static FLEET_KEYS_LOG: LogBudget = LogBudget::new(1, Duration::from_secs(60));
 
 /// What one inbox-check pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,7 +55,7 @@ pub struct InboxCheckStats {
     pub orphans_resolved: u64,
     /// Checks claimed.
     pub checks_claimed: usize,
-    /// Job ids every key answered 404 for.
+    /// Job ids every key the fleet holds answered 404 for.
     pub foreign: usize,
     /// Events set aside with them.
     pub events_set_aside: u64,
@@ -54,6 +66,9 @@ pub struct InboxCheckStats {
     pub events_orphaned: u64,
     /// Checks to try again (a 429, 5xx or timeout among the answers).
     pub checks_inconclusive: usize,
+    /// Checks every key here answered 404 for, left to the instances holding the fleet's
+    /// keys that have not answered yet.
+    pub left_to_other_keys: usize,
     /// Claims given back because the budget could not serve them before their lease ended.
     pub deferred: usize,
     /// Status calls sent.
@@ -69,6 +84,7 @@ impl AddAssign for InboxCheckStats {
         self.orphans += o.orphans;
         self.events_orphaned += o.events_orphaned;
         self.checks_inconclusive += o.checks_inconclusive;
+        self.left_to_other_keys += o.left_to_other_keys;
         self.deferred += o.deferred;
         self.requests += o.requests;
     }
@@ -202,6 +218,8 @@ impl InboxCheck {
         self.store
             .inbox_checks_enqueue(grace, batch, &self.clock)
             .await?;
+        let own_keys = self.reader.key_names();
+        let fleet_keys = self.fleet_keys(&own_keys).await?;
         let claimed_at = Instant::now();
         let claims = self
             .store
@@ -209,6 +227,8 @@ impl InboxCheck {
                 self.reader.owner(),
                 batch,
                 self.config.lease.as_secs_f64(),
+                &own_keys,
+                &fleet_keys.iter().cloned().collect::<Vec<_>>(),
                 &self.clock,
             )
             .await?;
@@ -225,7 +245,8 @@ impl InboxCheck {
                 otel.name = "inbox check",
                 sume.job_id = c.job_id.as_str()
             );
-            self.check(c, deadline, shutdown).instrument(span)
+            self.check(c, &fleet_keys, deadline, shutdown)
+                .instrument(span)
         })
         .await?;
         stats += served;
@@ -235,17 +256,38 @@ impl InboxCheck {
         Ok(stats)
     }
 
-    /// Asks every key about one job id and writes the decision. Answers the stats, and the id
-    /// when it must be released unserved.
-    async fn check(
+    /// The names of the keys whose 404 a foreign verdict needs: this instance's, and those the
+    /// instances heard from in the last five minutes hold. A role without the rights on
+    /// `sume.instances` (granted before migration 9) cannot read them, and no heartbeat is
+    /// written either, so the fleet's keys are unknown: this instance's alone count, as before
+    /// the fleet's keys were read, with a warning.
+    async fn fleet_keys(&self, own_keys: &[String]) -> Result<BTreeSet<String>, DbError> {
+        let mut keys: BTreeSet<String> = own_keys.iter().cloned().collect();
+        match self.store.instances_recent_key_names().await {
+            Ok(names) => keys.extend(names),
+            Err(e) if e.is_denied() => {
+                if let Some(left_out) = FLEET_KEYS_LOG.allow() {
+                    tracing::warn!(error = %e, left_out, "the fleet's API keys cannot be read: a job is judged foreign on this instance's keys alone; in a fleet whose instances hold different keys, give the grants");
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(keys)
+    }
+
+    /// Asks this instance's keys about one job id, but those that answered 404 before: a key
+    /// reads only its member's jobs, and a job stays its member's.
+    async fn ask(
         &self,
-        claim: ClaimedCheck,
+        claim: &ClaimedCheck,
         deadline: Instant,
         shutdown: &CancellationToken,
-    ) -> Result<(InboxCheckStats, Option<String>), DbError> {
-        let mut stats = InboxCheckStats::default();
-        let mut fold = CheckFold::new();
-        for key in self.reader.keys() {
+        stats: &mut InboxCheckStats,
+    ) -> Result<CheckFold, DbError> {
+        let mut fold = CheckFold::after(&claim.answers);
+        let keys = self.reader.keys().iter();
+        let to_ask: Vec<_> = keys.filter(|k| !fold.answered_404(&k.name)).collect();
+        for key in to_ask {
             if shutdown.is_cancelled() {
                 fold.unasked(&key.name);
                 break;
@@ -259,7 +301,23 @@ impl InboxCheck {
                 break;
             }
         }
+        Ok(fold)
+    }
+
+    /// Asks this instance's keys about one job id and writes the decision, with every key the
+    /// fleet holds (`fleet_keys`) needed for a foreign verdict. Answers the stats, and the id
+    /// when it must be released unserved.
+    async fn check(
+        &self,
+        claim: ClaimedCheck,
+        fleet_keys: &BTreeSet<String>,
+        deadline: Instant,
+        shutdown: &CancellationToken,
+    ) -> Result<(InboxCheckStats, Option<String>), DbError> {
+        let mut stats = InboxCheckStats::default();
+        let fold = self.ask(&claim, deadline, shutdown, &mut stats).await?;
         let decision = fold.decide(
+            fleet_keys,
             claim.attempts,
             self.config.poll_after,
             self.config.poll_max_interval,
@@ -272,10 +330,17 @@ impl InboxCheck {
             }
             CheckDecision::Retry { answers, next_in } => {
                 stats.checks_inconclusive += 1;
-                let next = jitter(next_in).as_secs_f64();
-                self.store
-                    .inbox_checks_retry(&claim.job_id, owner, &answers, next, &self.clock)
+                self.look_again(&claim.job_id, &answers, next_in).await?;
+                return Ok((stats, None));
+            }
+            CheckDecision::LeftToOthers { answers, missing } => {
+                stats.left_to_other_keys += 1;
+                // Due at once for the instances holding the keys still to answer; this one,
+                // with no key left to ask, claims it no more.
+                self.look_again(&claim.job_id, &answers, Duration::ZERO)
                     .await?;
+                let (job_id, missing) = (claim.job_id.as_str(), missing.join(","));
+                tracing::debug!(job_id, %answers, missing, "every key here answered 404: left to the instances holding the others");
                 return Ok((stats, None));
             }
             CheckDecision::Conclude { verdict, answers } => (verdict, answers),
@@ -301,5 +366,20 @@ impl InboxCheck {
             Concluded::RowAppeared | Concluded::LeaseLost => {}
         }
         Ok((stats, None))
+    }
+
+    /// Records `answers` (every key's so far) on the check and gives it back, due again after
+    /// `next_in` (jittered).
+    async fn look_again(
+        &self,
+        job_id: &str,
+        answers: &serde_json::Value,
+        next_in: Duration,
+    ) -> Result<(), DbError> {
+        let next = jitter(next_in).as_secs_f64();
+        let owner = self.reader.owner();
+        self.store
+            .inbox_checks_retry(job_id, owner, answers, next, &self.clock)
+            .await
     }
 }

@@ -1,8 +1,8 @@
 //! The sweep: four services that settle what webhooks alone leave open, each a task of its own.
 //!
 //! - [`InboxCheck`] (`inbox_check.rs`): events that waited longer than `INBOX_GRACE` with no
-//!   job row are looked up at Sume with every key; 404 from every key sets them aside as not
-//!   ours, a key that can read the job makes it an orphan (kept, counted, logged). The verdict
+//!   job row are looked up at Sume with every key; 404 from every key the fleet holds sets
+//!   them aside as not ours, a key that can read the job makes it an orphan (kept, counted, logged). The verdict
 //!   itself is [`crate::decisions::inbox_verdict`].
 //! - [`Poll`] (`poll.rs`, its decision in [`crate::decisions::poll_decision`]): open jobs are
 //!   polled `POLL_AFTER` after registration, then at growing, jittered intervals, and given up

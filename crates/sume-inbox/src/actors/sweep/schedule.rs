@@ -113,6 +113,7 @@ impl PassReport for InboxCheckStats {
             orphans = self.orphans,
             events_orphaned = self.events_orphaned,
             checks_inconclusive = self.checks_inconclusive,
+            left_to_other_keys = self.left_to_other_keys,
             deferred = self.deferred,
             requests = self.requests,
             "{what} pass"

@@ -55,14 +55,14 @@ declare! { PUBLIC_PORT, "Public port (webhooks)",
         flag: Some("max-connections"),
         default: Some("10000"),
         form: Form::Count { min: 1, max: 1_000_000 },
-        about: "open connections on `LISTEN_ADDR`; beyond, the oldest one still sending (or not yet sending) its headers is closed to make room, or the new one if every connection is busy with a request",
+        about: "open connections on `LISTEN_ADDR`, more than `MAX_IN_FLIGHT` (each request in flight holds one); beyond, the oldest one still sending (or not yet sending) its headers is closed to make room, else the webhook that has been reading its body the longest is shed (503 with `Retry-After`), else the new one is closed; cut at start to what the open-file limit leaves beside the pool and the admin port's floor (a warning says so)",
     }
     /// Requests handled at once.
     MAX_IN_FLIGHT {
         flag: Some("max-in-flight"),
         default: Some("1024"),
         form: Form::Count { min: 1, max: 1_000_000 },
-        about: "requests handled at once on `LISTEN_ADDR` (`/healthz` and `/readyz` answer from memory outside it); at the limit the oldest webhook still reading its body is shed for the newcomer, else 503 with `Retry-After` at once",
+        about: "requests handled at once on `LISTEN_ADDR` (`/healthz` and `/readyz` answer from memory outside it); at the limit the oldest webhook still reading its body is shed for the newcomer, else 503 with `Retry-After` at once; below `MAX_CONNECTIONS`, and kept below the connection cap when the open-file limit cuts that",
     }
     /// Bytes of bodies held at once.
     MAX_BODY_MEMORY {
@@ -107,7 +107,7 @@ declare! { ADMIN_PORT, "Admin port (admin API, console, metrics)",
         flag: Some("max-admin-connections"),
         default_note: Some("`MAX_WAITERS` + 100"),
         form: Form::Count { min: 1, max: 1_000_000 },
-        about: "open connections on `ADMIN_ADDR`, more than `MAX_WAITERS` (each `?wait=` holds one); beyond, the oldest one sending no request (headers pending, or idle) is closed to make room, or the new one if every connection is busy with a request; cut at start to what the open-file limit leaves beside `MAX_CONNECTIONS` and the pool",
+        about: "open connections on `ADMIN_ADDR`, more than `MAX_WAITERS` (each `?wait=` holds one); beyond, the oldest one sending no request (headers pending, or idle) is closed to make room, or the new one if every connection is busy with a request; cut at start to what the open-file limit leaves beside the public port's cap and the pool",
     }
     /// Requests waiting for a close.
     MAX_WAITERS {
