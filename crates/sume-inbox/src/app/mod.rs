@@ -17,6 +17,7 @@ mod wiring;
 pub use startup::{migrate_with_retry, STARTUP_PATIENCE};
 pub use wiring::Wiring;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use thiserror::Error;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::actors::heartbeat::LAST_FLUSH_TIMEOUT;
 use crate::config::Config;
 use crate::db::{migrate, DbError};
+use crate::http::conns::Conns;
 use crate::http::server;
 use crate::process::fd_limit;
 
@@ -61,7 +63,12 @@ pub async fn run(
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
-    let store = match starting::open_store(&config, &listeners.webhook, &shutdown).await {
+    // The caps first: LISTEN_ADDR answers from the start on, its connections counted in one
+    // registry against the public port's cap, across the handover to the daemon's server.
+    let admin_connections = fit_to_open_files(&mut config);
+    let public_conns = Arc::new(Conns::new(config.port.max_connections));
+    let opened = starting::open_store(&config, &listeners.webhook, public_conns.clone(), &shutdown);
+    let store = match opened.await {
         Ok(store) => store,
         // SIGTERM or SIGINT while the database was waited for: a stop asked for, not a failure.
         Err(e) if shutdown.is_cancelled() => {
@@ -70,7 +77,6 @@ pub async fn run(
         }
         Err(e) => return Err(e),
     };
-    let admin_connections = fit_to_open_files(&mut config);
     let shutdown_timeout = config.shutdown_timeout;
     let w = Wiring::new(config, store, shutdown.clone());
     let attach = w.start_attach();
@@ -81,7 +87,8 @@ pub async fn run(
     let admin_addr = listeners.admin.local_addr()?;
     let admin_app = w.admin_router(w.admin_state(attach, waiters, &instance), admin_addr);
     tracing::info!(listen = %listeners.webhook.local_addr()?, admin = %admin_addr, "serving");
-    let serve_webhook = server::serve(listeners.webhook, w.public_port(ingest), shutdown.clone());
+    let public_port = w.public_port(ingest, public_conns);
+    let serve_webhook = server::serve(listeners.webhook, public_port, shutdown.clone());
     let admin_port = w.admin_port(admin_app, admin_connections);
     let serve_admin = server::serve(listeners.admin, admin_port, shutdown.clone());
     // Boxed, so it can be dropped (with every ingest handle it holds) after a forced stop.

@@ -5,6 +5,7 @@
 //! back to be served by the daemon's own server, without a connection refused in between.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -13,15 +14,18 @@ use super::{startup, RunError};
 use crate::config::Config;
 use crate::db::Store;
 use crate::http::body_readers::BodyReaders;
+use crate::http::conns::Conns;
 use crate::http::server::{self, Port};
 use crate::http::starting::{self, Starting};
 use crate::metrics::PortMetrics;
 use crate::process::systemd;
 
-/// The store, opened while `listener` answers that the daemon starts.
+/// The store, opened while `listener` answers that the daemon starts, its connections counted
+/// in `conns`, the public port's (which the daemon's own server goes on counting them in).
 pub async fn open_store(
     config: &Config,
     listener: &TcpListener,
+    conns: Arc<Conns>,
     shutdown: &CancellationToken,
 ) -> Result<Store, RunError> {
     let starting = Starting::default();
@@ -30,6 +34,7 @@ pub async fn open_store(
         app: starting::router(starting.clone(), retry_after_secs),
         name: "LISTEN_ADDR",
         body_readers: BodyReaders::default(),
+        conns,
         config: config.port.clone(),
         bound_bodies: false,
         retry_after_secs,

@@ -33,7 +33,8 @@
 //! finishes its request in flight and closes, and [`serve`] returns when all are closed.
 //!
 //! Handover: [`serve_until`] serves a port until told to stop, then gives its listener back at
-//! once to be served on by [`serve`], the connections it accepted going on by themselves.
+//! once to be served on by [`serve`], the connections it accepted going on by themselves,
+//! counted against the same cap ([`Port::conns`]).
 
 use std::io;
 use std::net::SocketAddr;
@@ -80,7 +81,7 @@ struct Server {
     metrics: PortMetrics,
     in_flight: Arc<Semaphore>,
     body_readers: BodyReaders,
-    conns: Conns,
+    conns: Arc<Conns>,
     http: http1::Builder,
 }
 
@@ -93,7 +94,11 @@ pub struct Port {
     /// The registry the webhook handler enters while it reads a body (shed at MAX_IN_FLIGHT
     /// and at the connection cap).
     pub body_readers: BodyReaders,
-    /// Its timeouts and limits (`max_connections` is its connection cap).
+    /// Its open connections, counted against its cap (MAX_CONNECTIONS, MAX_ADMIN_CONNECTIONS):
+    /// the same registry for every server that serves the port in turn ([`serve_until`], then
+    /// [`serve`]).
+    pub conns: Arc<Conns>,
+    /// Its timeouts and limits (its connection cap is `conns`').
     pub config: PortConfig,
     /// Whether the server bounds request bodies by BODY_TIMEOUT (answered 408): where the
     /// handlers read them through extractors, not where a handler bounds its own.
@@ -133,7 +138,8 @@ pub async fn serve(
 /// Serves `port` on `listener` until `handover`, then gives the listener back at once, to be
 /// served on by another [`serve`] without a connection refused in between. The connections
 /// accepted meanwhile go on by themselves, within the port's timeouts (answers that close
-/// them end them sooner), and finish their request in flight at `shutdown`.
+/// them end them sooner), still counted in `port.conns`, and finish their request in flight at
+/// `shutdown`.
 pub async fn serve_until(
     listener: &TcpListener,
     port: Port,
@@ -179,6 +185,7 @@ impl Server {
             app,
             name,
             body_readers,
+            conns,
             config,
             bound_bodies,
             retry_after_secs,
@@ -192,12 +199,8 @@ impl Server {
             app,
             name,
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
-            conns: Conns::new(
-                config.max_connections,
-                body_readers.clone(),
-                metrics.clone(),
-            ),
             body_readers,
+            conns,
             body_timeout: bound_bodies.then_some(config.body_timeout),
             config,
             retry_after_secs,
@@ -224,7 +227,7 @@ impl Server {
                     }
                 },
             };
-            let Some((id, conn)) = self.conns.admit() else {
+            let Some((id, conn)) = self.conns.admit(&self.body_readers, &self.metrics) else {
                 continue;
             };
             let (stream, peer) = stream;
@@ -282,6 +285,6 @@ impl Server {
         if let Err(e) = served {
             tracing::debug!(error = %e, port = self.name, "connection ended on an error");
         }
-        self.conns.forget(id);
+        self.conns.forget(id, &self.metrics);
     }
 }

@@ -7,6 +7,7 @@
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use crate::port_memory::metric;
 use crate::shutdown::{notify_socket, serve_command, sigterm_and_wait_for_exit};
 use crate::support::*;
 
@@ -14,7 +15,7 @@ use crate::support::*;
 const MIGRATIONS_LOCK: &str = "x'53554d45494e4258'::bigint";
 
 /// A session holding the migrations' lock, as an instance migrating does.
-async fn hold_the_migrations_lock(db: &TestDb) -> tokio_postgres::Client {
+pub(crate) async fn hold_the_migrations_lock(db: &TestDb) -> tokio_postgres::Client {
     let holder = db.client().await;
     let sql = format!("select pg_advisory_lock({MIGRATIONS_LOCK})");
     holder.execute(sql.as_str(), &[]).await.unwrap();
@@ -22,7 +23,7 @@ async fn hold_the_migrations_lock(db: &TestDb) -> tokio_postgres::Client {
 }
 
 /// Lets the lock `holder` holds go.
-async fn release(holder: &tokio_postgres::Client) {
+pub(crate) async fn release(holder: &tokio_postgres::Client) {
     let sql = format!("select pg_advisory_unlock({MIGRATIONS_LOCK})");
     holder.execute(sql.as_str(), &[]).await.unwrap();
 }
@@ -54,6 +55,25 @@ async fn get(http: &reqwest::Client, url: &str) -> Option<(u16, String)> {
     Some((status, r.text().await.ok()?))
 }
 
+/// What the port says while another instance holds the migrations' lock.
+const WAITING: &str = "another instance is migrating the schema: waiting for the migrations' lock";
+
+/// `/readyz` on `base`, asked until it says the start waits for the migrations' lock (30 s at
+/// most): its status and words.
+async fn until_waiting_for_the_lock(http: &reqwest::Client, base: &str) -> (u16, String) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match get(http, &format!("{base}/readyz")).await {
+            Some((status, said)) if said.contains(WAITING) => return (status, said),
+            answer => assert!(
+                tokio::time::Instant::now() < deadline,
+                "/readyz never said the start waits for the lock: {answer:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn while_the_start_waits_for_the_migrations_lock_the_port_says_so_then_serves() {
     let db = TestDb::new().await;
@@ -67,24 +87,13 @@ async fn while_the_start_waits_for_the_migrations_lock_the_port_says_so_then_ser
         .timeout(Duration::from_secs(2))
         .build()
         .unwrap();
-    let waiting = "another instance is migrating the schema: waiting for the migrations' lock";
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let (status, said) = loop {
-        match get(&http, &format!("{base}/readyz")).await {
-            Some((status, said)) if said.contains(waiting) => break (status, said),
-            answer => assert!(
-                tokio::time::Instant::now() < deadline,
-                "/readyz never said the start waits for the lock: {answer:?}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let (status, said) = until_waiting_for_the_lock(&http, &base).await;
     assert_eq!(status, 503, "{said}");
     assert!(said.starts_with("starting: "), "{said}");
     let (status, said) = get(&http, &format!("{base}/healthz")).await.unwrap();
     assert_eq!(status, 200, "alive: {said}");
     assert!(
-        said.starts_with("starting: ") && said.contains(waiting),
+        said.starts_with("starting: ") && said.contains(WAITING),
         "{said}"
     );
 
@@ -158,6 +167,78 @@ async fn a_start_waiting_for_the_migrations_lock_tells_systemd_it_goes_on() {
         said = next().await.unwrap();
     }
     assert!(said.starts_with("READY=1\n"), "{said:?}");
+    let status = sigterm_and_wait_for_exit(&mut child.0).await;
+    assert!(status.success(), "exit status {status}");
+    let _ = std::fs::remove_file(&notify_path);
+}
+
+/// Reads what the daemon tells systemd until `READY=1`.
+fn until_ready(notify: &std::os::unix::net::UnixDatagram) {
+    let mut message = [0u8; 512];
+    loop {
+        let n = notify.recv(&mut message).expect("READY=1 from the daemon");
+        if message[..n].starts_with(b"READY=1\n") {
+            return;
+        }
+    }
+}
+
+/// The connections accepted while the daemon started are still open when its own server takes
+/// the listener over: they count against MAX_CONNECTIONS with the server's, and those still
+/// waiting for a request head are the first closed to make room. Before, each server counted
+/// only its own, so the port could hold twice its cap (and twice its share of the open-file
+/// limit) for HEADER_TIMEOUT after the start.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_connections_opened_while_starting_count_against_max_connections_once_serving() {
+    let db = TestDb::new().await;
+    let holder = hold_the_migrations_lock(&db).await;
+    let (port, admin) = (free_port(), free_port());
+    let (notify_path, notify) = notify_socket(port);
+    let child = serve_command(&db, port, admin, &notify_path)
+        .env("MAX_CONNECTIONS", "20")
+        .env("MAX_IN_FLIGHT", "10")
+        .env("HEADER_TIMEOUT", "60s")
+        .env("IDLE_TIMEOUT", "60s")
+        .env("SHUTDOWN_TIMEOUT", "5s")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Serving(child);
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    until_waiting_for_the_lock(&http, &base).await;
+    // The answers above close their connections; then the cap is filled with silent ones.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut silent = Vec::new();
+    for _ in 0..20 {
+        silent.push(
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap(),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    release(&holder).await;
+    tokio::task::spawn_blocking(move || until_ready(&notify))
+        .await
+        .unwrap();
+
+    let stored = Delivery::completed("job_beside_the_start_s_connections")
+        .send(&http, &format!("{base}/webhooks/sume"))
+        .await;
+    assert_eq!(stored.status(), 204);
+    let admin = std::net::SocketAddr::from(([127, 0, 0, 1], admin));
+    let shed = metric(admin, "sume_inbox_port_connections_shed_total").await;
+    let open = metric(admin, "sume_inbox_port_connections_open").await;
+    assert_eq!(
+        (shed, open),
+        (1.0, 20.0),
+        "the delivery's connection took the place of the oldest silent one"
+    );
+    drop(silent);
     let status = sigterm_and_wait_for_exit(&mut child.0).await;
     assert!(status.success(), "exit status {status}");
     let _ = std::fs::remove_file(&notify_path);
