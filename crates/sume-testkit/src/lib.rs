@@ -216,7 +216,9 @@ impl Daemon {
         d
     }
 
-    /// As [`Daemon::start`], but returns once it serves (`/healthz` answers 200), ready or not.
+    /// As [`Daemon::start`], but returns once it serves (`/healthz` answers 200, and no longer
+    /// `starting: ...` as it does while the start waits for the database or migrates), ready
+    /// or not.
     pub async fn serving(config: Config) -> Daemon {
         init_logging();
         let webhook_listener = sume_inbox::process::sockets::bind(config.listen_addr).unwrap();
@@ -238,18 +240,23 @@ impl Daemon {
             shutdown,
             task,
         };
-        d.wait_200("daemon serving", "/healthz").await;
+        let url = d.url("/healthz");
+        wait_for("daemon serving", Duration::from_secs(30), || async {
+            match reqwest::get(&url).await {
+                Ok(r) if r.status() == 200 => {
+                    !r.text().await.unwrap_or_default().starts_with("starting: ")
+                }
+                _ => false,
+            }
+        })
+        .await;
         d
     }
 
+    /// Waits (30 seconds at most) until `/readyz` on the webhook listener answers 200.
     async fn wait_ready(&self) {
-        self.wait_200("daemon ready", "/readyz").await;
-    }
-
-    /// Waits (30 seconds at most) until `path` on the webhook listener answers 200.
-    async fn wait_200(&self, what: &str, path: &str) {
-        let url = self.url(path);
-        wait_for(what, Duration::from_secs(30), || async {
+        let url = self.url("/readyz");
+        wait_for("daemon ready", Duration::from_secs(30), || async {
             matches!(reqwest::get(&url).await, Ok(r) if r.status() == 200)
         })
         .await;

@@ -1,19 +1,23 @@
 //! `run`: wires the actors together and serves until shutdown.
 //!
 //! `main` parses the configuration and calls [`run`] with bound listeners and a shutdown
-//! token; tests call the same function on port-0 listeners.
+//! token; tests call the same function on port-0 listeners. While the start waits for the
+//! database or migrates, LISTEN_ADDR answers that it is starting
+//! ([`crate::http::starting`]).
 //!
 //! Shutdown (the token is cancelled, e.g. on SIGTERM): the servers stop accepting and let
 //! in-flight requests finish; a request still waiting for its commit gets its answer or, past
 //! SHUTDOWN_TIMEOUT, is dropped unanswered (never a 2xx without a commit). When the webhook
 //! server is done, the ingest channel closes and the writers drain it; then the other tasks stop.
 
+mod starting;
 mod startup;
 mod wiring;
 
 pub use startup::{migrate_with_retry, STARTUP_PATIENCE};
 pub use wiring::Wiring;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use thiserror::Error;
@@ -23,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::actors::heartbeat::LAST_FLUSH_TIMEOUT;
 use crate::config::Config;
 use crate::db::{migrate, DbError};
+use crate::http::conns::Conns;
 use crate::http::server;
 use crate::process::fd_limit;
 
@@ -58,7 +63,12 @@ pub async fn run(
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
-    let store = match startup::open_store(&config, &shutdown).await {
+    // The caps first: LISTEN_ADDR answers from the start on, its connections counted in one
+    // registry against the public port's cap, across the handover to the daemon's server.
+    let admin_connections = fit_to_open_files(&mut config);
+    let public_conns = Arc::new(Conns::new(config.port.max_connections));
+    let opened = starting::open_store(&config, &listeners.webhook, public_conns.clone(), &shutdown);
+    let store = match opened.await {
         Ok(store) => store,
         // SIGTERM or SIGINT while the database was waited for: a stop asked for, not a failure.
         Err(e) if shutdown.is_cancelled() => {
@@ -67,7 +77,6 @@ pub async fn run(
         }
         Err(e) => return Err(e),
     };
-    let admin_connections = fit_to_open_files(&mut config);
     let shutdown_timeout = config.shutdown_timeout;
     let w = Wiring::new(config, store, shutdown.clone());
     let attach = w.start_attach();
@@ -78,7 +87,8 @@ pub async fn run(
     let admin_addr = listeners.admin.local_addr()?;
     let admin_app = w.admin_router(w.admin_state(attach, waiters, &instance), admin_addr);
     tracing::info!(listen = %listeners.webhook.local_addr()?, admin = %admin_addr, "serving");
-    let serve_webhook = server::serve(listeners.webhook, w.public_port(ingest), shutdown.clone());
+    let public_port = w.public_port(ingest, public_conns);
+    let serve_webhook = server::serve(listeners.webhook, public_port, shutdown.clone());
     let admin_port = w.admin_port(admin_app, admin_connections);
     let serve_admin = server::serve(listeners.admin, admin_port, shutdown.clone());
     // Boxed, so it can be dropped (with every ingest handle it holds) after a forced stop.

@@ -4,7 +4,8 @@
 //! The database and the daemon often start together, so a server that does not answer yet is
 //! waited for, up to [`STARTUP_PATIENCE`]; a refusal that waiting cannot fix (a wrong password,
 //! role, database or host name) stops the start at once. Either way the error names the setting
-//! and the target tried, never the password.
+//! and the target tried, never the password. What the start waits for is told to [`Starting`],
+//! which LISTEN_ADDR's answers read meanwhile (`super::starting`).
 
 use std::time::Duration;
 
@@ -13,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 use super::RunError;
 use crate::config::declared::{DATABASE_URL, LISTEN_DATABASE_URL, MIGRATE_DATABASE_URL};
 use crate::config::{Config, Pooler};
+use crate::db::migrate::LockWaits;
 use crate::db::{self, migrate, reach, DbError, Store};
+use crate::http::starting::Starting;
 
 /// How long start-up keeps trying to reach the database before giving up.
 pub const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
@@ -25,12 +28,14 @@ async fn patiently<T, F, Fut>(
     setting: &'static str,
     url: &str,
     shutdown: &CancellationToken,
+    starting: &Starting,
     mut attempt: F,
 ) -> Result<T, DbError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, DbError>>,
 {
+    starting.database(format!("connecting to {setting}"));
     let deadline = tokio::time::Instant::now() + STARTUP_PATIENCE;
     let mut wait = Duration::from_millis(200);
     loop {
@@ -44,16 +49,16 @@ where
             Ok(answer) => return Ok(answer),
             Err(e) => reach::unreachable_from(setting, url, &e).unwrap_or(e),
         };
-        let transient = matches!(
-            e,
-            DbError::Unreachable {
-                permanent: false,
-                ..
-            }
-        );
-        if !transient {
+        let DbError::Unreachable {
+            permanent: false,
+            problem,
+            ..
+        } = &e
+        else {
             return Err(e);
-        }
+        };
+        // The server's or the network's words, as `/readyz` says them, not the target.
+        starting.database(format!("{setting} not reachable yet: {problem}"));
         if tokio::time::Instant::now() >= deadline {
             return Err(gave_up(e));
         }
@@ -98,15 +103,19 @@ fn gave_up(e: DbError) -> DbError {
     }
 }
 
-/// Applies migrations (under the advisory lock) on `url`, the direct connection of `setting`.
+/// Applies migrations (under the advisory lock) on `url`, the direct connection of `setting`,
+/// telling `starting` where they stand.
 pub async fn migrate_with_retry(
     setting: &'static str,
     url: &str,
     shutdown: &CancellationToken,
+    starting: &Starting,
 ) -> Result<Vec<i32>, DbError> {
-    patiently(setting, url, shutdown, || async {
+    patiently(setting, url, shutdown, starting, || async {
         let mut client = db::connect_named(setting, url).await?;
-        match migrate::migrate(&mut client).await {
+        let waits = LockWaits::default();
+        starting.migrations(&waits);
+        match migrate::migrate_with(&mut client, migrate::MIGRATIONS, &waits).await {
             Ok(applied) => Ok(applied),
             Err(e) => Err(reach::lacking_rights(setting, url, &client, e).await),
         }
@@ -115,14 +124,18 @@ pub async fn migrate_with_retry(
 }
 
 /// The pool, once the schema is at least this binary's and LISTEN_DATABASE_URL (when set)
-/// lets the daemon in.
-pub async fn open_store(config: &Config, shutdown: &CancellationToken) -> Result<Store, RunError> {
-    let store = schema_checked_store(config, shutdown).await?;
+/// lets the daemon in; `starting` hears what it waits for meanwhile.
+pub async fn open_store(
+    config: &Config,
+    shutdown: &CancellationToken,
+    starting: &Starting,
+) -> Result<Store, RunError> {
+    let store = schema_checked_store(config, shutdown, starting).await?;
     if let Some(listen) = &config.database.listen_url {
         // Connected once, as DATABASE_URL is: a refusal stops the start here, naming the
         // setting, rather than a LISTEN connection retried for ever once serving.
         let url = listen.expose();
-        patiently(LISTEN_DATABASE_URL.name, url, shutdown, || {
+        patiently(LISTEN_DATABASE_URL.name, url, shutdown, starting, || {
             db::connect_named(LISTEN_DATABASE_URL.name, url)
         })
         .await?;
@@ -134,6 +147,7 @@ pub async fn open_store(config: &Config, shutdown: &CancellationToken) -> Result
 async fn schema_checked_store(
     config: &Config,
     shutdown: &CancellationToken,
+    starting: &Starting,
 ) -> Result<Store, RunError> {
     let routes = &config.database;
     let url = config.database_url.expose();
@@ -150,11 +164,11 @@ async fn schema_checked_store(
             Some(_) => MIGRATE_DATABASE_URL.name,
             None => DATABASE_URL.name,
         };
-        let applied = migrate_with_retry(setting, migrate_url, shutdown).await?;
+        let applied = migrate_with_retry(setting, migrate_url, shutdown, starting).await?;
         log_schema(&store, Some(applied.len())).await;
         return Ok(store);
     }
-    let found = patiently(DATABASE_URL.name, url, shutdown, || async {
+    let found = patiently(DATABASE_URL.name, url, shutdown, starting, || async {
         let missing = store.schema_migrations_missing().await;
         missing.map_err(|e| reach::lacking_usage(DATABASE_URL.name, url, &e).unwrap_or(e))
     })

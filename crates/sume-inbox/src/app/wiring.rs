@@ -16,6 +16,7 @@ use crate::actors::sweep::{Clock, InboxCheck, Poll, Recheck, Retention};
 use crate::config::{Config, PortConfig};
 use crate::db::Store;
 use crate::http::admin::{self, Access, AdminState};
+use crate::http::conns::Conns;
 use crate::http::console;
 use crate::http::probes::Readiness;
 use crate::http::server::Port;
@@ -192,8 +193,9 @@ impl Wiring {
         }
     }
 
-    /// The public port: the webhook and the health checks, with its limits.
-    pub fn public_port(&self, ingest: IngestHandle) -> Port {
+    /// The public port: the webhook and the health checks, with its limits; `conns` holds the
+    /// connections accepted while the daemon started.
+    pub fn public_port(&self, ingest: IngestHandle, conns: Arc<Conns>) -> Port {
         let c = &self.config;
         let body_readers = BodyReaders::default();
         let app = webhook::router(WebhookState {
@@ -213,6 +215,7 @@ impl Wiring {
             app,
             name: "LISTEN_ADDR",
             body_readers,
+            conns,
             config: c.port.clone(),
             bound_bodies: false,
             retry_after_secs: c.ingest.retry_after_secs,
@@ -229,6 +232,7 @@ impl Wiring {
             app,
             name: "ADMIN_ADDR",
             body_readers: BodyReaders::default(),
+            conns: Arc::new(Conns::new(max_connections)),
             config: PortConfig {
                 max_connections,
                 max_in_flight: max_connections,

@@ -142,7 +142,9 @@ pub async fn migrate(args: MigrateArgs) -> Result<(), CliError> {
         crate::process::signal::terminated().await;
         on_signal.cancel();
     });
-    let applied = crate::app::migrate_with_retry(setting.name, url.expose(), &stop).await;
+    let starting = crate::http::starting::Starting::default();
+    let applied =
+        crate::app::migrate_with_retry(setting.name, url.expose(), &stop, &starting).await;
     signals.abort();
     let applied = applied?;
     // The schema's own version: a later release may have taken it past this binary's.

@@ -11,7 +11,12 @@
 //!   under `ulimit -n 400` ran out of descriptors, and accepted nothing on either port), so the
 //!   port accepts no more while [`MAX_CLOSING`] are still open ([`Conns::until_few_closing`]):
 //!   newcomers wait in the listen queue meanwhile. A shed body reader's connection, which
-//!   answers first, is dropped if it has not closed within 500 ms.
+//!   answers first, is dropped if it has not closed within 500 ms;
+//! - one registry counts a port's connections for the process's whole life: the server that
+//!   answers on LISTEN_ADDR while the daemon starts ([`super::server::serve_until`]) and the
+//!   daemon's own, which takes the listener over, share it, so that the connections still open
+//!   from the start count against the cap (and are the first closed at it) after the handover.
+//!   Each server hands in its own body readers and counters.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -38,8 +43,6 @@ const CLOSE_GRACE: Duration = Duration::from_millis(500);
 /// The registry of one port.
 pub struct Conns {
     cap: usize,
-    body_readers: BodyReaders,
-    metrics: PortMetrics,
     state: Mutex<Open>,
     /// Told each time a connection shed has closed.
     closed: Notify,
@@ -54,12 +57,10 @@ struct Open {
 }
 
 impl Conns {
-    /// A port's registry: `cap` connections, shedding the body readers of `body_readers`.
-    pub fn new(cap: usize, body_readers: BodyReaders, metrics: PortMetrics) -> Conns {
+    /// A port's registry: `cap` connections.
+    pub fn new(cap: usize) -> Conns {
         Conns {
             cap,
-            body_readers,
-            metrics,
             state: Mutex::new(Open::default()),
             closed: Notify::new(),
         }
@@ -78,60 +79,65 @@ impl Conns {
         }
     }
 
-    /// Registers a new connection, making room for it at the cap; `None` when none could be
-    /// made (the new one is then closed).
-    pub fn admit(&self) -> Option<(u64, Arc<ConnState>)> {
+    /// Registers a new connection, making room for it at the cap (shedding one of
+    /// `body_readers` if need be); `None` when none could be made (the new one is then closed).
+    /// Counted in `metrics`.
+    pub fn admit(
+        &self,
+        body_readers: &BodyReaders,
+        metrics: &PortMetrics,
+    ) -> Option<(u64, Arc<ConnState>)> {
         let mut state = self.state();
-        if state.open.len() >= self.cap && !self.make_room(&mut state) {
-            self.metrics.connections_refused.inc();
+        if state.open.len() >= self.cap && !make_room(&mut state, body_readers, metrics) {
+            metrics.connections_refused.inc();
             return None;
         }
         let id = state.next_id;
         state.next_id += 1;
         let conn = Arc::new(ConnState::accepted());
         state.open.insert(id, conn.clone());
-        self.metrics.connections_open.set(state.open.len() as i64);
+        metrics.connections_open.set(state.open.len() as i64);
         Some((id, conn))
     }
 
-    /// At the cap: closes the oldest connection still waiting for its request head, else sheds
-    /// the webhook that has been reading its body the longest (counted in `port_bodies_shed` by
-    /// its handler, which answers it). False when neither is there.
-    fn make_room(&self, state: &mut Open) -> bool {
-        let oldest = state
-            .open
-            .iter()
-            .find(|(_, c)| c.awaiting_head())
-            .map(|(id, _)| *id);
-        if let Some(shed) = oldest.and_then(|id| state.open.remove(&id)) {
-            shed.shed.cancel();
-            self.metrics.connections_shed.inc();
-            state.closing += 1;
-            return true;
-        }
-        let counted = |Connection(id): Connection| state.open.contains_key(&id);
-        let Some(Connection(id)) = self.body_readers.shed_oldest_of(counted) else {
-            return false;
-        };
-        let Some(shed) = state.open.remove(&id) else {
-            return false;
-        };
-        state.closing += 1;
-        tokio::spawn(async move {
-            tokio::time::sleep(CLOSE_GRACE).await;
-            shed.shed.cancel();
-        });
-        true
-    }
-
-    /// The connection `id` has closed.
-    pub fn forget(&self, id: u64) {
+    /// The connection `id` has closed (`metrics` shows how many are left).
+    pub fn forget(&self, id: u64, metrics: &PortMetrics) {
         let mut state = self.state();
         if state.open.remove(&id).is_none() {
             // It was shed: one fewer to close.
             state.closing = state.closing.saturating_sub(1);
             self.closed.notify_one();
         }
-        self.metrics.connections_open.set(state.open.len() as i64);
+        metrics.connections_open.set(state.open.len() as i64);
     }
+}
+
+/// At the cap: closes the oldest connection still waiting for its request head, else sheds the
+/// webhook of `body_readers` that has been reading its body the longest (counted in
+/// `port_bodies_shed` by its handler, which answers it). False when neither is there.
+fn make_room(state: &mut Open, body_readers: &BodyReaders, metrics: &PortMetrics) -> bool {
+    let oldest = state
+        .open
+        .iter()
+        .find(|(_, c)| c.awaiting_head())
+        .map(|(id, _)| *id);
+    if let Some(shed) = oldest.and_then(|id| state.open.remove(&id)) {
+        shed.shed.cancel();
+        metrics.connections_shed.inc();
+        state.closing += 1;
+        return true;
+    }
+    let counted = |Connection(id): Connection| state.open.contains_key(&id);
+    let Some(Connection(id)) = body_readers.shed_oldest_of(counted) else {
+        return false;
+    };
+    let Some(shed) = state.open.remove(&id) else {
+        return false;
+    };
+    state.closing += 1;
+    tokio::spawn(async move {
+        tokio::time::sleep(CLOSE_GRACE).await;
+        shed.shed.cancel();
+    });
+    true
 }

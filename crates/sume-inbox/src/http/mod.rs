@@ -5,7 +5,8 @@
 //! ports are served by one loop, [`server`], each with its own connection cap ([`conns`]), whose
 //! connections keep their timeouts in [`timed_io`] (and the admin port's request bodies theirs
 //! in [`timed_body`]); the webhook bodies the public port holds are bounded by
-//! [`body_budget`], and shed through [`body_readers`].
+//! [`body_budget`], and shed through [`body_readers`]. While the daemon starts, the public port
+//! answers from [`starting`] alone.
 
 pub mod admin;
 pub mod body_budget;
@@ -15,6 +16,7 @@ pub mod console;
 pub mod misrouted;
 pub mod probes;
 pub mod server;
+pub mod starting;
 pub mod timed_body;
 pub mod timed_io;
 pub mod webhook;

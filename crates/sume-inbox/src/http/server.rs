@@ -23,43 +23,42 @@
 //!   ([`super::body_readers`]) and the newcomer takes its slot; when no request is reading a
 //!   body, `503` with `Retry-After` at once. The probes (`/healthz`, `/readyz`), which answer
 //!   from memory, are outside it.
-//! - Every request carries its peer's address ([`ConnectInfo`]).
+//! - Every request carries its peer's address ([`axum::extract::ConnectInfo`]) and the
+//!   connection it came on ([`super::body_readers::Connection`]); the per-request part (the
+//!   MAX_IN_FLIGHT shedding, the routes) is the `request` submodule's.
 //! - Accept errors (out of descriptors, say) are logged at a bounded rate and the loop goes on
 //!   after a short pause.
 //!
 //! Shutdown, as with `axum::serve`: on the token the loop stops accepting, every connection
 //! finishes its request in flight and closes, and [`serve`] returns when all are closed.
+//!
+//! Handover: [`serve_until`] serves a port until told to stop, then gives its listener back at
+//! once to be served on by [`serve`], the connections it accepted going on by themselves,
+//! counted against the same cap ([`Port::conns`]).
 
-use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{header, HeaderValue, Method, Request, Response, StatusCode};
-use axum::response::IntoResponse;
 use axum::Router;
-use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper::service::{service_fn, Service};
+use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::body_readers::{BodyReaders, Connection};
 use super::conns::Conns;
-use super::timed_body::{Expired, TimedBody};
-use super::timed_io::{ConnState, ResponseDone, TimedIo, Tracked};
+use super::timed_io::{ConnState, TimedIo};
 use crate::config::PortConfig;
-use crate::metrics::{PortMetrics, TimeoutKind};
+use crate::metrics::PortMetrics;
 use crate::process::log_budget::LogBudget;
+
+mod request;
 
 /// Accept errors repeat while their cause lasts: a line now and then, with how many were left out.
 static ACCEPT_ERRORS_LOG: LogBudget = LogBudget::new(1, Duration::from_secs(5));
@@ -82,12 +81,9 @@ struct Server {
     metrics: PortMetrics,
     in_flight: Arc<Semaphore>,
     body_readers: BodyReaders,
-    conns: Conns,
+    conns: Arc<Conns>,
     http: http1::Builder,
 }
-
-/// How long a newcomer waits for the slot of a request it shed (its handler answers at once).
-const SHED_WAIT: Duration = Duration::from_millis(500);
 
 /// What a port serves, and with which limits.
 pub struct Port {
@@ -95,9 +91,14 @@ pub struct Port {
     pub app: Router,
     /// The setting that names the port, for its log lines (`LISTEN_ADDR`, `ADMIN_ADDR`).
     pub name: &'static str,
-    /// The registry the webhook handler enters while it reads a body (shed at MAX_IN_FLIGHT).
+    /// The registry the webhook handler enters while it reads a body (shed at MAX_IN_FLIGHT
+    /// and at the connection cap).
     pub body_readers: BodyReaders,
-    /// Its timeouts and limits (`max_connections` is its connection cap).
+    /// Its open connections, counted against its cap (MAX_CONNECTIONS, MAX_ADMIN_CONNECTIONS):
+    /// the same registry for every server that serves the port in turn ([`serve_until`], then
+    /// [`serve`]).
+    pub conns: Arc<Conns>,
+    /// Its timeouts and limits (its connection cap is `conns`').
     pub config: PortConfig,
     /// Whether the server bounds request bodies by BODY_TIMEOUT (answered 408): where the
     /// handlers read them through extractors, not where a handler bounds its own.
@@ -114,70 +115,53 @@ pub async fn serve(
     port: Port,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
-    let Port {
-        app,
-        name,
-        body_readers,
-        config,
-        bound_bodies,
-        retry_after_secs,
-        metrics,
-    } = port;
-    let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(config.header_timeout + config.idle_timeout)
-        .max_buf_size(MAX_BUF_SIZE);
-    let server = Arc::new(Server {
-        app,
-        name,
-        in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
-        conns: Conns::new(
-            config.max_connections,
-            body_readers.clone(),
-            metrics.clone(),
-        ),
-        body_readers,
-        body_timeout: bound_bodies.then_some(config.body_timeout),
-        config,
-        retry_after_secs,
-        metrics,
-        http,
-    });
     let tracker = TaskTracker::new();
     // Dropped with this future (a stop forced at SHUTDOWN_TIMEOUT): every connection still open
     // ends with it, and with them the handles they hold, so the ingest writers can drain and
     // stop instead of waiting for a request that will never be answered.
     let abort = CancellationToken::new();
     let _abort_when_dropped = abort.clone().drop_guard();
-    loop {
-        let stream = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            accepted = server.accept(&listener) => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    accept_failed(name, e).await;
-                    continue;
-                }
-            },
-        };
-        if let Some((id, conn)) = server.conns.admit() {
-            let (stream, peer) = stream;
-            let connection = server
-                .clone()
-                .connection(stream, peer, id, conn, shutdown.clone());
-            let abort = abort.clone();
-            tracker.spawn(async move {
-                tokio::select! {
-                    () = abort.cancelled() => {}
-                    () = connection => {}
-                }
-            });
-        }
-    }
+    let connections = Connections {
+        tracker: &tracker,
+        drain: &shutdown,
+        abort: &abort,
+    };
+    Server::new(port)
+        .accept_until(&listener, &shutdown, connections)
+        .await;
     drop(listener);
     tracker.close();
     tracker.wait().await;
     Ok(())
+}
+
+/// Serves `port` on `listener` until `handover`, then gives the listener back at once, to be
+/// served on by another [`serve`] without a connection refused in between. The connections
+/// accepted meanwhile go on by themselves, within the port's timeouts (answers that close
+/// them end them sooner), still counted in `port.conns`, and finish their request in flight at
+/// `shutdown`.
+pub async fn serve_until(
+    listener: &TcpListener,
+    port: Port,
+    handover: &CancellationToken,
+    shutdown: &CancellationToken,
+) {
+    let connections = Connections {
+        tracker: &TaskTracker::new(),
+        drain: shutdown,
+        abort: &CancellationToken::new(),
+    };
+    Server::new(port)
+        .accept_until(listener, handover, connections)
+        .await;
+}
+
+/// Where the accepted connections run: tasks of `tracker`, each finishing its request in flight
+/// and closing at `drain`, or dropped at once at `abort`.
+struct Connections<'a> {
+    tracker: &'a TaskTracker,
+    drain: &'a CancellationToken,
+    abort: &'a CancellationToken,
 }
 
 /// Logs (at a bounded rate) and pauses when the error says the process is short of resources.
@@ -195,6 +179,71 @@ async fn accept_failed(port: &str, e: io::Error) {
 }
 
 impl Server {
+    /// The state `port`'s connections share.
+    fn new(port: Port) -> Arc<Server> {
+        let Port {
+            app,
+            name,
+            body_readers,
+            conns,
+            config,
+            bound_bodies,
+            retry_after_secs,
+            metrics,
+        } = port;
+        let mut http = http1::Builder::new();
+        http.timer(TokioTimer::new())
+            .header_read_timeout(config.header_timeout + config.idle_timeout)
+            .max_buf_size(MAX_BUF_SIZE);
+        Arc::new(Server {
+            app,
+            name,
+            in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+            body_readers,
+            conns,
+            body_timeout: bound_bodies.then_some(config.body_timeout),
+            config,
+            retry_after_secs,
+            metrics,
+            http,
+        })
+    }
+
+    /// Accepts on `listener` until `stop`, each connection admitted served on `connections`.
+    async fn accept_until(
+        self: Arc<Self>,
+        listener: &TcpListener,
+        stop: &CancellationToken,
+        connections: Connections<'_>,
+    ) {
+        loop {
+            let stream = tokio::select! {
+                _ = stop.cancelled() => break,
+                accepted = self.accept(listener) => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        accept_failed(self.name, e).await;
+                        continue;
+                    }
+                },
+            };
+            let Some((id, conn)) = self.conns.admit(&self.body_readers, &self.metrics) else {
+                continue;
+            };
+            let (stream, peer) = stream;
+            let connection =
+                self.clone()
+                    .connection(stream, peer, id, conn, connections.drain.clone());
+            let abort = connections.abort.clone();
+            connections.tracker.spawn(async move {
+                tokio::select! {
+                    () = abort.cancelled() => {}
+                    () = connection => {}
+                }
+            });
+        }
+    }
+
     /// The next connection, once few enough shed ones are still to close.
     async fn accept(&self, listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
         self.conns.until_few_closing().await;
@@ -236,95 +285,6 @@ impl Server {
         if let Err(e) = served {
             tracing::debug!(error = %e, port = self.name, "connection ended on an error");
         }
-        self.conns.forget(id);
+        self.conns.forget(id, &self.metrics);
     }
-
-    /// One request: refused at once beyond MAX_IN_FLIGHT, else routed.
-    async fn handle(
-        self: Arc<Self>,
-        request: Request<Incoming>,
-        conn: Arc<ConnState>,
-        peer: SocketAddr,
-        on: Connection,
-    ) -> Result<Response<Tracked>, Infallible> {
-        conn.request_started();
-        let done = ResponseDone::new(conn);
-        // The probes answer from memory: MAX_IN_FLIGHT deliveries waiting on a slow database
-        // must not fail the liveness probe (an orchestrator would restart a healthy process).
-        if is_probe(&request) {
-            let response = self.route(request, peer, on).await;
-            return Ok(response.map(|body| Tracked::new(body, done)));
-        }
-        let permit = match self.in_flight.clone().try_acquire_owned() {
-            Ok(permit) => Some(permit),
-            Err(_) => self.shed_a_body_reader().await,
-        };
-        let response = match permit {
-            Some(_permit) => self.route(request, peer, on).await,
-            None => {
-                self.metrics.in_flight_refused.inc();
-                overloaded(self.retry_after_secs)
-            }
-        };
-        Ok(response.map(|body| Tracked::new(body, done)))
-    }
-
-    /// Hands the request to the routes, with its peer's address, the connection it came on
-    /// and, where the server keeps BODY_TIMEOUT, its body bounded (a body cut by it is answered
-    /// 408, whatever the handler made of the error, and the connection closed).
-    async fn route(
-        &self,
-        request: Request<Incoming>,
-        peer: SocketAddr,
-        on: Connection,
-    ) -> Response<Body> {
-        let (mut parts, body) = request.into_parts();
-        parts.extensions.insert(ConnectInfo(peer));
-        parts.extensions.insert(on);
-        let (body, expired) = match self.body_timeout {
-            Some(timeout) => {
-                let (body, expired) = TimedBody::new(body, Instant::now() + timeout);
-                (Body::new(body), expired)
-            }
-            None => (Body::new(body), Expired::default()),
-        };
-        let routed =
-            TowerToHyperService::new(self.app.clone()).call(Request::from_parts(parts, body));
-        let response = match routed.await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        };
-        if !expired.happened() {
-            return response;
-        }
-        self.metrics.timeout(TimeoutKind::body);
-        super::timed_body::late(&response)
-    }
-
-    /// At MAX_IN_FLIGHT: sheds the oldest request still reading its body and takes its slot.
-    async fn shed_a_body_reader(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        if !self.body_readers.shed_oldest() {
-            return None;
-        }
-        let slot = self.in_flight.clone().acquire_owned();
-        tokio::time::timeout(SHED_WAIT, slot).await.ok()?.ok()
-    }
-}
-
-/// `GET` or `HEAD` of `/healthz` or `/readyz`, which read only what is in memory.
-fn is_probe<B>(request: &Request<B>) -> bool {
-    matches!(*request.method(), Method::GET | Method::HEAD)
-        && matches!(request.uri().path(), "/healthz" | "/readyz")
-}
-
-fn overloaded(retry_after_secs: u64) -> Response<Body> {
-    let mut response = (
-        StatusCode::SERVICE_UNAVAILABLE,
-        "too many requests in flight; retry later",
-    )
-        .into_response();
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
-    response
 }

@@ -48,6 +48,7 @@ mod roles;
 mod settings;
 mod shutdown;
 mod split_keys;
+mod starting;
 mod startup_refusals;
 mod story;
 mod support;

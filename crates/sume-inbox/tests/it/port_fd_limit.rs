@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +39,33 @@ async fn forged_upload(addr: SocketAddr) -> TcpStream {
         "0".repeat(64)
     );
     open_with(addr, &head).await
+}
+
+/// Runs `command` under [`LIMIT`] open files, soft and hard.
+fn limit_open_files(command: &mut Command) {
+    // SAFETY: setrlimit is async-signal-safe and touches only the struct passed to it.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: LIMIT as libc::rlim_t,
+                rlim_max: LIMIT as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// `UPLOADS` forged uploads on `listen`, opened a hundred at a time.
+async fn forged_uploads(listen: SocketAddr) -> Vec<TcpStream> {
+    let mut uploads = Vec::with_capacity(UPLOADS);
+    for batch in 0..UPLOADS.div_ceil(100) {
+        let opening = (batch * 100..UPLOADS.min((batch + 1) * 100)).map(|_| forged_upload(listen));
+        uploads.extend(futures_util::future::join_all(opening).await);
+    }
+    uploads
 }
 
 /// Watches how many descriptors process `pid` holds, until the answer's flag is set; the
@@ -83,27 +110,11 @@ async fn under_an_open_file_limit_below_max_connections_forged_uploads_keep_no_d
     ];
     let (daemon, listen, admin) = Binary::start_with(&db, &env, |command| {
         command.stderr(Stdio::from(std::fs::File::create(&log).unwrap()));
-        // SAFETY: setrlimit is async-signal-safe and touches only the struct passed to it.
-        unsafe {
-            command.pre_exec(|| {
-                let limit = libc::rlimit {
-                    rlim_cur: LIMIT as libc::rlim_t,
-                    rlim_max: LIMIT as libc::rlim_t,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        limit_open_files(command);
     })
     .await;
     let (stop, watcher) = watch_descriptors(daemon.0.id());
-    let mut uploads = Vec::with_capacity(UPLOADS);
-    for batch in 0..UPLOADS.div_ceil(100) {
-        let opening = (batch * 100..UPLOADS.min((batch + 1) * 100)).map(|_| forged_upload(listen));
-        uploads.extend(futures_util::future::join_all(opening).await);
-    }
+    let uploads = forged_uploads(listen).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     stop.store(true, Ordering::Relaxed);
     // The cap, the connections shed but not yet closed, and the rest of the process (the admin
@@ -143,6 +154,66 @@ async fn under_an_open_file_limit_below_max_connections_forged_uploads_keep_no_d
     let starved = logged(&log, "accepting a connection failed");
     assert!(starved.is_none(), "{starved:?}");
     drop(uploads);
+    drop(daemon);
+    let _ = std::fs::remove_file(&log);
+}
+
+/// While the start waits (here for the migrations' lock), LISTEN_ADDR already answers: its cap
+/// is cut to the open-file limit before, not after, so connections opened meanwhile are shed
+/// at it as they are once serving. Before, the start's answers took MAX_CONNECTIONS whole: the
+/// connections used up the descriptors (`Too many open files` on accept) until HEADER_TIMEOUT
+/// closed them.
+#[tokio::test(flavor = "multi_thread")]
+async fn under_an_open_file_limit_connections_opened_while_starting_use_up_no_descriptors() {
+    sume_inbox::process::fd_limit::raise(UPLOADS as u64 + 1024);
+    let db = TestDb::new().await;
+    let holder = crate::starting::hold_the_migrations_lock(&db).await;
+    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("port-fd-limit-start-{}.log", std::process::id()));
+    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
+    command
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("SUME_WEBHOOK_SECRET", SECRET)
+        .env("LISTEN_ADDR", listen.to_string())
+        .env("ADMIN_ADDR", format!("127.0.0.1:{}", free_port()))
+        .env("HEADER_TIMEOUT", "30s")
+        .env("LOG_FORMAT", "json")
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()));
+    limit_open_files(&mut command);
+    let daemon = Binary(command.spawn().unwrap());
+    wait_for("the start's answers", Duration::from_secs(30), || async {
+        matches!(reqwest::get(format!("http://{listen}/readyz")).await, Ok(r) if r.status() == 503)
+    })
+    .await;
+    let (stop, watcher) = watch_descriptors(daemon.0.id());
+    // Silent: each holds its connection until HEADER_TIMEOUT, unless shed at the cap.
+    let mut silent = Vec::with_capacity(UPLOADS);
+    for _ in 0..UPLOADS {
+        silent.push(TcpStream::connect(listen).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop.store(true, Ordering::Relaxed);
+    let most = watcher.join().unwrap();
+    assert!(most <= CAP + MAX_CLOSING + 64, "{most} descriptors held");
+    let starved = logged(&log, "accepting a connection failed");
+    assert!(starved.is_none(), "{starved:?}");
+    crate::starting::release(&holder).await;
+    wait_for("serving once migrated", Duration::from_secs(30), || async {
+        matches!(reqwest::get(format!("http://{listen}/readyz")).await, Ok(r) if r.status() == 200)
+    })
+    .await;
+    let r = Delivery::completed("job_beside_the_start_s_connections")
+        .send_raw(
+            &reqwest::Client::new(),
+            &format!("http://{listen}/webhooks/sume"),
+        )
+        .await
+        .expect("a genuine delivery is answered");
+    assert_eq!(r.status(), 204);
+    drop(silent);
     drop(daemon);
     let _ = std::fs::remove_file(&log);
 }

@@ -56,7 +56,7 @@ async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
 }
 
 /// Stands in for systemd's notification socket (Type=notify).
-fn notify_socket(port: u16) -> (PathBuf, UnixDatagram) {
+pub(crate) fn notify_socket(port: u16) -> (PathBuf, UnixDatagram) {
     let path = std::env::temp_dir().join(format!("sume-notify-{}-{port}", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let socket = UnixDatagram::bind(&path).unwrap();
@@ -68,7 +68,7 @@ fn notify_socket(port: u16) -> (PathBuf, UnixDatagram) {
 
 /// The binary's `serve` as systemd would start it, stdout discarded; the caller says where
 /// stderr goes.
-fn serve_command(db: &TestDb, port: u16, admin: u16, notify_path: &Path) -> Command {
+pub(crate) fn serve_command(db: &TestDb, port: u16, admin: u16, notify_path: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
     cmd.arg("serve")
         .env("NOTIFY_SOCKET", notify_path)
@@ -122,7 +122,7 @@ fn send_until_refused(http: &reqwest::Client, url: &str) -> Vec<JoinHandle<Vec<S
         .collect()
 }
 
-async fn sigterm_and_wait_for_exit(child: &mut Child) -> ExitStatus {
+pub(crate) async fn sigterm_and_wait_for_exit(child: &mut Child) -> ExitStatus {
     let pid = child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])

@@ -1,6 +1,9 @@
-//! How a migration takes its table locks without stopping ingest: each attempt runs in its own
-//! transaction under a short `lock_timeout`, and one that cannot have its locks in that time is
-//! rolled back and tried again after a pause, while the runner keeps the advisory lock.
+//! How a migration run waits for its locks: the advisory lock that makes it the only one
+//! ([`lock`]), then each migration's table locks, taken without stopping ingest: each attempt
+//! runs in its own transaction under a short `lock_timeout`, and one that cannot have its locks
+//! in that time is rolled back and tried again after a pause, while the runner keeps the
+//! advisory lock. Where the run stands ([`Step`]) is kept for a caller that reports it (a
+//! starting daemon's `/readyz`).
 //!
 //! Why: `alter table sume.events ...` asks for an access exclusive lock. While any transaction
 //! holds even a share lock on the table (a report left `idle in transaction`, a long `select`),
@@ -15,13 +18,32 @@
 //! transactions is the build's own, which a timeout would only cut into an invalid index.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 use crate::db::DbError;
+
+/// An arbitrary constant naming "sume-inbox migrations" among advisory locks.
+const LOCK_KEY: i64 = 0x5355_4d45_494e_4258;
+
+/// How often an instance that finds the lock taken tries again.
+const LOCK_RETRY: Duration = Duration::from_millis(200);
+
+/// Where a migration run stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Step {
+    /// Reading which migrations the schema has.
+    #[default]
+    Reading,
+    /// Waiting, since then, for the advisory lock another session holds (another instance
+    /// migrating).
+    Locking(Instant),
+    /// Applying this migration (its version and name).
+    Applying(i32, &'static str),
+}
 
 /// How long each attempt may wait for its locks, and the pauses between attempts.
 #[derive(Debug, Clone)]
@@ -35,6 +57,8 @@ pub struct LockWaits {
     pub max_pause: Duration,
     /// Attempts refused so far (shared by clones), for a caller that reports progress.
     pub refused: Arc<AtomicU64>,
+    /// Where the run stands (shared by clones), for a caller that reports progress.
+    pub step: Arc<Mutex<Step>>,
 }
 
 impl Default for LockWaits {
@@ -46,6 +70,7 @@ impl Default for LockWaits {
             first_pause: Duration::from_secs(1),
             max_pause: Duration::from_secs(30),
             refused: Arc::default(),
+            step: Arc::default(),
         }
     }
 }
@@ -55,6 +80,50 @@ impl LockWaits {
     pub fn refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
     }
+
+    /// Where the run stands.
+    pub fn step(&self) -> Step {
+        *self.step.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Says where the run stands.
+    pub(super) fn now(&self, step: Step) {
+        *self.step.lock().unwrap_or_else(|p| p.into_inner()) = step;
+    }
+}
+
+/// Takes the migration lock, trying again while another instance holds it. Never waits inside
+/// a statement: `create index concurrently` waits for every transaction older than its
+/// snapshot, so an instance blocked in `pg_advisory_lock` would deadlock the one building.
+pub(super) async fn lock(client: &Client, waits: &LockWaits) -> Result<(), DbError> {
+    let started = Instant::now();
+    let mut told = Duration::ZERO;
+    loop {
+        let taken: bool = client
+            .query_one("select pg_try_advisory_lock($1)", &[&LOCK_KEY])
+            .await
+            .map_err(|e| DbError::query("migrate_lock", e))?
+            .get(0);
+        if taken {
+            return Ok(());
+        }
+        waits.now(Step::Locking(started));
+        if started.elapsed() >= told + Duration::from_secs(10) {
+            told = started.elapsed();
+            tracing::info!(
+                waited_secs = told.as_secs(),
+                "another instance is migrating the schema; waiting for it"
+            );
+        }
+        tokio::time::sleep(LOCK_RETRY).await;
+    }
+}
+
+/// Lets the migration lock go (a dropped connection lets it go too).
+pub(super) async fn unlock(client: &Client) {
+    let _ = client
+        .execute("select pg_advisory_unlock($1)", &[&LOCK_KEY])
+        .await;
 }
 
 /// Applies one migration in a transaction, trying again while its locks cannot be had within

@@ -1,8 +1,9 @@
 //! Embedded, numbered migrations (`sql/NNNN_name.sql`), applied under an advisory lock so that
 //! any number of instances may start at once: the first applies, the others wait and find
 //! nothing left to do. Each migration takes its table locks under a short `lock_timeout` and
-//! tries again while they cannot be had (`lock_waits.rs`), so an open transaction delays the
-//! migration, never the fleet's writes queued behind it.
+//! tries again while they cannot be had, so an open transaction delays the migration, never the
+//! fleet's writes queued behind it. Both waits are in `lock_waits.rs`, with where the run stands
+//! ([`Step`]) for a caller that reports it.
 
 use tokio_postgres::Client;
 
@@ -12,7 +13,7 @@ mod access;
 mod lock_waits;
 
 pub use access::{schema_access, SchemaAccess};
-pub use lock_waits::LockWaits;
+pub use lock_waits::{LockWaits, Step};
 
 /// A migration: its version, its name (the file is `sql/{version:04}_{name}.sql`) and its SQL.
 pub type Migration = (i32, &'static str, &'static str);
@@ -121,12 +122,6 @@ pub fn latest() -> i32 {
     MIGRATIONS.last().map(|m| m.0).unwrap_or(0)
 }
 
-/// An arbitrary constant naming "sume-inbox migrations" among advisory locks.
-const LOCK_KEY: i64 = 0x5355_4d45_494e_4258;
-
-/// How often an instance that finds the lock taken tries again.
-const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
-
 /// The first line of a migration that builds an index with `create index concurrently`:
 /// `-- index concurrently: schema.name`. Such a file holds that one statement, run outside a
 /// transaction.
@@ -149,39 +144,11 @@ pub async fn migrate_with(
     if all_applied(client, migrations).await {
         return Ok(Vec::new());
     }
-    lock(client).await?;
+    lock_waits::lock(client, waits).await?;
     let result = apply_missing(client, migrations, waits).await;
     // Unlock whatever happened; a dropped connection releases the lock anyway.
-    let _ = client
-        .execute("select pg_advisory_unlock($1)", &[&LOCK_KEY])
-        .await;
+    lock_waits::unlock(client).await;
     result
-}
-
-/// Takes the migration lock, trying again while another instance holds it. Never waits inside
-/// a statement: `create index concurrently` waits for every transaction older than its
-/// snapshot, so an instance blocked in `pg_advisory_lock` would deadlock the one building.
-async fn lock(client: &Client) -> Result<(), DbError> {
-    let started = std::time::Instant::now();
-    let mut told = std::time::Duration::ZERO;
-    loop {
-        let taken: bool = client
-            .query_one("select pg_try_advisory_lock($1)", &[&LOCK_KEY])
-            .await
-            .map_err(|e| DbError::query("migrate_lock", e))?
-            .get(0);
-        if taken {
-            return Ok(());
-        }
-        if started.elapsed() >= told + std::time::Duration::from_secs(10) {
-            told = started.elapsed();
-            tracing::info!(
-                waited_secs = told.as_secs(),
-                "another instance is migrating the schema; waiting for it"
-            );
-        }
-        tokio::time::sleep(LOCK_RETRY).await;
-    }
 }
 
 /// Whether every migration of this binary is applied (false before the first one, or when the
@@ -224,6 +191,7 @@ async fn apply_missing(
         if applied.contains(version) {
             continue;
         }
+        waits.now(Step::Applying(*version, name));
         match concurrent_index(sql) {
             Some(index) => apply_concurrently(client, *version, name, index, sql).await?,
             None => lock_waits::apply_in_transaction(client, *version, name, sql, waits).await?,
