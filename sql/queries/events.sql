@@ -277,6 +277,46 @@ where e.event_id = any (array(
     limit $2))
   and e.orphaned_at is not null;
 
+-- name: events_orphan_unmark_askable
+-- An instance with keys asks again about the events marked while no key could ask (without
+-- SUME_API_KEYS on any live instance, events_orphan_late marks every jobless event past the
+-- grace): a marked event whose job id has no orphan verdict (no key read the job) loses its
+-- mark, so it is back in events_awaiting, oldest of all, and the regular inbox check opens its
+-- job id's check and asks every key the fleet holds. An orphan's events keep their mark (a
+-- key reads the job; it has no row). A step walks at most $3 waiting events through
+-- events_pending in (received_at, event_id) order after the cursor ($1, $2; nulls: from the
+-- first), marked or not, so a step costs the same however large the backlog; the
+-- caller carries the cursor from step to step and starts over once a walk comes back short.
+-- Answers how many were unmarked, how many walked, and the last one walked (the next cursor).
+with walked as (
+    select w.event_id, w.received_at, w.orphaned_at is not null as marked
+    from sume.events w
+    where w.applied_at is null
+      and w.set_aside_at is null
+      and (w.received_at, w.event_id)
+          > (coalesce($1::timestamptz, '-infinity'), coalesce($2::text, ''))
+    order by w.received_at, w.event_id
+    limit $3
+), unmarked as (
+    update sume.events e
+    set orphaned_at = null
+    where e.event_id = any (array(select m.event_id from walked m where m.marked))
+      and e.applied_at is null
+      and e.set_aside_at is null
+      and e.orphaned_at is not null
+      and not exists (select 1 from sume.inbox_checks c
+                      where c.job_id = e.job_id and c.verdict = 'orphan')
+    returning e.event_id
+), last as (
+    select l.received_at, l.event_id from walked l
+    order by l.received_at desc, l.event_id desc
+    limit 1
+)
+select (select count(*) from unmarked) as unmarked,
+       (select count(*) from walked) as walked,
+       (select l.received_at from last l) as last_received_at,
+       (select l.event_id from last l) as last_event_id;
+
 -- name: events_waiting_list
 -- The inbox as an operator sees it: events not applied and not set aside, at least $1 seconds
 -- old, oldest first, with whether their job row exists and what the sweep concluded.

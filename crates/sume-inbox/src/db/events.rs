@@ -175,6 +175,17 @@ pub struct Attachable {
     pub more: bool,
 }
 
+/// A step of [`Store::events_orphan_unmark_askable`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AskAgainStep {
+    /// Marked events that lost their mark (no orphan verdict on their job id).
+    pub unmarked: u64,
+    /// Waiting events walked, marked or not.
+    pub walked: u64,
+    /// The last event walked, `(received_at, event_id)`: where the next step starts.
+    pub last: Option<(DateTime<Utc>, String)>,
+}
+
 impl Store {
     /// Sets aside the events that arrived after their job id was judged foreign and waited
     /// longer than `grace_secs`; answers how many.
@@ -205,6 +216,28 @@ impl Store {
         sql::EVENTS_ORPHAN_LATE
             .execute(&client, &[&grace_secs, &no_keys, &limit, &now])
             .await
+    }
+
+    /// Walks up to `limit` waiting events after `after` (from the first when `None`) and
+    /// clears the marks of those marked with no orphan verdict on their job id: events marked
+    /// while no key could ask, asked about again by an instance with keys.
+    pub async fn events_orphan_unmark_askable(
+        &self,
+        after: Option<&(DateTime<Utc>, String)>,
+        limit: i64,
+    ) -> Result<AskAgainStep, DbError> {
+        let client = self.client().await?;
+        let (at, id) = (after.map(|a| a.0), after.map(|a| a.1.as_str()));
+        let row = sql::EVENTS_ORPHAN_UNMARK_ASKABLE
+            .query_one(&client, &[&at, &id, &limit])
+            .await?;
+        let last_at: Option<DateTime<Utc>> = row.get("last_received_at");
+        let last_id: Option<String> = row.get("last_event_id");
+        Ok(AskAgainStep {
+            unmarked: row.get::<_, i64>("unmarked") as u64,
+            walked: row.get::<_, i64>("walked") as u64,
+            last: last_at.zip(last_id),
+        })
     }
 
     /// The catch-up scan: jobs that have a row and waiting events, from up to `limit` events,

@@ -52,7 +52,9 @@ pub use close_transactions::{AttachReport, ReconcileObservation};
 pub use connection::{spoils_session, Conn, Protocol, Session, Tx};
 pub use dead_letters::{DeadLetterBody, DeadLetterRow, NewDeadLetter};
 pub use disagreements::DisagreementRow;
-pub use events::{Attachable, EventRow, Inserted, NewEvent, StoredDelivery, WaitingEvent};
+pub use events::{
+    AskAgainStep, Attachable, EventRow, Inserted, NewEvent, StoredDelivery, WaitingEvent,
+};
 pub use give_up_rechecks::ClaimedRecheck;
 pub use inbox_checks::{CheckRow, ClaimedCheck, Concluded, Verdict};
 pub use instance_minutes::{FleetMinute, MinuteCounts};

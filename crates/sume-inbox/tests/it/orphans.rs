@@ -297,3 +297,70 @@ async fn an_orphans_events_leave_the_inbox_after_orphan_retention_and_so_does_it
     );
     daemon.stop().await;
 }
+
+/// Events marked while no instance had keys are asked about once one with keys sweeps: the
+/// job no key reads (Sume answers 404) is set aside as another workspace's, the one a key
+/// reads is judged an orphan and keeps its mark for its job, and only its event moves to the
+/// dead letters at ORPHAN_RETENTION. Before, the marks stood: neither was ever asked about,
+/// and both ended as dead letters, "never asked about".
+#[tokio::test(flavor = "multi_thread")]
+async fn events_marked_while_no_key_could_ask_are_asked_about_once_an_instance_has_keys() {
+    let db = TestDb::new().await;
+    let sim = sume_sim::RunningSim::start(sim_config()).await.unwrap();
+    let daemon = Daemon::start(daemon_without_keys(&db, &sim)).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/webhooks/sume");
+    let orphan = create(&http, &sim, MAIN_KEY, Some(&url), json!({})).await;
+    wait_ended(&http, &sim, std::slice::from_ref(&orphan)).await;
+    let mut foreign = Delivery::completed("job_elsewhere");
+    foreign.secret = sume_sim::TEST_WEBHOOK_SECRET.into();
+    assert_eq!(foreign.send(&http, &url).await.status(), 204);
+    wait_for("both events stored", Duration::from_secs(30), || async {
+        count(&db, "select count(*) from sume.events").await == 2
+    })
+    .await;
+    // No key anywhere: past the grace both are marked as nobody's to ask about.
+    let keyless = Services::new(&db, &sim.api_url(), false).await;
+    keyless
+        .clock
+        .advance(keyless.config.inbox_grace + Duration::from_secs(1));
+    assert_eq!(keyless.check_once().await.events_orphaned, 2);
+    assert!(marked(&db, &orphan).await && marked(&db, "job_elsewhere").await);
+    // An instance with the key sweeps: both are asked about.
+    let s = Services::new(&db, &sim.api_url(), true).await;
+    s.clock
+        .advance(s.config.inbox_grace + Duration::from_secs(1));
+    let stats = s.check_once().await;
+    assert_eq!(stats.events_asked_again, 2, "{stats:?}");
+    assert_eq!((stats.foreign, stats.events_set_aside), (1, 1), "{stats:?}");
+    assert_eq!((stats.orphans, stats.events_orphaned), (1, 1), "{stats:?}");
+    let set_aside = "select count(*) from sume.events \
+                     where job_id = 'job_elsewhere' and set_aside_at is not null";
+    assert_eq!(count(&db, set_aside).await, 1);
+    assert!(
+        marked(&db, &orphan).await,
+        "an orphan's event keeps its mark"
+    );
+    let again = s.check_once().await;
+    assert_eq!((again.events_asked_again, again.checks_claimed), (0, 0));
+    // At ORPHAN_RETENTION only the orphan's event is a dead letter, as an orphan's.
+    s.clock.advance(s.config.orphan_retention);
+    assert_eq!(s.retention.run_once().await.unwrap().orphan_events, 1);
+    let reason: String = db
+        .client()
+        .await
+        .query_one("select reason from sume.dead_letters", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        reason.contains("an orphan (a key reads the job"),
+        "{reason}"
+    );
+    assert_eq!(
+        count(&db, set_aside).await,
+        1,
+        "the foreign event stays set aside"
+    );
+    daemon.stop().await;
+}

@@ -195,7 +195,38 @@ async fn the_catch_up_scan_costs_the_same_beside_100_000_events_that_never_find_
     );
     let job: String = c.query_one(scan, &[&100i64]).await.unwrap().get(0);
     assert_eq!(job, "job_ours");
+    asking_again_costs_a_step_wherever_it_starts(&c).await;
     db.drop_database().await;
+}
+
+/// An instance with keys clears the marks a keyless sweep left, a step at a time: a step from
+/// the first event and one from the middle of the 100,000 touch the same bounded pages.
+async fn asking_again_costs_a_step_wherever_it_starts(c: &tokio_postgres::Client) {
+    let step = sume_inbox::db::sql::EVENTS_ORPHAN_UNMARK_ASKABLE.sql();
+    let none: Option<chrono::DateTime<chrono::Utc>> = None;
+    let (first, plan) = pages(c, step, &[&none, &None::<String>, &100i64]).await;
+    eprintln!("--- asking again from the first: {first} pages\n{plan}");
+    let mid = c
+        .query_one(
+            "select received_at, event_id from sume.events where event_id = 'evt_stray_50000'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let at: Option<chrono::DateTime<chrono::Utc>> = Some(mid.get(0));
+    let id: Option<String> = Some(mid.get(1));
+    let (middle, plan) = pages(c, step, &[&at, &id, &100i64]).await;
+    eprintln!("--- from the middle: {middle} pages\n{plan}");
+    assert!(
+        first < 4_000 && middle < 4_000,
+        "{first}, {middle}:\n{plan}"
+    );
+    let unmarked = "select count(*) from sume.events where orphaned_at is null";
+    let n: i64 = c.query_one(unmarked, &[]).await.unwrap().get(0);
+    assert_eq!(
+        n, 201,
+        "two steps of 100 unmarked, and the event of job_ours"
+    );
 }
 
 /// Sample arguments of each statement of [`statements`].

@@ -159,6 +159,12 @@ fn scan_and_sweep(polls: String) -> Vec<(&'static str, &'static str, String)> {
             sql::INBOX_CHECKS_ENQUEUE.sql(),
             "300, 100, null".into(),
         ),
+        // An instance with keys, asking again about what was marked while no key could.
+        (
+            sql::EVENTS_ORPHAN_UNMARK_ASKABLE.name(),
+            sql::EVENTS_ORPHAN_UNMARK_ASKABLE.sql(),
+            "null, null, 100".into(),
+        ),
         (
             sql::INBOX_CHECKS_CLAIM.name(),
             sql::INBOX_CHECKS_CLAIM.sql(),

@@ -15,9 +15,11 @@
 //!
 //! An orphan's events are marked (`orphaned_at`) at the verdict, and so are those that come
 //! after it once their grace has passed; without API keys nobody can be asked, so every event
-//! past the grace with no row is marked. Marked events leave the index the catch-up scan and
-//! the checks walk, so neither costs more with the orphans kept; they still attach when their
-//! job is registered, and after ORPHAN_RETENTION retention moves them to the dead letters.
+//! past the grace with no row is marked, until an instance with keys sweeps: it clears those
+//! marks (but an orphan's), so their job ids are asked about (`ask_again.rs`). Marked events
+//! leave the index the catch-up scan and the checks walk, so neither costs more with the
+//! orphans kept; they still attach when their job is registered, and after ORPHAN_RETENTION
+//! retention moves them to the dead letters.
 //!
 //! [`CheckFold`] decides the verdict from the answers alone; [`InboxCheck`] claims due checks
 //! under a lease, reads the fleet's keys, asks Sume, and writes the [`CheckDecision`]. It owns
@@ -33,6 +35,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::ask_again::AskAgain;
 use super::schedule::{every, send_deadline, serve};
 use crate::actors::supervision::Actor;
 use crate::config::SweepConfig;
@@ -64,6 +67,8 @@ pub struct InboxCheckStats {
     /// Events marked as an orphan's (or, without keys, as nobody's to ask about): out of the
     /// catch-up scan's way until their job is registered or ORPHAN_RETENTION ends.
     pub events_orphaned: u64,
+    /// Events marked while no key could ask whose marks were cleared, to be asked about.
+    pub events_asked_again: u64,
     /// Checks to try again (a 429, 5xx or timeout among the answers).
     pub checks_inconclusive: usize,
     /// Checks every key here answered 404 for, left to the instances holding the fleet's
@@ -83,6 +88,7 @@ impl AddAssign for InboxCheckStats {
         self.events_set_aside += o.events_set_aside;
         self.orphans += o.orphans;
         self.events_orphaned += o.events_orphaned;
+        self.events_asked_again += o.events_asked_again;
         self.checks_inconclusive += o.checks_inconclusive;
         self.left_to_other_keys += o.left_to_other_keys;
         self.deferred += o.deferred;
@@ -97,6 +103,7 @@ pub struct InboxCheck {
     reader: StatusReader,
     config: SweepConfig,
     clock: Clock,
+    ask_again: AskAgain,
 }
 
 impl InboxCheck {
@@ -114,6 +121,7 @@ impl InboxCheck {
             reader,
             config,
             clock,
+            ask_again: AskAgain::default(),
         }
     }
 }
@@ -136,9 +144,10 @@ impl Actor for InboxCheck {
 }
 
 impl InboxCheck {
-    /// One pass: marks the events nobody will ask about, drops orphan verdicts whose row is
-    /// back, opens checks for events past the grace, and serves due checks a batch at a time
-    /// until none is left (or the budget ran out for this pass). Without API keys it only marks.
+    /// One pass: marks the events nobody will ask about, clears the marks left while no key
+    /// could ask (`ask_again.rs`), drops orphan verdicts whose row is back, opens checks for
+    /// events past the grace, and serves due checks a batch at a time until none is left (or
+    /// the budget ran out for this pass). Without API keys it only marks.
     pub async fn run_once(&self, shutdown: &CancellationToken) -> Result<InboxCheckStats, DbError> {
         let mut total = InboxCheckStats {
             events_orphaned: self.mark_orphans().await?,
@@ -152,6 +161,8 @@ impl InboxCheck {
         if prepared != Some(true) {
             return Ok(total);
         }
+        let batch = self.config.batch.max(1) as i64;
+        total.events_asked_again = self.ask_again.pass(&self.store, batch).await?;
         loop {
             let stats = self.batch(shutdown).await?;
             let more = stats.checks_claimed == self.config.batch && stats.deferred == 0;

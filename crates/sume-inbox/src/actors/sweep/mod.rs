@@ -20,6 +20,7 @@
 //! crashed instance's claims return when the lease expires; no request is sent unless it can
 //! finish before its claim expires.
 
+mod ask_again;
 mod give_up_recheck;
 mod inbox_check;
 mod poll;
