@@ -165,7 +165,7 @@ impl Store {
             source: Source::Poll,
             event_id: None,
             status: Some(status.to_owned()),
-            result,
+            result: result.as_ref().map(sume_wire::JsonText::of),
         });
         jobs::write(&tx, &folds).await?;
         sql::JOBS_POLL_CLOSED
@@ -202,7 +202,7 @@ impl Store {
                     source: Source::Poll,
                     event_id: None,
                     status: Some(o.status.clone()),
-                    result: o.result.clone(),
+                    result: o.result.as_ref().map(sume_wire::JsonText::of),
                 });
                 outcomes.push((job_id.clone(), outcome));
             }
@@ -261,7 +261,7 @@ fn fold_pending(folds: &mut [JobFold], pending: &[Row]) -> Folded {
                 source: Source::Webhook,
                 event_id: Some(row.get("event_id")),
                 status: row.get("status"),
-                result: super::json_columns::sent_json(row, "result"),
+                result: super::json_columns::sent_json_text(row, "result"),
             })
             .collect();
         let done = folds[i].apply_together(&observations);

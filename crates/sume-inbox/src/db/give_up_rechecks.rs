@@ -119,7 +119,7 @@ impl Store {
                 source: Source::Poll,
                 event_id: None,
                 status: Some(status.to_owned()),
-                result,
+                result: result.as_ref().map(sume_wire::JsonText::of),
             }),
             None => Outcome::Ignored,
         };
