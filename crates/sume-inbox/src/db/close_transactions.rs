@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use sume_wire::JsonText;
 use tokio_postgres::Row;
 
 use super::{jobs, sql, DbError, Store};
@@ -147,7 +147,7 @@ impl Store {
         job_id: &str,
         owner: &str,
         status: &str,
-        result: Option<Value>,
+        result: Option<JsonText>,
         answer: &str,
         clock: &Clock,
     ) -> Result<Outcome, DbError> {
@@ -165,7 +165,7 @@ impl Store {
             source: Source::Poll,
             event_id: None,
             status: Some(status.to_owned()),
-            result: result.as_ref().map(sume_wire::JsonText::of),
+            result,
         });
         jobs::write(&tx, &folds).await?;
         sql::JOBS_POLL_CLOSED
@@ -202,7 +202,7 @@ impl Store {
                     source: Source::Poll,
                     event_id: None,
                     status: Some(o.status.clone()),
-                    result: o.result.as_ref().map(sume_wire::JsonText::of),
+                    result: o.result.clone(),
                 });
                 outcomes.push((job_id.clone(), outcome));
             }
@@ -309,6 +309,6 @@ pub struct ReconcileObservation {
     pub job_id: String,
     /// The status as spelt by Sume (terminal).
     pub status: String,
-    /// The job's result or error, when the list carries it.
-    pub result: Option<Value>,
+    /// The job's result or error, when the list carries it, as JSON text.
+    pub result: Option<JsonText>,
 }

@@ -73,3 +73,34 @@ async fn a_result_sent_by_webhook_keeps_every_digit_in_the_job_and_its_answers()
     }
     daemon.stop().await;
 }
+
+/// Sume's status answer carries such a result (a stand-in answers it: the simulator's results
+/// hold no such numbers); the job closed by the poll keeps it as sent, as `jsonb` and in
+/// every digit of its text.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_result_read_by_a_poll_keeps_every_digit_in_the_job() {
+    let db = TestDb::new().await;
+    crate::sweep::migrate(&db).await;
+    crate::sweep::register(&db, "job_exact").await;
+    let body = format!(r#"{{"id":"job_exact","status":"completed","result":{EXACT}}}"#);
+    let api = stand_in_api(crate::odd_answers::answering(vec![("job_exact", body)])).await;
+    let sweep = crate::odd_answers::sweep_at(&db, &api).await;
+    let polled = sweep.poll_once().await;
+    assert_eq!(polled.closed_by_poll, 1, "{polled:?}");
+    let row = db
+        .client()
+        .await
+        .query_one(
+            "select closed_by, result = $2::text::jsonb, result::text
+             from sume.jobs where job_id = $1",
+            &[&"job_exact", &EXACT],
+        )
+        .await
+        .unwrap();
+    let (by, same, text): (String, bool, String) = (row.get(0), row.get(1), row.get(2));
+    assert_eq!(by, "poll");
+    assert!(same, "jobs.result {text} is not {EXACT}");
+    for digits in DIGITS {
+        assert!(text.contains(digits), "{digits} not in {text}");
+    }
+}
