@@ -118,7 +118,7 @@ limit $1;
 -- Each job's events are found by its id in events_job_id, a lateral lookup per job, and
 -- locked until the transaction ends: events_mark_applied then finds them by their row
 -- address, which nobody else can change meanwhile.
-select e.event_id, e.job_id, e.status, e.result, e.received_at,
+select e.event_id, e.job_id, e.status, e.result::text as result, e.received_at,
        extract(epoch from clock_timestamp() - e.received_at)::float8 as waited
 from (select distinct unnest($1::text[]) as job_id) u
 cross join lateral (select w.event_id, w.job_id, w.status, w.result, w.received_at

@@ -7,7 +7,8 @@
 -- statement's snapshot: every one of them has ended, so no entry can later appear before the
 -- last one answered. The join keeps the entry of a job whatever it became since.
 select c.xid::text::bigint as xid, c.seq, c.job_id, c.state, c.closed_by,
-       c.supersedes_give_up, c.closed_at, j.order_id, j.api_key, j.result
+       c.supersedes_give_up, c.closed_at, j.order_id, j.api_key,
+       j.result::text as result
 from sume.job_closes c
 join sume.jobs j on j.job_id = c.job_id
 where (c.xid, c.seq) > ($1::bigint::text::xid8, $2::bigint)

@@ -14,8 +14,9 @@ select job_id, traceparent from sume.jobs
 where job_id = any($1::text[]) and traceparent is not null;
 
 -- name: jobs_get
-select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id, result,
-       created_at, updated_at, closed_at, close_reason, superseded_give_up
+select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id,
+       result::text as result, created_at, updated_at, closed_at, close_reason,
+       superseded_give_up
 from sume.jobs
 where job_id = $1;
 
@@ -24,9 +25,10 @@ where job_id = $1;
 -- page, `jobs show`, GET /v1/jobs/{id}/detail): the row, the events oldest first (signed_at:
 -- the X-Sume-Timestamp they were signed with, verified at ingest, so a valid time), the
 -- disagreements, the inbox check and the kept polls, each as JSON and each found by an index
--- on the job id (the primary keys, events_job_id, disagreements_job_id).
+-- on the job id (the primary keys, events_job_id, disagreements_job_id). The job comes as JSON
+-- text, so its result's numbers are read with every digit.
 select
-    (select to_jsonb(j)
+    (select to_jsonb(j)::text
      from (select job_id, order_id, api_key, state, sume_status, closed_by, created_at,
                   closed_at, result, close_reason, superseded_give_up
            from sume.jobs where job_id = $1) j) as job,
@@ -61,7 +63,8 @@ order by u.job_id;
 -- The outcome of one attach or poll, computed under jobs_lock. Guarded all the same: a job
 -- closed by Sume's word never changes state, and closed_at is set once. The one exception is
 -- a give-up ($7, supersedes): Sume's terminal status replaces the guess, which is kept in
--- superseded_give_up. Each row is found by its key (a lateral lookup in the primary key) and
+-- superseded_give_up. The result ($6) comes as JSON text, as attach read it from the event
+-- (`result::text`), so its numbers keep every digit. Each row is found by its key (a lateral lookup in the primary key) and
 -- updated at that row address (a TID scan): jobs_lock holds it, so the address cannot change
 -- under this transaction, and no plan can join the batch to the whole of sume.jobs.
 update sume.jobs j
@@ -71,7 +74,7 @@ set state              = u.state,
                               else coalesce(j.closed_by, u.closed_by) end,
     closed_event_id    = case when u.supersedes then u.closed_event_id
                               else coalesce(j.closed_event_id, u.closed_event_id) end,
-    result             = coalesce(u.result, j.result),
+    result             = coalesce(u.result::jsonb, j.result),
     closed_at          = case when u.supersedes then now()
                               when u.state <> 'open' then coalesce(j.closed_at, now()) end,
     superseded_give_up = case when u.supersedes
@@ -83,7 +86,7 @@ set state              = u.state,
     close_reason       = case when u.supersedes then null else j.close_reason end,
     updated_at         = now()
 from (select x.*, r.ctid as at
-      from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[],
+      from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                   $7::bool[])
            as x(job_id, state, sume_status, closed_by, closed_event_id, result, supersedes)
       cross join lateral (select ctid from sume.jobs where job_id = x.job_id offset 0) r) u
@@ -289,8 +292,9 @@ select count(*) from gone;
 -- A page of jobs in job_id order after $1 (keyset), each filter ignored when null: state $2,
 -- order_id $3, closed_by $4, created in [$5, $6), closed in [$7, $8); at most $9 rows. The
 -- primary key drives the order; a filter that matches few jobs reads more rows per page.
-select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id, result,
-       created_at, updated_at, closed_at, close_reason, superseded_give_up
+select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id,
+       result::text as result, created_at, updated_at, closed_at, close_reason,
+       superseded_give_up
 from sume.jobs
 where job_id > $1
   and ($2::text is null or state = $2)
@@ -310,8 +314,9 @@ select job_id from sume.jobs where job_id = any($1) and state <> 'open';
 -- name: jobs_list_by_order
 -- `jobs_list` for one order id ($3, never null): the order's jobs in job_id order from the
 -- index jobs_order_id, whatever the size of the table. The other filters as in `jobs_list`.
-select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id, result,
-       created_at, updated_at, closed_at, close_reason, superseded_give_up
+select job_id, order_id, api_key, state, sume_status, closed_by, closed_event_id,
+       result::text as result, created_at, updated_at, closed_at, close_reason,
+       superseded_give_up
 from sume.jobs
 where order_id = $3
   and job_id > $1

@@ -35,6 +35,10 @@ pub struct JobObject {
     /// (what is recorded of a job is the one or the other: [`JobObject::outcome_value`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
+    /// The outcome as kept ([`JobObject::outcome_text`]), as the JSON text it came as: every
+    /// digit of its numbers, which `result` and `error` (read as values) may have rounded.
+    #[serde(skip)]
+    pub kept_text: Option<crate::JsonText>,
 }
 
 /// A job object as it comes, before [`JobObject`] is made of it: `id` and `status` are read as
@@ -59,7 +63,9 @@ impl From<ReadJob> for JobObject {
     fn from(raw: ReadJob) -> JobObject {
         let kept = crate::event::outcome_text(raw.result.as_deref(), raw.error.as_deref())
             .and_then(crate::event::kept_result)
-            .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+            .and_then(crate::JsonText::new);
+        let kept_text = kept.clone();
+        let kept = kept.and_then(|text| text.value());
         let (result, error) = match kept {
             Some(result) if raw.result.is_some() => (Some(result), None),
             Some(mut wrapped) => (None, Some(wrapped["error"].take())),
@@ -73,6 +79,7 @@ impl From<ReadJob> for JobObject {
             completed_at: read(raw.completed_at),
             result,
             error,
+            kept_text,
         }
     }
 }
@@ -91,6 +98,15 @@ impl JobObject {
     /// job's `result` (the webhook path reads the same thing from an event body).
     pub fn outcome_value(&self) -> Option<Value> {
         outcome_value(self.result.as_ref(), self.error.as_ref())
+    }
+
+    /// [`JobObject::outcome_value`] as JSON text: as the answer sent it (lone surrogates
+    /// mended), so its numbers keep every digit; made from the values when the object was not
+    /// read from an answer.
+    pub fn outcome_text(&self) -> Option<crate::JsonText> {
+        self.kept_text
+            .clone()
+            .or_else(|| self.outcome_value().as_ref().map(crate::JsonText::of))
     }
 
     /// What a database can store of it: an `id` or `status` holding a NUL character

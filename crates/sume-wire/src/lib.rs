@@ -11,6 +11,7 @@
 pub mod client;
 pub mod event;
 pub mod job;
+pub mod json_text;
 pub mod readable;
 pub mod secret;
 pub mod signature;
@@ -26,6 +27,7 @@ pub use event::{
     body_key, dedupe_key, parse_event, usable_header_id, usable_id, ParseError, ParsedEvent,
 };
 pub use job::{ErrorBody, ErrorEnvelope, JobObject};
+pub use json_text::JsonText;
 pub use readable::{numeric_holds, readable_json_text, MAX_RESULT_DEPTH, NUMERIC_MAX_SCALE};
 pub use secret::Secret;
 pub use signature::{

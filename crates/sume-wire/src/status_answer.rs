@@ -78,6 +78,7 @@ fn head_of_cut(body: &[u8]) -> Option<JobObject> {
         completed_at: None,
         result: None,
         error: None,
+        kept_text: None,
     })
 }
 

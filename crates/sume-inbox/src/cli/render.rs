@@ -111,7 +111,7 @@ fn job_text(d: &JobDetail) -> String {
         let _ = writeln!(s, "  superseded a give-up: {}", shown_json(g));
     }
     if let Some(r) = &j.result {
-        let _ = writeln!(s, "  result {}", shown_json(r));
+        let _ = writeln!(s, "  result {}", shown(r.get()));
     }
     s
 }

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use sume_wire::JsonText;
 use tokio_postgres::Row;
 
 use super::{jobs, sql, DbError, Store};
@@ -147,7 +147,7 @@ impl Store {
         job_id: &str,
         owner: &str,
         status: &str,
-        result: Option<Value>,
+        result: Option<JsonText>,
         answer: &str,
         clock: &Clock,
     ) -> Result<Outcome, DbError> {
@@ -261,7 +261,7 @@ fn fold_pending(folds: &mut [JobFold], pending: &[Row]) -> Folded {
                 source: Source::Webhook,
                 event_id: Some(row.get("event_id")),
                 status: row.get("status"),
-                result: super::json_columns::sent_json(row, "result"),
+                result: super::json_columns::sent_json_text(row, "result"),
             })
             .collect();
         let done = folds[i].apply_together(&observations);
@@ -309,6 +309,6 @@ pub struct ReconcileObservation {
     pub job_id: String,
     /// The status as spelt by Sume (terminal).
     pub status: String,
-    /// The job's result or error, when the list carries it.
-    pub result: Option<Value>,
+    /// The job's result or error, when the list carries it, as JSON text.
+    pub result: Option<JsonText>,
 }

@@ -3,8 +3,6 @@
 //! status from Sume supersedes the give-up through the same fold as a poll, under the job's row
 //! lock, in the transaction that ends the asking.
 
-use serde_json::Value;
-
 use super::{sql, DbError, Store};
 use crate::db::clock::Clock;
 use crate::decisions::job_fold::{Observation, Outcome, Source};
@@ -108,7 +106,7 @@ impl Store {
         job_id: &str,
         owner: &str,
         status: &str,
-        result: Option<Value>,
+        result: Option<sume_wire::JsonText>,
     ) -> Result<Outcome, DbError> {
         const WHAT: &str = "give_up_superseded";
         let mut client = self.client().await?;

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::Value;
+use sume_wire::JsonText;
 
 use super::{sql, DbError, Store};
 
@@ -83,8 +83,9 @@ pub struct FeedEntry {
     pub order_id: Option<String>,
     /// The name of the API key that created the job.
     pub api_key: Option<String>,
-    /// The job's result now.
-    pub result: Option<Value>,
+    /// The job's result now, as stored.
+    #[schema(value_type = Option<Value>)]
+    pub result: Option<JsonText>,
 }
 
 /// A page of the feed.
@@ -138,7 +139,7 @@ impl Store {
                     closed_at: r.get("closed_at"),
                     order_id: r.get("order_id"),
                     api_key: r.get("api_key"),
-                    result: super::json_columns::sent_json(r, "result"),
+                    result: super::json_columns::sent_json_text(r, "result"),
                 }
             })
             .collect();

@@ -5,7 +5,7 @@ use super::{Session, Tx};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
-use sume_wire::JobState;
+use sume_wire::{JobState, JsonText};
 
 use super::{sql, CheckRow, DbError, DisagreementRow, EventRow, PollRow, Store};
 use crate::decisions::job_fold::JobFold;
@@ -52,8 +52,9 @@ pub struct JobRow {
     pub created_at: DateTime<Utc>,
     /// When the job was closed.
     pub closed_at: Option<DateTime<Utc>>,
-    /// The job's result, from the closing observation.
-    pub result: Option<Value>,
+    /// The job's result, from the closing observation, as stored (every digit of its numbers).
+    #[schema(value_type = Option<Value>)]
+    pub result: Option<JsonText>,
     /// Why a give-up closed the job (`closed_by = give_up`).
     pub close_reason: Option<String>,
     /// A give-up that Sume's own terminal status superseded: its state, Sume's last status,
@@ -103,7 +104,7 @@ pub(super) fn job_row(r: &tokio_postgres::Row) -> JobRow {
         closed_by: r.get("closed_by"),
         created_at: r.get("created_at"),
         closed_at: r.get("closed_at"),
-        result: super::json_columns::sent_json(r, "result"),
+        result: super::json_columns::sent_json_text(r, "result"),
         close_reason: r.get("close_reason"),
         superseded_give_up: super::json_columns::sent_json(r, "superseded_give_up"),
     }
@@ -155,7 +156,7 @@ impl Store {
         let row = sql::JOBS_STORY.query_one(&client, &[&job_id]).await?;
         Ok(JobDetail {
             job_id: job_id.to_owned(),
-            job: story_part(&row, "job")?,
+            job: story_text(&row, "job")?,
             events: story_part(&row, "events")?,
             disagreements: story_part(&row, "disagreements")?,
             inbox_check: story_part(&row, "inbox_check")?,
@@ -168,6 +169,20 @@ impl Store {
     pub async fn jobs_listen(&self) -> Result<JobsListener, DbError> {
         self.listen(sql::JOBS_LISTEN).await
     }
+}
+
+/// A JSON text column of `jobs_story` (the job, whose result's numbers a [`Value`] would
+/// round), read as the type the detail holds (SQL null: `None`).
+fn story_text<T: serde::de::DeserializeOwned>(
+    row: &tokio_postgres::Row,
+    column: &'static str,
+) -> Result<Option<T>, DbError> {
+    let text: Option<String> = row
+        .try_get(column)
+        .map_err(|e| DbError::Invariant(format!("jobs_story: {column}: {e}")))?;
+    text.map(|t| serde_json::from_str(&t))
+        .transpose()
+        .map_err(|e| DbError::Invariant(format!("jobs_story: {column}: {e}")))
 }
 
 /// One JSON column of `jobs_story`, read as the type the detail holds (SQL null: JSON null).
@@ -226,7 +241,10 @@ pub(super) async fn write(tx: &Tx<'_>, folds: &[JobFold]) -> Result<(), DbError>
             .iter()
             .map(|f| f.closed_event_id.as_deref())
             .collect();
-        let results: Vec<Option<&Value>> = changed.iter().map(|f| f.result.as_ref()).collect();
+        let results: Vec<Option<&str>> = changed
+            .iter()
+            .map(|f| f.result.as_ref().map(JsonText::get))
+            .collect();
         let supersedes: Vec<bool> = changed.iter().map(|f| f.supersedes_give_up).collect();
         sql::JOBS_APPLY
             .execute(

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
+use sume_wire::JsonText;
 use tokio_postgres::Row;
 
 use crate::process::log_budget::LogBudget;
@@ -23,4 +24,26 @@ pub(crate) fn sent_json(row: &Row, column: &str) -> Option<Value> {
             }
             None
         })
+}
+
+/// A job's result read as `result::text` and passed on as that text, so its numbers keep every
+/// digit (a [`Value`] holds one past `i64`/`u64` as an `f64`). What [`sent_json`] could not read
+/// back (a stored row from before the rule of [`sume_wire::readable`]) is taken as absent here
+/// too, with the same warning, so no answer carries what its readers cannot take.
+pub(crate) fn sent_json_text(row: &Row, column: &str) -> Option<JsonText> {
+    let text = row.try_get::<_, Option<String>>(column);
+    let kept = match text {
+        Ok(Some(text)) if sume_wire::readable_json_text(&text) => {
+            JsonText::new(text).ok_or("not JSON")
+        }
+        Ok(Some(_)) => Err("nested too deep, or a number past f64"),
+        Ok(None) => return None,
+        Err(_) => Err("not text"),
+    };
+    kept.map_err(|e| {
+        if let Some(left_out) = UNREADABLE_LOG.allow() {
+            tracing::warn!(column, error = e, left_out, "a stored JSON value cannot be read back; taken as absent (the event's raw body keeps it)");
+        }
+    })
+    .ok()
 }

@@ -18,8 +18,7 @@
 //! way; it was not taken, because the application would act on a close that may be undone.
 //! Without API keys nothing polls: the job stays open with both recorded, for an operator.
 
-use serde_json::Value;
-use sume_wire::{JobState, Status};
+use sume_wire::{JobState, JsonText, Status};
 
 /// Who saw the status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,8 +48,8 @@ pub struct Observation {
     pub event_id: Option<String>,
     /// The raw status string; `None` when an event carried none.
     pub status: Option<String>,
-    /// The job's result, kept if this observation closes the job.
-    pub result: Option<Value>,
+    /// The job's result as JSON text, kept if this observation closes the job.
+    pub result: Option<JsonText>,
 }
 
 /// What one observation did, as recorded on its event (`sume.events.outcome`).
@@ -107,8 +106,8 @@ pub struct JobFold {
     pub closed_by: Option<Source>,
     /// The event that closed the job in this fold.
     pub closed_event_id: Option<String>,
-    /// The result of the observation that closed the job in this fold.
-    pub result: Option<Value>,
+    /// The result of the observation that closed the job in this fold, as JSON text.
+    pub result: Option<JsonText>,
     /// Contradicting terminal observations met in this fold, to record.
     pub disagreements: Vec<Disagreement>,
     /// The job is closed by a give-up: the daemon's guess, which Sume's own terminal status

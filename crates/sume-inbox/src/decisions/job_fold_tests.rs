@@ -8,7 +8,7 @@ fn webhook(id: &str, status: &str) -> Observation {
         source: Source::Webhook,
         event_id: Some(id.to_owned()),
         status: Some(status.to_owned()),
-        result: Some(serde_json::json!({"url": id})),
+        result: Some(sume_wire::JsonText::of(&serde_json::json!({"url": id}))),
     }
 }
 
@@ -33,7 +33,10 @@ fn first_terminal_wins_and_later_ones_disagree() {
     assert_eq!(job.state, JobState::Completed);
     assert_eq!(job.closed_by, Some(Source::Webhook));
     assert_eq!(job.closed_event_id.as_deref(), Some("e2"));
-    assert_eq!(job.result, Some(serde_json::json!({"url": "e2"})));
+    assert_eq!(
+        job.result,
+        Some(sume_wire::JsonText::of(&serde_json::json!({"url": "e2"})))
+    );
     assert_eq!(job.apply(&webhook("e3", "completed")), Outcome::Ignored);
     assert_eq!(job.apply(&webhook("e4", "running")), Outcome::Ignored);
     assert_eq!(job.sume_status.as_deref(), Some("succeeded"));

@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::backoff::{backoff_base, jitter};
 use crate::config::SweepConfig;
 use crate::sume_api::{Answer, Reply};
@@ -68,8 +66,8 @@ pub enum PollDecision {
     Close {
         /// The terminal status as spelt by Sume.
         status: String,
-        /// The job's result or error.
-        result: Option<Value>,
+        /// The job's result or error, as JSON text.
+        result: Option<sume_wire::JsonText>,
         /// The answer, as recorded on the job.
         answer: String,
     },

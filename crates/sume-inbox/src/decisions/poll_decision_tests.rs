@@ -16,7 +16,7 @@ fn found(status: &str) -> Answer {
         text: format!("200 {status}"),
         reply: Reply::Found {
             status: status.to_owned(),
-            result: Some(serde_json::json!({"url": "u"})),
+            result: Some(sume_wire::JsonText::of(&serde_json::json!({"url": "u"}))),
         },
     }
 }
@@ -67,7 +67,7 @@ fn a_terminal_status_closes_even_past_give_up() {
             ),
             PollDecision::Close {
                 status: "succeeded".into(),
-                result: Some(serde_json::json!({"url": "u"})),
+                result: Some(sume_wire::JsonText::of(&serde_json::json!({"url": "u"}))),
                 answer: "200 succeeded".into(),
             }
         );

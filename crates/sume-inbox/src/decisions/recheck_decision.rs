@@ -12,8 +12,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::backoff::backoff_base;
 use crate::sume_api::{Answer, Reply};
 
@@ -27,8 +25,8 @@ pub enum RecheckDecision {
     Supersede {
         /// The status as spelt by Sume.
         status: String,
-        /// The job's result or error.
-        result: Option<Value>,
+        /// The job's result or error, as JSON text.
+        result: Option<sume_wire::JsonText>,
         /// The answer, as recorded.
         answer: String,
     },

@@ -112,7 +112,7 @@ impl ListWalk {
                 seen.push(ReconcileObservation {
                     job_id: job.id.clone(),
                     status: job.status.clone(),
-                    result: job.outcome_value(),
+                    result: job.outcome_text(),
                 });
             }
         }

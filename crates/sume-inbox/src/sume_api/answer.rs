@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-use sume_wire::{ClientError, StatusOutcome, StatusReply};
+use sume_wire::{ClientError, JsonText, StatusOutcome, StatusReply};
 
 /// One key's answer about one job, as the decisions read it.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,8 +22,8 @@ pub enum Reply {
     Found {
         /// The status as spelt by Sume.
         status: String,
-        /// The job's result or error, when it has one.
-        result: Option<Value>,
+        /// The job's result or error, when it has one, as the answer's JSON text.
+        result: Option<JsonText>,
     },
     /// 404: this key cannot see the job.
     NotFound,
@@ -56,7 +55,7 @@ impl Answer {
                             Some(what) => format!("{} {} ({what})", r.http_status, job.status),
                         },
                         Reply::Found {
-                            result: job.outcome_value(),
+                            result: job.outcome_text(),
                             status: job.status,
                         },
                     ),

@@ -16,6 +16,7 @@ mod contested;
 mod db_faults;
 mod dedupe;
 mod deploy_docs;
+mod exact_numbers;
 mod feed;
 mod first_hour;
 mod fleet;

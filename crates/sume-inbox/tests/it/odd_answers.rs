@@ -14,7 +14,7 @@ use crate::sweep::{clocked_config, main_key, migrate, register, Sweep};
 
 /// What a stand-in for Sume answers at `/jobs/{id}/status`, by job id; its list is empty (the
 /// key check passes, no walk sees a job).
-fn answering(bodies: Vec<(&'static str, String)>) -> axum::Router {
+pub(crate) fn answering(bodies: Vec<(&'static str, String)>) -> axum::Router {
     axum::Router::new().fallback(move |uri: axum::http::Uri| {
         let bodies = bodies.clone();
         async move {
@@ -35,7 +35,7 @@ fn json_answer(body: String) -> Response {
 }
 
 /// Polls only (no walk of the list), every job due at once.
-async fn sweep_at(db: &TestDb, api: &str) -> Sweep {
+pub(crate) async fn sweep_at(db: &TestDb, api: &str) -> Sweep {
     let config = SweepConfig {
         list_walks: false,
         ..clocked_config()

@@ -14,7 +14,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +31,7 @@ const WALK_MAX_JOBS: i64 = 10_000;
 /// What the list said about a claimed job.
 struct Seen {
     status: String,
-    result: Option<Value>,
+    result: Option<sume_wire::JsonText>,
 }
 
 /// What reading the pages found.
@@ -159,7 +158,9 @@ impl Poll {
                 if let Some(first) = walked.seen.get(&job.id) {
                     // Listed twice, saying two things: the list settles nothing of it, a read
                     // of its own decides.
-                    if first.status != job.status || first.result != job.outcome_value() {
+                    if first.status != job.status
+                        || first.result.as_ref().and_then(|r| r.value()) != job.outcome_value()
+                    {
                         tracing::warn!(key = %key.name, job_id = %job.id, first = %first.status, then = %job.status, "Sume's list showed a job twice, saying two things: it is read by itself");
                         walked.contradicted.insert(job.id.clone());
                     }
@@ -169,7 +170,7 @@ impl Poll {
                     settled += 1;
                     let seen = Seen {
                         status: job.status.clone(),
-                        result: job.outcome_value(),
+                        result: job.outcome_text(),
                     };
                     walked.seen.insert(job.id.clone(), seen);
                 }
