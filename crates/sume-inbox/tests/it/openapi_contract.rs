@@ -721,6 +721,8 @@ async fn a_wait_refused_beyond_max_waiters_says_retry_after_as_documented() {
         served: &served,
         doc: &doc,
     };
+    let register = Call::new("POST", "/v1/jobs", Some(APP)).json(json!({"job_id": "job_a"}));
+    checked.expect(201, register).await;
     let wait = Call::new("GET", "/v1/jobs/job_a?wait=1s", Some(APP));
     let body = checked.expect(503, wait).await;
     assert_eq!(body["error"]["code"], "too_many_waiters");
