@@ -53,7 +53,9 @@ pub struct ShowQuery {
 
 /// `GET /v1/jobs/{job_id}`, with `?wait=30s` until it is closed.
 #[utoipa::path(get, path = "/v1/jobs/{job_id}", tag = "application", operation_id = "get_job",
-    params(("job_id" = String, Path, description = "Sume's job id"), ShowQuery),
+    params(("job_id" = String, Path, description = "Sume's job id \
+        (percent-encoded; an id of `.` or `..` with each `.` written `%2E`, which clients \
+        would otherwise resolve away as a dot-segment)"), ShowQuery),
     responses((status = 200, description = "The job", body = JobRow,
                 headers(("X-Wait-Outcome" = String,
                    description = "with wait: closed, timeout or shutdown"))),

@@ -62,7 +62,9 @@ pub struct ReplayEvent {}
 /// attached; an applied one is left as it is.
 #[utoipa::path(post, path = "/v1/events/{event_id}/replay", tag = "operator",
     operation_id = "replay_event",
-    params(("event_id" = String, Path, description = "The event's dedupe key")),
+    params(("event_id" = String, Path, description = "The event's dedupe key \
+        (percent-encoded; an id of `.` or `..` with each `.` written `%2E`, which clients \
+        would otherwise resolve away as a dot-segment)")),
     request_body = ReplayEvent,
     responses((status = 200, description = "What the replay did", body = Replayed),
                (status = 404, description = "No such event (`not_found`)", body = ErrorBody)))]
