@@ -82,12 +82,13 @@ pub(super) async fn replay_event(
         Ok(r) => r,
         Err(e) => return unavailable("replay failed", &e),
     };
-    if replayed.job_id.is_none() {
-        return ApiError::new(StatusCode::NOT_FOUND, "not_found", replayed.result).into_response();
-    }
+    // Audited found or not (`"ok": false` for an unknown event), as `sume-inbox replay` does.
     let detail = serde_json::json!({ "event_id": event_id, "result": replayed });
     if let Err(r) = audited(&state, &headers, "replay_event", detail).await {
         return r;
+    }
+    if replayed.job_id.is_none() {
+        return ApiError::new(StatusCode::NOT_FOUND, "not_found", replayed.result).into_response();
     }
     Json(replayed).into_response()
 }
