@@ -171,6 +171,16 @@ async fn with_every_waiter_place_taken_an_unknown_job_is_404_and_a_closed_one_an
     Delivery::completed("job_done")
         .send(&reqwest::Client::new(), &daemon.url("/webhooks/sume"))
         .await;
+    // The delivery is applied once stored: the job closed before it is asked about.
+    let client = db.client().await;
+    wait_for("job_done closed", Duration::from_secs(10), || async {
+        let row = client
+            .query_one("select state from sume.jobs where job_id = 'job_done'", &[])
+            .await
+            .unwrap();
+        row.get::<_, String>(0) == "completed"
+    })
+    .await;
     let first = start_wait(&daemon, "job_slow", "60s").await;
     // The place was once reserved before the job was read: 503 `too_many_waiters` for a job
     // that does not exist, or one that needs no wait.
