@@ -129,9 +129,14 @@ pub(crate) fn outcome_text(result: Option<&RawValue>, error: Option<&RawValue>) 
     }
 }
 
-/// The status an event type names: the part after `job.`.
+/// The status an event type names: the part after `job.` (Sume's `job.completed`), the prefix
+/// read in any case and the spaces around it ignored, as a status's are; `None` for another
+/// type, or when nothing follows the prefix.
 fn status_of_type(kind: &str) -> Option<String> {
-    kind.strip_prefix("job.").map(str::to_owned)
+    let kind = kind.trim();
+    let prefix = kind.get(..4).filter(|p| p.eq_ignore_ascii_case("job."))?;
+    let status = kind[prefix.len()..].trim();
+    (!status.is_empty()).then(|| status.to_owned())
 }
 
 /// Whether JSON text holds a NUL in a string or key (`\u0000`, not an escaped backslash).
@@ -203,12 +208,7 @@ fn parse_fast(body: &[u8]) -> Option<Result<ParsedEvent, ParseError>> {
         .and_then(|o| string(o.status))
         .or_else(|| string(top.status))
         .map(Cow::into_owned)
-        .or_else(|| {
-            event_type
-                .as_deref()
-                .and_then(|t| t.strip_prefix("job."))
-                .map(str::to_owned)
-        });
+        .or_else(|| event_type.as_deref().and_then(status_of_type));
     let holder = object.as_ref().unwrap_or(&top);
     let result = outcome_text(holder.result, holder.error);
     let body_event_id = string(top.id)
@@ -250,12 +250,7 @@ fn parse_general(body: &[u8]) -> Result<ParsedEvent, ParseError> {
         .and_then(|o| str_at(o, &["status"]))
         .or_else(|| str_at(&value, &["status"]))
         .map(str::to_owned)
-        .or_else(|| {
-            event_type
-                .as_deref()
-                .and_then(|t| t.strip_prefix("job."))
-                .map(str::to_owned)
-        });
+        .or_else(|| event_type.as_deref().and_then(status_of_type));
     let holder = object.unwrap_or(&value);
     let result =
         crate::job::outcome_value(holder.get("result"), holder.get("error")).map(|v| v.to_string());

@@ -222,3 +222,33 @@ fn a_type_too_long_for_an_id_is_keyed_by_its_hash() {
     let longest = dedupe_key(&parse_event(longest.as_bytes()).unwrap());
     assert_eq!(longest.len(), MAX_EVENT_ID_LEN);
 }
+
+#[test]
+fn a_status_from_the_type_reads_the_job_prefix_in_any_case_and_never_an_empty_one() {
+    let status = |body: &str| {
+        let general = parse_general(body.as_bytes()).unwrap().status;
+        let fast = parse_fast(body.as_bytes()).unwrap().unwrap().status;
+        assert_eq!(fast, general, "{body}");
+        general
+    };
+    for (event, expected) in [
+        ("JOB.COMPLETED", Some("COMPLETED")),
+        ("Job.Failed", Some("Failed")),
+        (" job. completed ", Some("completed")),
+        ("job.completed", Some("completed")),
+        // Nothing after the prefix names no status (it was the empty status `""`).
+        ("job.", None),
+        (" JOB.  ", None),
+        // Only `job.` is Sume's: another prefix, or none, names no status.
+        ("completed", None),
+        ("video.failed", None),
+        ("jobs.failed", None),
+        ("jöb", None),
+    ] {
+        let body = format!(r#"{{"event":{event:?},"job_id":"j"}}"#);
+        assert_eq!(status(&body).as_deref(), expected, "{body}");
+    }
+    // A status the body names is still taken as it is.
+    let named = r#"{"event":"JOB.COMPLETED","job_id":"j","status":"running"}"#;
+    assert_eq!(status(named).as_deref(), Some("running"));
+}

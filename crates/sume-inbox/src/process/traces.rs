@@ -175,6 +175,14 @@ pub fn link(span: &Span, to: &SpanContext) {
     }
 }
 
+/// The part of a valid `traceparent` worth keeping: its first 55 characters
+/// (version-traceid-parentid-flags), what W3C Trace Context reads of a later version, whose
+/// further fields are ignored; `None` when it is not valid.
+pub fn kept_traceparent(value: &str) -> Option<&str> {
+    parse_traceparent(value)?;
+    value.trim().get(..55)
+}
+
 /// A W3C `traceparent` (`00-{trace id}-{parent id}-{flags}`), as a context to link to; `None`
 /// when it is not one (the header is then ignored, as W3C Trace Context says).
 pub fn parse_traceparent(value: &str) -> Option<SpanContext> {
@@ -288,5 +296,14 @@ mod tests {
         ] {
             assert!(parse_traceparent(bad).is_none(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_later_version_is_kept_as_its_first_55_characters() {
+        let head = "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let long = format!("{head}-{}", "z".repeat(100));
+        assert_eq!(super::kept_traceparent(&long), Some(head));
+        assert_eq!(super::kept_traceparent(&format!(" {head} ")), Some(head));
+        assert_eq!(super::kept_traceparent("cc-x"), None);
     }
 }

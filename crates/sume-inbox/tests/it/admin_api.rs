@@ -336,6 +336,7 @@ async fn the_audit_log_holds_every_operator_write(api: &Api) {
             "replay_dead_letters",
             "replay_event",
             "replay_event",
+            "replay_event",
             "replay_event"
         ]
     );
@@ -361,6 +362,28 @@ async fn methods_no_route_takes_are_405(api: &Api) {
         let body: serde_json::Value = r.json().await.unwrap();
         assert_eq!(body["error"]["code"], "method_not_allowed", "{method}");
     }
+}
+
+/// A replay of an event that does not exist is a 404 and, as `sume-inbox replay` records it,
+/// an audit log row saying it failed (it was answered and recorded nowhere).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replay_of_an_unknown_event_is_recorded_as_failed() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let (s, body) = api.post("/v1/events/evt_nobody/replay", json!({})).await;
+    assert_eq!(s, 404, "{body}");
+    assert_eq!(body["error"]["code"], "not_found");
+    let row = db
+        .client()
+        .await
+        .query_one("select action, detail from sume.audit_log", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "replay_event");
+    let detail: serde_json::Value = row.get(1);
+    assert_eq!(detail["event_id"], "evt_nobody");
+    assert_eq!(detail["result"]["ok"], false);
+    api.daemon.stop().await;
 }
 
 /// `X-Actor` names who acts in the audit log: UTF-8 is kept, control characters left out, a

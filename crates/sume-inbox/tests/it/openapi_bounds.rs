@@ -154,6 +154,10 @@ async fn ages_and_times(checked: &Checked<'_>) {
         ("/v1/inbox?older_than=100000000y", 400),
         ("/v1/jobs?created_from=0000-01-01T00:00:00Z", 200),
         ("/v1/jobs?closed_to=9999-12-31T23:59:59Z", 200),
+        // The years are those written, as the console and the CLI read them: in UTC these are
+        // in the years 10000 and -1, which PostgreSQL holds (they were refused 400).
+        ("/v1/jobs?created_from=9999-12-31T23:59:59-23:59", 200),
+        ("/v1/jobs?created_to=0000-01-01T00:00:00%2B23:59", 200),
         ("/v1/jobs?created_from=-10000-01-01T00:00:00Z", 400),
         ("/v1/jobs?created_to=%2B262000-01-01T00:00:00Z", 400),
         ("/v1/jobs?closed_from=-000001-01-01T00:00:00Z", 400),

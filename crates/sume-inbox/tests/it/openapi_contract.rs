@@ -4,8 +4,9 @@
 //! against it by an independent JSON Schema validator ([`openapi_check`]): the successes, the
 //! replay and drop routes, and the errors (a bad query or body, a query parameter the route
 //! does not take, no token, the application's token on an operator route, a foreign Host or two
-//! Host headers, a write that is not JSON, a method the path does not take, a body that stalls,
-//! a database that cannot answer, a wait beyond MAX_WAITERS); an answer that sends a header a
+//! Host headers, a write that is not JSON, a POST carrying Sume's signature, a method the path
+//! does not take, a body that stalls, a database that cannot answer, a wait beyond
+//! MAX_WAITERS); an answer that sends a header a
 //! client acts on (`Retry-After`, `Allow`, `X-Wait-Outcome`) must declare it.
 //!
 //! [`openapi_check`]: crate::openapi_check
@@ -109,6 +110,8 @@ pub(crate) struct Call<'a> {
     body: Option<(&'a str, String)>,
     /// `Host` headers sent in its place (each one a header).
     hosts: Vec<String>,
+    /// Other headers sent with it.
+    headers: Vec<(&'static str, &'static str)>,
 }
 
 impl<'a> Call<'a> {
@@ -119,6 +122,7 @@ impl<'a> Call<'a> {
             token,
             body: None,
             hosts: Vec::new(),
+            headers: Vec::new(),
         }
     }
 
@@ -159,6 +163,9 @@ impl Checked<'_> {
         }
         for host in call.hosts {
             req = req.header("host", host);
+        }
+        for (name, value) in call.headers {
+            req = req.header(name, value);
         }
         let r = req.send().await?;
         let status = r.status().as_u16();
@@ -334,6 +341,11 @@ async fn errors_before_the_handler(checked: &Checked<'_>) {
             let torn = Call::new(&method, &path, token).raw("application/json", "not json");
             checked.expect(400, torn).await;
             checked.expect_too_large(&method, &path, token).await;
+            // A webhook sent to the admin port, refused before the route (it was undocumented).
+            let headers = vec![(sume_wire::headers::SIGNATURE, "t=1,v1=00")];
+            let signed = Call { headers, ..call() };
+            let body = checked.expect(404, signed).await;
+            assert_eq!(body["error"]["code"], "not_found");
         }
     }
 }
@@ -709,6 +721,8 @@ async fn a_wait_refused_beyond_max_waiters_says_retry_after_as_documented() {
         served: &served,
         doc: &doc,
     };
+    let register = Call::new("POST", "/v1/jobs", Some(APP)).json(json!({"job_id": "job_a"}));
+    checked.expect(201, register).await;
     let wait = Call::new("GET", "/v1/jobs/job_a?wait=1s", Some(APP));
     let body = checked.expect(503, wait).await;
     assert_eq!(body["error"]["code"], "too_many_waiters");

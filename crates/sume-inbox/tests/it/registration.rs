@@ -97,3 +97,31 @@ async fn a_key_another_live_instance_holds_is_accepted_and_a_repeat_is_200_whate
     assert_eq!(job["api_key"], "gone");
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_later_version_of_traceparent_is_kept_as_its_first_55_characters() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    let head = "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    // W3C Trace Context reads a later version from its first 55 characters and ignores the
+    // rest: the whole header (15,056 bytes here) was once stored with the job.
+    let r = reqwest::Client::new()
+        .post(daemon.admin_url("/v1/jobs"))
+        .header("traceparent", format!("{head}-{}", "z".repeat(15_000)))
+        .json(&json!({"job_id": "job_tp_1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let row = db
+        .client()
+        .await
+        .query_one(
+            "select traceparent from sume.jobs where job_id = 'job_tp_1'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, Option<String>>(0).as_deref(), Some(head));
+    daemon.stop().await;
+}

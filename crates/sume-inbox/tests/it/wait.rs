@@ -159,3 +159,41 @@ async fn waiters_are_bounded_and_a_wait_that_runs_out_answers_the_open_job() {
     }
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_every_waiter_place_taken_an_unknown_job_is_404_and_a_closed_one_answered() {
+    let db = TestDb::new().await;
+    let mut c = config(&db.url);
+    c.wait.max_waiters = 1;
+    let daemon = Daemon::start(c).await;
+    register(&db, "job_slow").await;
+    register(&db, "job_done").await;
+    Delivery::completed("job_done")
+        .send(&reqwest::Client::new(), &daemon.url("/webhooks/sume"))
+        .await;
+    // The delivery is applied once stored: the job closed before it is asked about.
+    let client = db.client().await;
+    wait_for("job_done closed", Duration::from_secs(10), || async {
+        let row = client
+            .query_one("select state from sume.jobs where job_id = 'job_done'", &[])
+            .await
+            .unwrap();
+        row.get::<_, String>(0) == "completed"
+    })
+    .await;
+    let first = start_wait(&daemon, "job_slow", "60s").await;
+    // The place was once reserved before the job was read: 503 `too_many_waiters` for a job
+    // that does not exist, or one that needs no wait.
+    let unknown = reqwest::get(daemon.admin_url("/v1/jobs/job_nobody?wait=3s"))
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let body: Value = unknown.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "not_found");
+    let url = daemon.admin_url("/v1/jobs/job_done?wait=3s");
+    let (status, how, job) = outcome(reqwest::get(url).await.unwrap()).await;
+    assert_eq!((status, how.as_str()), (200, "closed"));
+    assert_eq!(job["state"], "completed");
+    first.abort();
+    daemon.stop().await;
+}

@@ -12,7 +12,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::{DateTime, Datelike, Utc};
+use chrono::{DateTime, Datelike, FixedOffset};
 use serde::{Deserialize, Serialize};
 
 use super::openapi::ErrorBody;
@@ -53,7 +53,9 @@ pub struct ShowQuery {
 
 /// `GET /v1/jobs/{job_id}`, with `?wait=30s` until it is closed.
 #[utoipa::path(get, path = "/v1/jobs/{job_id}", tag = "application", operation_id = "get_job",
-    params(("job_id" = String, Path, description = "Sume's job id"), ShowQuery),
+    params(("job_id" = String, Path, description = "Sume's job id \
+        (percent-encoded; an id of `.` or `..` with each `.` written `%2E`, which clients \
+        would otherwise resolve away as a dot-segment)"), ShowQuery),
     responses((status = 200, description = "The job", body = JobRow,
                 headers(("X-Wait-Outcome" = String,
                    description = "with wait: closed, timeout or shutdown"))),
@@ -130,16 +132,16 @@ pub struct ListQuery {
     closed_by: Option<String>,
     /// The list: registered at or after (RFC 3339).
     #[param(nullable = false)]
-    created_from: Option<DateTime<Utc>>,
+    created_from: Option<DateTime<FixedOffset>>,
     /// The list: registered before.
     #[param(nullable = false)]
-    created_to: Option<DateTime<Utc>>,
+    created_to: Option<DateTime<FixedOffset>>,
     /// The list: closed at or after.
     #[param(nullable = false)]
-    closed_from: Option<DateTime<Utc>>,
+    closed_from: Option<DateTime<FixedOffset>>,
     /// The list: closed before.
     #[param(nullable = false)]
-    closed_to: Option<DateTime<Utc>>,
+    closed_to: Option<DateTime<FixedOffset>>,
 }
 
 const DEFAULT_LIMIT: i64 = 100;
@@ -198,9 +200,10 @@ impl ListQuery {
             ("closed_to", &self.closed_to),
         ];
         for (field, t) in times {
-            // RFC 3339's years; the parser also reads signed years of six digits, which
-            // PostgreSQL's timestamps cannot hold.
-            if let Some(t) = t.filter(|t| !(0..=9999).contains(&t.year())) {
+            // RFC 3339's years, as written (the UTC form of 9999-12-31T23:59:59-23:59 is in the
+            // year 10000, which PostgreSQL holds, as the console and the CLI take it); the parser
+            // also reads signed years of six digits, beyond what PostgreSQL's timestamps hold.
+            if let Some(t) = t.filter(|t| !(0..=9999).contains(&t.naive_local().year())) {
                 return Err(bad_query(format!(
                     "{field} must be an RFC 3339 date-time, in the years 0000 to 9999, not {}",
                     t.to_rfc3339()
@@ -211,10 +214,10 @@ impl ListQuery {
             state: self.state,
             order_id: self.order_id,
             closed_by: self.closed_by,
-            created_from: self.created_from,
-            created_to: self.created_to,
-            closed_from: self.closed_from,
-            closed_to: self.closed_to,
+            created_from: self.created_from.map(|t| t.to_utc()),
+            created_to: self.created_to.map(|t| t.to_utc()),
+            closed_from: self.closed_from.map(|t| t.to_utc()),
+            closed_to: self.closed_to.map(|t| t.to_utc()),
         };
         Ok((filter, self.after.unwrap_or_default()))
     }

@@ -144,6 +144,35 @@ impl Modify for Schemes {
                     describe(op, path, write);
                 }
             }
+            if let Some(op) = item.post.as_mut() {
+                misrouted_webhook(op);
+            }
+        }
+    }
+}
+
+/// The 404 of a POST carrying Sume's signature (`X-Sume-Signature`): a webhook sent to the
+/// admin port, refused before the route, whatever the route. A route's own 404 says it too.
+fn misrouted_webhook(op: &mut Operation) {
+    const SIGNED: &str = "a POST carrying Sume's signature (`X-Sume-Signature`: a webhook sent \
+                          to the admin port; `not_found`, naming POST /webhooks/sume on \
+                          LISTEN_ADDR)";
+    match op.responses.responses.get_mut("404") {
+        Some(RefOr::T(answer)) => {
+            answer.description = format!("{}; or {SIGNED}", answer.description);
+        }
+        Some(RefOr::Ref(_)) => {}
+        None => {
+            let mut chars = SIGNED.chars();
+            let description: String = chars
+                .next()
+                .map(|c| c.to_ascii_uppercase())
+                .into_iter()
+                .chain(chars)
+                .collect();
+            op.responses
+                .responses
+                .insert("404".to_owned(), error_answer(&description));
         }
     }
 }

@@ -171,7 +171,9 @@ fn respond<T: Serialize>(what: &str, result: Result<T, DbError>) -> Response {
 /// `GET /v1/jobs/{job_id}/detail`: the job, every event of it, its disagreements and inbox check.
 #[utoipa::path(get, path = "/v1/jobs/{job_id}/detail", tag = "operator",
     operation_id = "get_job_detail",
-    params(("job_id" = String, Path, description = "Sume's job id")),
+    params(("job_id" = String, Path, description = "Sume's job id \
+        (percent-encoded; an id of `.` or `..` with each `.` written `%2E`, which clients \
+        would otherwise resolve away as a dot-segment)")),
     responses((status = 200, description = "The job and its timeline", body = JobDetail),
                (status = 404, description = "No job and no event (`not_found`)", body = ErrorBody)))]
 pub(super) async fn job_detail(

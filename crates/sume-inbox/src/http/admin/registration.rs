@@ -123,7 +123,8 @@ async fn key_check(state: &AdminState, job: &NewJob) -> Result<KeyCheck, Respons
 /// `POST /v1/jobs`.
 #[utoipa::path(post, path = "/v1/jobs", tag = "application", operation_id = "register_job",
     params(("traceparent" = Option<String>, Header, description = "W3C Trace Context of the \
-        application's request: kept with the job, so that the span of its close (traces \
+        application's request: kept with the job (a later version's first 55 characters, \
+        as W3C Trace Context reads it), so that the span of its close (traces \
         exported) links to this trace; an invalid value is ignored")),
     request_body = Registration,
     responses((status = 201, description = "Registered", body = JobRow),
@@ -156,8 +157,8 @@ pub(super) async fn register(
         traceparent: headers
             .get("traceparent")
             .and_then(|v| v.to_str().ok())
-            .filter(|v| crate::process::traces::parse_traceparent(v).is_some())
-            .map(|v| v.trim().to_owned()),
+            .and_then(crate::process::traces::kept_traceparent)
+            .map(str::to_owned),
     };
     let registered = match key_check(&state, &job).await {
         Ok(KeyCheck::Accepted) => state.store.register_job(&job).await,

@@ -62,7 +62,9 @@ pub struct ReplayEvent {}
 /// attached; an applied one is left as it is.
 #[utoipa::path(post, path = "/v1/events/{event_id}/replay", tag = "operator",
     operation_id = "replay_event",
-    params(("event_id" = String, Path, description = "The event's dedupe key")),
+    params(("event_id" = String, Path, description = "The event's dedupe key \
+        (percent-encoded; an id of `.` or `..` with each `.` written `%2E`, which clients \
+        would otherwise resolve away as a dot-segment)")),
     request_body = ReplayEvent,
     responses((status = 200, description = "What the replay did", body = Replayed),
                (status = 404, description = "No such event (`not_found`)", body = ErrorBody)))]
@@ -80,12 +82,13 @@ pub(super) async fn replay_event(
         Ok(r) => r,
         Err(e) => return unavailable("replay failed", &e),
     };
-    if replayed.job_id.is_none() {
-        return ApiError::new(StatusCode::NOT_FOUND, "not_found", replayed.result).into_response();
-    }
+    // Audited found or not (`"ok": false` for an unknown event), as `sume-inbox replay` does.
     let detail = serde_json::json!({ "event_id": event_id, "result": replayed });
     if let Err(r) = audited(&state, &headers, "replay_event", detail).await {
         return r;
+    }
+    if replayed.job_id.is_none() {
+        return ApiError::new(StatusCode::NOT_FOUND, "not_found", replayed.result).into_response();
     }
     Json(replayed).into_response()
 }

@@ -76,17 +76,16 @@ fn answer(job: JobRow, outcome: Outcome) -> Response {
 
 /// Waits up to `wait` for `job_id` to close.
 pub(super) async fn wait_for_close(state: &AdminState, job_id: &str, wait: Duration) -> Response {
+    // Read first: an unknown job is a 404 and a closed one its answer, at once, whether or not
+    // MAX_WAITERS places are taken; a place is held only by a request that must wait.
+    match state.store.jobs_get(job_id).await {
+        Ok(Some(job)) if job.state != "open" => return answer(job, Outcome::Closed),
+        Ok(Some(_)) => {}
+        Ok(None) => return not_found(job_id),
+        Err(e) => return unavailable("reading the job failed", &e),
+    }
     let Some(waiting) = state.waiters.join(job_id) else {
-        state.metrics.waiters_refused.inc();
-        let mut r = ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "too_many_waiters",
-            "MAX_WAITERS requests are waiting already; retry, or read the job without wait",
-        )
-        .into_response();
-        r.headers_mut()
-            .insert("retry-after", HeaderValue::from_static("1"));
-        return r;
+        return too_many_waiters(state);
     };
     let deadline = tokio::time::Instant::now() + wait;
     loop {
@@ -113,6 +112,20 @@ pub(super) async fn wait_for_close(state: &AdminState, job_id: &str, wait: Durat
             };
         }
     }
+}
+
+/// The 503 of a wait beyond MAX_WAITERS, counted.
+fn too_many_waiters(state: &AdminState) -> Response {
+    state.metrics.waiters_refused.inc();
+    let mut r = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too_many_waiters",
+        "MAX_WAITERS requests are waiting already; retry, or read the job without wait",
+    )
+    .into_response();
+    r.headers_mut()
+        .insert("retry-after", HeaderValue::from_static("1"));
+    r
 }
 
 #[cfg(test)]
