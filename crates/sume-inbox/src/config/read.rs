@@ -20,7 +20,7 @@ pub const ADMIN_CONNECTIONS_BESIDE_WAITERS: usize = 100;
 impl Config {
     /// Every `serve` setting read and checked, one value and then the rules between two; a
     /// problem is reported by the name the operator set, with every other setting's that
-    /// reading each alone finds (see [`super::problems`]).
+    /// reading each alone finds (`problems.rs`).
     pub fn read(v: &Values) -> Result<Config, ConfigError> {
         Config::read_to_first(v).map_err(|first| super::problems::with_every_problem(v, first))
     }
