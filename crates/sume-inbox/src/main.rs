@@ -61,15 +61,22 @@ fn main() -> ExitCode {
 /// How long the exit waits for the last spans to reach the collector.
 const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The last line, in the log's format (`LOG_FORMAT=json`, or `--log-format json`: one object,
-/// as a log shipper reads every other line), and never a panic if nobody reads stderr; none
+/// The last line (a line for each setting refused), in the log's format (`LOG_FORMAT=json`, or
+/// `--log-format json`: one object, as a log shipper reads every other line), and never a panic if nobody reads stderr; none
 /// when the reader of stdout went away (`| head`), which ends a command with 0.
 fn fail(e: cli::CliError) -> ExitCode {
     let code = e.exit_code();
     if e.reader_gone() {
         return ExitCode::from(code);
     }
-    write_refusal(&format!("sume-inbox: {e}"), code);
+    // Settings refused together: one line (one JSON object) each, naming its setting.
+    let lines = match &e {
+        cli::CliError::Config(c) => c.each().iter().map(ToString::to_string).collect(),
+        e => vec![e.to_string()],
+    };
+    for line in lines {
+        write_refusal(&format!("sume-inbox: {line}"), code);
+    }
     ExitCode::from(code)
 }
 

@@ -159,45 +159,57 @@ async fn schema_checked_store(
         (Pooler::None, None) => store,
     };
     let store = store.with_writer_connections(url, config.ingest.writers)?;
+    let mut migrated = None;
     if let Some(migrate_url) = routes.migrate_at_start(&config.database_url) {
         let setting = match &routes.migrate_url {
             Some(_) => MIGRATE_DATABASE_URL.name,
             None => DATABASE_URL.name,
         };
         let applied = migrate_with_retry(setting, migrate_url, shutdown, starting).await?;
-        log_schema(&store, Some(applied.len())).await;
-        return Ok(store);
+        migrated = Some((setting, applied.len()));
     }
+    // Read through DATABASE_URL even once migrated: MIGRATE_DATABASE_URL may name another
+    // database than the one served, whose every write would then fail for want of the schema.
     let found = patiently(DATABASE_URL.name, url, shutdown, starting, || async {
         let missing = store.schema_migrations_missing().await;
         missing.map_err(|e| reach::lacking_usage(DATABASE_URL.name, url, &e).unwrap_or(e))
     })
     .await;
-    match found {
+    let missing = match found {
         Ok(missing) if missing.is_empty() => {
-            log_schema(&store, None).await;
-            Ok(store)
+            log_schema(&store, migrated.map(|(_, applied)| applied)).await?;
+            return Ok(store);
         }
-        Ok(missing) => Err(RunError::SchemaBehind(missing)),
-        Err(e) if e.is_missing_schema() => Err(RunError::SchemaBehind(
-            migrate::MIGRATIONS.iter().map(|m| m.0).collect(),
+        Ok(missing) => missing,
+        Err(e) if e.is_missing_schema() => migrate::MIGRATIONS.iter().map(|m| m.0).collect(),
+        Err(e) => return Err(e.into()),
+    };
+    Err(match migrated {
+        Some((setting, _)) if setting != DATABASE_URL.name => RunError::Config(format!(
+            "{db}: the database it names is not migrated (it lacks migration(s) {missing:?} of \
+             this binary's version {latest}), though {setting}'s was: they name different \
+             databases; point both at the one to serve",
+            db = DATABASE_URL.name,
+            latest = migrate::latest(),
         )),
-        Err(e) => Err(e.into()),
-    }
+        _ => RunError::SchemaBehind(missing),
+    })
 }
 
 /// Logs where the schema stands once it is at least this binary's: current, or newer than this
 /// binary knows (a later release migrated it), as `migrate` says. `applied` is what the start
-/// applied; `None` where migrations are a step of their own.
-async fn log_schema(store: &Store, applied: Option<usize>) {
+/// applied; `None` where migrations are a step of their own. A version that cannot be read
+/// is an error, not a current schema.
+async fn log_schema(store: &Store, applied: Option<usize>) -> Result<(), DbError> {
     let latest = migrate::latest();
     let step = if applied.is_none() {
         " (migrations are a step of their own)"
     } else {
         ""
     };
-    match store.schema_migrations_version().await {
-        Ok(found) if found > latest => tracing::info!(
+    let found = store.schema_migrations_version().await?;
+    match found {
+        found if found > latest => tracing::info!(
             applied,
             schema = found,
             binary = latest,
@@ -206,4 +218,5 @@ async fn log_schema(store: &Store, applied: Option<usize>) {
         ),
         _ => tracing::info!(applied, schema = latest, "schema is current{step}"),
     }
+    Ok(())
 }

@@ -206,21 +206,25 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
 /// `inbox ls`.
 pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
     let older_than = super::duration_flag("--older-than", older_than)?;
-    let rows = open(admin.settings.values())
+    let mut rows = open(admin.settings.values())
         .await?
-        .inbox(older_than, limit)
+        .inbox(older_than, one_more(limit))
         .await?;
+    let cut = cut_at(&mut rows, limit);
     super::print(&render::render_inbox(&rows, admin.json))?;
+    say_cut(cut, limit, "or raise --older-than to list fewer");
     Ok(())
 }
 
 /// `dead-letters ls`.
 pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
-    let rows = open(admin.settings.values())
+    let mut rows = open(admin.settings.values())
         .await?
-        .dead_letters(limit)
+        .dead_letters(one_more(limit))
         .await?;
+    let cut = cut_at(&mut rows, limit);
     super::print(&render::render_dead_letters(&rows, admin.json))?;
+    say_cut(cut, limit, "or drop those handled");
     Ok(())
 }
 
@@ -289,7 +293,41 @@ pub async fn stats(admin: &AdminArgs) -> Result<(), CliError> {
 
 /// `audit ls`.
 pub async fn audit_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
-    let entries = open(admin.settings.values()).await?.audit(limit).await?;
+    let source = open(admin.settings.values()).await?;
+    let mut entries = source.audit(one_more(limit)).await?;
+    let cut = cut_at(&mut entries, limit);
     super::print(&render::render_audit(&entries, admin.json))?;
+    say_cut(cut, limit, "they are listed newest first");
     Ok(())
+}
+
+/// The rows a listing asks for to learn whether `limit` cut it: one more, within a page.
+fn one_more(limit: i64) -> i64 {
+    (limit + 1).min(PAGE_LIMIT_MAX)
+}
+
+/// Keeps the first `limit` of `rows`; whether the listing stopped there with more left (or, at
+/// the page's most, may have).
+fn cut_at<T>(rows: &mut Vec<T>, limit: i64) -> bool {
+    let at_most = limit == PAGE_LIMIT_MAX;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let cut = rows.len() > limit || (at_most && rows.len() == limit);
+    rows.truncate(limit);
+    cut
+}
+
+/// Says on stderr, when the listing stopped at `--limit` with more left, that it did and how
+/// to see more, so that standard output (the rows, or `--json`'s array) stays as it was.
+fn say_cut(cut: bool, limit: i64, narrower: &str) {
+    if !cut {
+        return;
+    }
+    let more = match limit < PAGE_LIMIT_MAX {
+        true => "there are more",
+        false => "there may be more",
+    };
+    eprintln!(
+        "sume-inbox: the listing stopped at --limit {limit}; {more}: raise --limit (up to \
+         {PAGE_LIMIT_MAX}; {narrower})"
+    );
 }

@@ -141,7 +141,19 @@ pub fn parse_rate(name: &'static str, raw: &str) -> Result<Rate, ConfigError> {
         }
         None => (raw.trim(), Duration::from_secs(60)),
     };
-    let count: u32 = count.trim().parse().map_err(|_| bad(String::new()))?;
+    let count: u32 = count.trim().parse().map_err(|_| {
+        // A whole number past u32 is a count too large, not something else than a rate.
+        match count.trim().parse::<u128>() {
+            Ok(_) => ConfigError::new(
+                name,
+                format!(
+                    "{raw:?} is too large: its count is more than {}: {FORM}",
+                    u32::MAX
+                ),
+            ),
+            Err(_) => bad(String::new()),
+        }
+    })?;
     if count == 0 || per.is_zero() {
         return Err(bad(" (both numbers must be more than 0)".into()));
     }

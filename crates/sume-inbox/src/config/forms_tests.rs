@@ -317,3 +317,13 @@ fn admin_hosts_are_names_a_host_header_can_hold() {
         );
     }
 }
+
+/// `SUME_READ_RATE=4294967296` is a count too large, said so. Before: "is not a rate".
+#[test]
+fn a_rate_past_the_largest_count_is_too_large_not_unreadable() {
+    for raw in ["4294967296", "99999999999999/1m"] {
+        let e = parse_rate("SUME_READ_RATE", raw).unwrap_err().to_string();
+        assert!(e.contains("is too large"), "{e}");
+        assert!(!e.contains("is not a rate"), "{e}");
+    }
+}

@@ -21,6 +21,7 @@ mod forms;
 mod lists;
 mod model;
 pub mod near_misses;
+mod problems;
 mod read;
 mod rules;
 pub mod secret_files;
@@ -40,17 +41,18 @@ pub use values::{Source, Values};
 use std::time::Duration;
 
 use sume_wire::Secret;
-use thiserror::Error;
 
 /// A setting that is missing or malformed, or two that cannot work together. The message names
-/// the setting; it never holds a secret.
-#[derive(Debug, Error, PartialEq, Eq)]
-#[error("{name}: {problem}")]
+/// the setting; it never holds a secret. Where the start found more than one problem at once,
+/// the others are in `also`, each shown on a line of its own.
+#[derive(Debug, PartialEq, Eq)]
 pub struct ConfigError {
     /// The setting's name as the user sets it (`WEBHOOK_TOLERANCE`, `--older-than`).
     pub name: &'static str,
     /// What is wrong with it, and the form that would work.
     pub problem: String,
+    /// The other settings' problems found with this one, in the order they are declared.
+    pub also: Vec<ConfigError>,
 }
 
 impl ConfigError {
@@ -59,9 +61,29 @@ impl ConfigError {
         ConfigError {
             name,
             problem: problem.into(),
+            also: Vec::new(),
         }
     }
+
+    /// Every problem, this one first: one error each, without their `also`.
+    pub fn each(&self) -> Vec<ConfigError> {
+        std::iter::once(ConfigError::new(self.name, self.problem.clone()))
+            .chain(self.also.iter().flat_map(ConfigError::each))
+            .collect()
+    }
 }
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.name, self.problem)?;
+        for other in &self.also {
+            write!(f, "\n{other}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
 
 /// A named Sume API key. The name is what `sume.jobs.api_key` holds; the key never leaves
 /// memory except in an `Authorization` header.

@@ -18,9 +18,15 @@ pub const SCAN_INTERVAL_WITHOUT_LISTEN: std::time::Duration = std::time::Duratio
 pub const ADMIN_CONNECTIONS_BESIDE_WAITERS: usize = 100;
 
 impl Config {
-    /// Every `serve` setting read and checked, one value and then the rules between two; the
-    /// first problem is reported by the name the operator set.
+    /// Every `serve` setting read and checked, one value and then the rules between two; a
+    /// problem is reported by the name the operator set, with every other setting's that
+    /// reading each alone finds (`problems.rs`).
     pub fn read(v: &Values) -> Result<Config, ConfigError> {
+        Config::read_to_first(v).map_err(|first| super::problems::with_every_problem(v, first))
+    }
+
+    /// [`Config::read`], stopping at the first problem.
+    fn read_to_first(v: &Values) -> Result<Config, ConfigError> {
         let database = DatabaseRoutes::read(v)?;
         let wait = WaitConfig::read(v)?;
         let config = Config {

@@ -85,3 +85,52 @@ fn reads_above_sumes_documented_limits_are_warned_of() {
     ]))
     .is_ok());
 }
+
+/// `DB_POOL_SIZE=0 MAX_WAIT=0 LIST_WALKS=on` and no DATABASE_URL nor SUME_WEBHOOK_SECRET: every
+/// problem is reported at once, each naming its setting, in the order they are declared.
+/// Before, only the first was, the next met at the next start.
+#[test]
+fn every_setting_refused_is_reported_at_once() {
+    let v = Values::defaults()
+        .with(&DB_POOL_SIZE, "0")
+        .with(&MAX_WAIT, "0")
+        .with(&LIST_WALKS, "on");
+    let e = Config::read(&v).unwrap_err();
+    let names: Vec<&str> = e.each().iter().map(|e| e.name).collect();
+    for name in [
+        "DATABASE_URL",
+        "DB_POOL_SIZE",
+        "SUME_WEBHOOK_SECRET",
+        "MAX_WAIT",
+        "LIST_WALKS",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    assert_eq!(names.len(), 5, "{names:?}");
+    assert_eq!(e.to_string().lines().count(), 5, "{e}");
+    assert!(e
+        .to_string()
+        .lines()
+        .all(|l| names.iter().any(|n| l.starts_with(n))));
+    let nothing = Config::read(&Values::defaults()).unwrap_err();
+    assert_eq!(
+        nothing.to_string().lines().collect::<Vec<_>>(),
+        [
+            Values::defaults()
+                .postgres_url(&DATABASE_URL)
+                .unwrap_err()
+                .to_string(),
+            Values::defaults()
+                .secrets(&SUME_WEBHOOK_SECRET)
+                .unwrap_err()
+                .to_string(),
+        ]
+    );
+}
+
+/// A single problem is reported alone, as before.
+#[test]
+fn one_setting_refused_is_reported_alone() {
+    let e = refused(&[(&DB_POOL_SIZE, "0")]);
+    assert!(e.also.is_empty(), "{e}");
+}

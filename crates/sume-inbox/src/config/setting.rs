@@ -163,9 +163,10 @@ impl Form {
     }
 }
 
-/// `, from 1s to 1h` style bounds of a duration, empty where there are none worth saying.
+/// `, from 1s to 1h` style bounds of a duration: the real floor (`at least 1ms`, as `1ns` is
+/// more than 0 yet refused), `more than 0` only where there is none.
 fn bounds_text(min: Duration, max: Duration) -> String {
-    let min_text = (min > Duration::from_millis(1)).then(|| human(min));
+    let min_text = (!min.is_zero()).then(|| human(min));
     match (min_text, max >= MAX_DURATION) {
         (None, true) => ", more than 0".into(),
         (Some(min), true) => format!(", at least {min}"),

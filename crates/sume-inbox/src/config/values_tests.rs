@@ -65,3 +65,13 @@ fn a_value_read_from_a_file_is_refused_by_the_files_variable() {
     let v = Values::defaults().with(&ADMIN_TOKEN, "short");
     assert_eq!(v.token(&ADMIN_TOKEN).unwrap_err().name, "ADMIN_TOKEN");
 }
+
+/// `BODY_TIMEOUT=1ns` is more than 0 yet under the floor of 1ms: the refusal says that floor.
+/// Before, it said "more than 0".
+#[test]
+fn a_duration_under_its_floor_is_told_the_floor() {
+    let v = Values::defaults().with(&BODY_TIMEOUT, "1ns");
+    let e = v.duration(&BODY_TIMEOUT).unwrap_err().to_string();
+    assert!(e.contains("at least 1ms"), "{e}");
+    assert!(!e.contains("more than 0"), "{e}");
+}

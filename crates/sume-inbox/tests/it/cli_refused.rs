@@ -110,3 +110,35 @@ async fn control_characters_of_user_and_logname_never_reach_the_audit_log() {
         assert!(!actor.chars().any(char::is_control), "{actor:?}");
     }
 }
+
+/// A listing cut at `--limit` with more left says so on stderr, how to see more, the rows (or
+/// `--json`'s bare array) on stdout as they were; one that holds everything says nothing.
+/// Before, `audit ls --limit 2` of 3 entries printed 2 and nothing else.
+#[tokio::test]
+async fn a_listing_cut_at_its_limit_says_so_on_stderr() {
+    let db = TestDb::new().await;
+    let env = [("DATABASE_URL", db.url.as_str())];
+    assert!(run(&["migrate"], &env).status.success());
+    for _ in 0..3 {
+        let out = run(&["dead-letters", "drop", "dl_nobody"], &env);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+    }
+    let out = run(&["audit", "ls", "--json", "--limit", "2"], &env);
+    assert!(out.status.success(), "{out:?}");
+    let entries: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(entries.as_array().unwrap().len(), 2, "{entries}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("stopped at --limit 2; there are more"),
+        "{said}"
+    );
+    let out = run(&["audit", "ls", "--limit", "2"], &env);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("--limit"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("raise --limit"));
+    for args in [&["audit", "ls", "--limit", "3"][..], &["inbox", "ls"][..]] {
+        let out = run(args, &env);
+        assert!(out.status.success(), "{out:?}");
+        assert!(out.stderr.is_empty(), "{args:?}: {out:?}");
+    }
+}

@@ -430,3 +430,82 @@ async fn serve_on_a_schema_newer_than_its_own_says_so() {
         "{said}"
     );
 }
+
+/// A MIGRATE_DATABASE_URL naming another database than DATABASE_URL's stops the start (78),
+/// saying DATABASE_URL's is not migrated. Before, `serve` migrated the one, logged `schema is
+/// current` and served the other, answering every webhook 503 for want of the schema.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_migrate_url_naming_another_database_than_database_url_stops_the_start() {
+    let served = crate::support::TestDb::new().await;
+    let migrated = crate::support::TestDb::new().await;
+    let mut child = sume_inbox(
+        "serve",
+        &[
+            ("DATABASE_URL", &served.url),
+            ("MIGRATE_DATABASE_URL", &migrated.url),
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Bounded: before, the start served (and answered 503) for ever.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{text}");
+    assert!(
+        text.contains("DATABASE_URL: the database it names is not migrated"),
+        "{text}"
+    );
+    assert!(text.contains("though MIGRATE_DATABASE_URL's was"), "{text}");
+    assert!(!text.contains("schema is current"), "{text}");
+}
+
+/// Settings refused together are reported in one start, a line each naming its setting (a JSON
+/// object each under LOG_FORMAT=json), exit 78. Before, one a start.
+#[test]
+fn every_setting_refused_is_a_line_of_its_own_in_text_and_json() {
+    let bad = [
+        ("SUME_WEBHOOK_SECRET", ""),
+        ("DB_POOL_SIZE", "0"),
+        ("MAX_WAIT", "0"),
+        ("LIST_WALKS", "on"),
+    ];
+    let names = [
+        "DATABASE_URL",
+        "DB_POOL_SIZE",
+        "SUME_WEBHOOK_SECRET",
+        "MAX_WAIT",
+    ];
+    for json in [false, true] {
+        let format = if json { "json" } else { "pretty" };
+        let mut env = bad.to_vec();
+        env.push(("LOG_FORMAT", format));
+        let out = sume_inbox("serve", &env).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(78), "{text}");
+        let lines: Vec<String> = text
+            .lines()
+            .map(|l| match json {
+                true => serde_json::from_str::<serde_json::Value>(l).expect(l)["message"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                false => l.to_owned(),
+            })
+            .collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        for name in names.iter().chain(["LIST_WALKS"].iter()) {
+            let prefix = format!("sume-inbox: {name}: ");
+            assert!(
+                lines.iter().any(|l| l.starts_with(&prefix)),
+                "{name}: {text}"
+            );
+        }
+    }
+}
