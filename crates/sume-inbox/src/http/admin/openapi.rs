@@ -163,18 +163,22 @@ fn misrouted_webhook(op: &mut Operation) {
         }
         Some(RefOr::Ref(_)) => {}
         None => {
-            let mut chars = SIGNED.chars();
-            let description: String = chars
-                .next()
-                .map(|c| c.to_ascii_uppercase())
-                .into_iter()
-                .chain(chars)
-                .collect();
             op.responses
                 .responses
-                .insert("404".to_owned(), error_answer(&description));
+                .insert("404".to_owned(), error_answer(&capitalised(SIGNED)));
         }
     }
+}
+
+/// `text` with its first letter in capitals, as a description starts.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(chars)
+        .collect()
 }
 
 /// One operation's scheme and its common error answers (documented ones are left as they are).
@@ -256,14 +260,7 @@ fn refused_before_the_route(op: &mut Operation, path: &str) {
         causes.push("a query parameter the route does not take (`invalid_query`)");
     }
     causes.push("more than one Host header (`invalid_host`)");
-    let joined = causes.join("; or ");
-    let mut chars = joined.chars();
-    let description: String = chars
-        .next()
-        .map(|c| c.to_ascii_uppercase())
-        .into_iter()
-        .chain(chars)
-        .collect();
+    let description = capitalised(&causes.join("; or "));
     match answers.get_mut("400") {
         Some(RefOr::T(answer)) => answer.description = description,
         _ => {
