@@ -11,7 +11,8 @@
 //!   dead letter);
 //! - 401: missing, malformed or wrong signature, or a stale timestamp; nothing stored;
 //! - 413: body over MAX_BODY_BYTES (declared or sent); 408: body not sent within BODY_TIMEOUT;
-//!   400: its chunked framing broken, or sent in too many pieces;
+//!   400: its chunked framing broken, or sent in too many pieces, or its connection closed
+//!   before it was whole (counted `aborted`, not `malformed`: a sender still reading reads it);
 //!   404/405: wrong path or method (a signed POST to a path served for GET only is
 //!   [`super::misrouted`]'s);
 //! - 503 with Retry-After: the database could not take the write; or the body was shed for a

@@ -36,6 +36,8 @@ enum Unread {
     OverBudget,
     Shed,
     Broken(axum::Error),
+    /// Cut short: the sender closed (or reset) its connection before the body was whole.
+    Gone(axum::Error),
     /// In more frames than [`max_frames`] (which it says).
     TooManyFrames(usize),
 }
@@ -74,6 +76,7 @@ pub(super) async fn read_body(
                 "the request body could not be read (its chunked framing is broken)".into(),
             ))
         }
+        Ok(Err(Unread::Gone(e))) => Err(cut_short(state, &e)),
         Ok(Err(Unread::TooManyFrames(limit))) => Err(malformed(
             state,
             format!("the request body arrived in more than {limit} pieces (chunks, or reads of the connection): send it in fewer"),
@@ -117,6 +120,7 @@ async fn collect(
         }
         let frame = frame.map_err(|e| match e.downcast::<LengthLimitError>() {
             Ok(_) => Unread::TooLarge,
+            Err(e) if sender_gone(&*e) => Unread::Gone(axum::Error::new(e)),
             Err(e) => Unread::Broken(axum::Error::new(e)),
         })?;
         let Ok(data) = frame.into_data() else {
@@ -175,4 +179,38 @@ fn malformed(state: &WebhookState, why: String) -> Response {
         tracing::warn!(reason = %why, left_out, "webhook refused");
     }
     unread_body((StatusCode::BAD_REQUEST, why).into_response())
+}
+
+/// Whether a body's error says its sender is gone: the connection ended (hyper's incomplete
+/// body, an unexpected end of file) or was reset before the body was whole.
+fn sender_gone(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+            );
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// A body its sender stopped sending by closing the connection: nothing malformed, nothing to
+/// store. Counted as `outcome="aborted"`, logged at DEBUG as the port's other connections
+/// that end early are; a sender that only closed its side still reads a 400 saying so.
+fn cut_short(state: &WebhookState, e: &axum::Error) -> Response {
+    state.metrics.webhook(WebhookOutcome::aborted);
+    tracing::debug!(error = %e, "webhook body cut short: the sender closed its connection");
+    unread_body(
+        (
+            StatusCode::BAD_REQUEST,
+            "the connection closed before the request body was whole",
+        )
+            .into_response(),
+    )
 }

@@ -28,11 +28,14 @@ pub enum WebhookOutcome {
     /// A POST to a path other than `/webhooks/sume` whose signing headers pass the checks
     /// made before a body is read (well formed, the timestamp fresh): 404.
     misrouted,
+    /// Its sender closed (or reset) the connection before the body was whole: nothing stored,
+    /// 400 to a sender still reading.
+    aborted,
 }
 
 impl WebhookOutcome {
     /// Every outcome (each counted from 0 at start).
-    pub const ALL: [WebhookOutcome; 9] = [
+    pub const ALL: [WebhookOutcome; 10] = [
         WebhookOutcome::stored,
         WebhookOutcome::duplicate,
         WebhookOutcome::dead_lettered,
@@ -42,6 +45,7 @@ impl WebhookOutcome {
         WebhookOutcome::malformed,
         WebhookOutcome::unavailable,
         WebhookOutcome::misrouted,
+        WebhookOutcome::aborted,
     ];
 }
 

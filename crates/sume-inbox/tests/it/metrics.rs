@@ -106,6 +106,7 @@ fn series_counted_from_zero() -> Vec<String> {
         "malformed",
         "unavailable",
         "misrouted",
+        "aborted",
     ]
     .iter()
     .map(|o| format!(r#"sume_inbox_webhooks_total{{outcome="{o}"}}"#))

@@ -134,6 +134,40 @@ async fn a_stalled_body_is_answered_408_after_body_timeout() {
     daemon.stop().await;
 }
 
+/// A body its sender stops sending by closing the connection (`Content-Length: 1000`, 100 bytes
+/// sent) is counted `aborted`, not `malformed` (it was, and logged as a broken chunked
+/// framing), and nothing is stored; a sender that closed only its side reads a 400 saying so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_cut_short_by_its_sender_is_counted_aborted_not_malformed() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(short(&db)).await;
+    let ts = unix_now();
+    let sent = webhook_head(Some(ts), Some(&signature(ts, b"{}")), 1000) + &"x".repeat(100);
+    let mut half_closed = open_with(daemon.webhook, &sent).await;
+    half_closed.shutdown().await.unwrap();
+    let answer = read_until_closed(&mut half_closed, Duration::from_secs(5))
+        .await
+        .expect("the connection is closed");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(
+        answer.contains("closed before the request body was whole"),
+        "{answer}"
+    );
+    drop(open_with(daemon.webhook, &sent).await);
+    let aborted = r#"sume_inbox_webhooks_total{outcome="aborted"}"#;
+    wait_for(
+        "two bodies counted aborted",
+        Duration::from_secs(5),
+        || async { metric(&daemon, aborted).await == 2.0 },
+    )
+    .await;
+    let malformed = r#"sume_inbox_webhooks_total{outcome="malformed"}"#;
+    assert_eq!(metric(&daemon, malformed).await, 0.0);
+    assert!(db.event_job_ids().await.is_empty());
+    assert_eq!(db.scalar("select count(*) from sume.dead_letters").await, 0);
+    daemon.stop().await;
+}
+
 /// A chunked body whose framing breaks is answered 400 and its connection closed, saying so:
 /// a request pipelined behind it is never read as if it were the next (before, the 400 did
 /// not say the connection would close).
