@@ -45,6 +45,36 @@ fn reverify(d: &StoredDelivery, secrets: &[Secret]) -> Option<Delivery> {
         .map(|v| v.delivery)
 }
 
+/// What [`replay_event_audited`] could not do.
+#[derive(Debug)]
+pub enum Unrecorded {
+    /// The replay itself failed: nothing recorded.
+    Replay(DbError),
+    /// The replay was made, its audit entry not written.
+    Audit(DbError),
+}
+
+/// [`replay_event`], then its `replay_event` entry in the audit log under `actor`, whether the
+/// event was found or not (`"ok": false` for an unknown one, as `sume-inbox replay` records
+/// it): the one way of the admin API's `POST /v1/events/{id}/replay` and the console's form.
+pub async fn replay_event_audited(
+    store: &Store,
+    secrets: &[Secret],
+    event_id: &str,
+    actor: &str,
+    request_id: Option<&str>,
+) -> Result<Replayed, Unrecorded> {
+    let replayed = replay_event(store, secrets, event_id)
+        .await
+        .map_err(Unrecorded::Replay)?;
+    let detail = serde_json::json!({ "event_id": event_id, "result": replayed });
+    store
+        .audit_log_insert(actor, "replay_event", &detail, request_id)
+        .await
+        .map_err(Unrecorded::Audit)?;
+    Ok(replayed)
+}
+
 /// `replay EVENT_ID`: an event set aside goes back into the inbox; a waiting one is attached.
 pub async fn replay_event(
     store: &Store,

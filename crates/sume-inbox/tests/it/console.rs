@@ -465,3 +465,33 @@ async fn a_nul_character_is_never_taken_for_a_database_down() {
     }
     console.daemon.stop().await;
 }
+
+/// The set-aside replay form on an event that does not exist answers 404 and, as the admin
+/// API's `POST /v1/events/{id}/replay` and `sume-inbox replay` do, records `replay_event` with
+/// `"ok": false` in the audit log (it recorded nothing).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replay_of_an_unknown_event_from_the_form_is_recorded_as_failed() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    console.sign_in().await;
+    let (_, _, page) = console.get("/console/dead-letters").await;
+    let csrf = csrf_of(&page);
+    let form = [("csrf", csrf.as_str()), ("event_id", "evt_nobody")];
+    let (s, _) = console.post("/console/set-aside/replay", &form).await;
+    assert_eq!(s, 404);
+    let row = db
+        .client()
+        .await
+        .query_one(
+            "select actor, detail from sume.audit_log where action = 'replay_event'",
+            &[],
+        )
+        .await
+        .expect("one replay_event entry");
+    let actor: String = row.get(0);
+    assert!(actor.starts_with("console:operator (session "), "{actor}");
+    let detail: serde_json::Value = row.get(1);
+    assert_eq!(detail["event_id"], "evt_nobody");
+    assert_eq!(detail["result"]["ok"], false);
+    console.daemon.stop().await;
+}

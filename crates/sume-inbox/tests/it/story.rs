@@ -221,7 +221,8 @@ async fn a_set_aside_event_is_replayed_from_the_console_only_with_its_csrf_token
         (StatusCode::SEE_OTHER, "/console/jobs?q=job_not_ours")
     );
     back_in_the_inbox_and_audited(&db, &event, job).await;
-    // An id that names nothing is answered so, and records nothing.
+    // An id that names nothing is answered so, and recorded as a replay that failed, as the
+    // admin API and `sume-inbox replay` record it.
     let (s, _) = console
         .post(
             "/console/set-aside/replay",
@@ -229,7 +230,7 @@ async fn a_set_aside_event_is_replayed_from_the_console_only_with_its_csrf_token
         )
         .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
-    assert_eq!(db.scalar(REPLAYS).await, 1);
+    assert_eq!(db.scalar(REPLAYS).await, 2);
     console.daemon.stop().await;
 }
 

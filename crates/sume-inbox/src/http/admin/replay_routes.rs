@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::openapi::ErrorBody;
 use super::{current_request_id, unavailable, AdminState, JsonBody, NoQuery, PathId};
 use crate::http::ApiError;
-use crate::operations::replay::{self, Replayed};
+use crate::operations::replay::{self, Replayed, Unrecorded};
 use sume_wire::event::MAX_EVENT_ID_LEN;
 
 /// `X-Actor`, when a caller names who acts, after `api:operator`: its UTF-8 text (anything
@@ -78,15 +78,16 @@ pub(super) async fn replay_event(
     if !crate::db::text_can_hold(&event_id) || event_id.len() > MAX_EVENT_ID_LEN {
         return ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such event").into_response();
     }
-    let replayed = match replay::replay_event(&state.store, &state.secrets, &event_id).await {
-        Ok(r) => r,
-        Err(e) => return unavailable("replay failed", &e),
-    };
     // Audited found or not (`"ok": false` for an unknown event), as `sume-inbox replay` does.
-    let detail = serde_json::json!({ "event_id": event_id, "result": replayed });
-    if let Err(r) = audited(&state, &headers, "replay_event", detail).await {
-        return r;
-    }
+    let (store, secrets) = (&state.store, &state.secrets);
+    let (actor, request_id) = (actor(&headers), current_request_id());
+    let audited =
+        replay::replay_event_audited(store, secrets, &event_id, &actor, request_id.as_deref());
+    let replayed = match audited.await {
+        Ok(r) => r,
+        Err(Unrecorded::Replay(e)) => return unavailable("replay failed", &e),
+        Err(Unrecorded::Audit(e)) => return unavailable("recording the audit entry failed", &e),
+    };
     if replayed.job_id.is_none() {
         return ApiError::new(StatusCode::NOT_FOUND, "not_found", replayed.result).into_response();
     }

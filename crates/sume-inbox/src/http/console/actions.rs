@@ -10,9 +10,10 @@ use axum::Form;
 use serde::Deserialize;
 
 use super::list_pages::urlencode;
-use super::sessions::{audit, require_csrf};
+use super::sessions::{actor, audit, require_csrf, unrecorded};
 use super::{layout, ConsoleState};
-use crate::operations::replay;
+use crate::http::admin::current_request_id;
+use crate::operations::replay::{self, Unrecorded};
 
 /// The replay form's field.
 #[derive(Debug, Deserialize)]
@@ -120,17 +121,18 @@ pub async fn replay_event(
     if !crate::db::text_can_hold(&f.event_id) {
         return no_nul("No such event");
     }
-    let admin = &state.admin;
-    let replayed = match replay::replay_event(&admin.store, &admin.secrets, &f.event_id).await {
+    // Audited found or not, as the admin API and `sume-inbox replay` do.
+    let (store, secrets) = (&state.admin.store, &state.admin.secrets);
+    let (actor, request_id) = (actor(&operator), current_request_id());
+    let audited =
+        replay::replay_event_audited(store, secrets, &f.event_id, &actor, request_id.as_deref());
+    let replayed = match audited.await {
         Ok(r) => r,
-        Err(e) => return failed("Replay", &e),
+        Err(Unrecorded::Replay(e)) => return failed("Replay", &e),
+        Err(Unrecorded::Audit(e)) => return unrecorded(&e),
     };
-    let Some(job_id) = replayed.job_id.clone() else {
+    let Some(job_id) = replayed.job_id else {
         return layout::message(StatusCode::NOT_FOUND, "No such event", &replayed.result);
     };
-    let detail = serde_json::json!({ "event_id": f.event_id, "result": replayed });
-    if let Err(r) = audit(&state, &operator, "replay_event", detail).await {
-        return r;
-    }
     Redirect::to(&format!("/console/jobs?q={}", urlencode(&job_id))).into_response()
 }

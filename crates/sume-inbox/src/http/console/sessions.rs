@@ -158,6 +158,11 @@ pub fn require_csrf(
     Ok(operator)
 }
 
+/// Who acts in the audit table for `operator`'s session.
+pub fn actor(operator: &Operator) -> String {
+    format!("console:operator (session {})", operator.tag)
+}
+
 /// Records a console action in the audit table; a failure to record refuses the answer.
 pub async fn audit(
     state: &ConsoleState,
@@ -165,20 +170,27 @@ pub async fn audit(
     action: &str,
     detail: serde_json::Value,
 ) -> Result<(), Response> {
-    let actor = format!("console:operator (session {})", operator.tag);
     state
         .admin
         .store
-        .audit_log_insert(&actor, action, &detail, current_request_id().as_deref())
+        .audit_log_insert(
+            &actor(operator),
+            action,
+            &detail,
+            current_request_id().as_deref(),
+        )
         .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "recording the audit entry failed");
-            layout::message(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Database unavailable",
-                "The action could not be recorded in the audit log.",
-            )
-        })
+        .map_err(|e| unrecorded(&e))
+}
+
+/// The answer when an action's audit entry could not be written.
+pub fn unrecorded(e: &crate::db::DbError) -> Response {
+    tracing::error!(error = %e, "recording the audit entry failed");
+    layout::message(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Database unavailable",
+        "The action could not be recorded in the audit log.",
+    )
 }
 
 /// `GET /console/sign-in`: the form, with a fresh nonce.
