@@ -93,6 +93,8 @@ pub struct Metrics {
     pub port_timeouts: Family<TimeoutLabels, Counter>,
     /// Requests answered 503 at once because MAX_IN_FLIGHT were being handled.
     pub port_in_flight_refused: Counter,
+    /// Connections opened with a protocol the port does not speak, answered 505 and closed.
+    pub port_protocols_refused: Family<ProtocolLabels, Counter>,
     /// Webhooks answered 503 because their next bytes did not fit in MAX_BODY_MEMORY and no
     /// other body still being read could make room.
     pub port_body_memory_refused: Counter,
@@ -165,6 +167,7 @@ impl Metrics {
             port_connections_refused: Counter::default(),
             port_timeouts: Family::default(),
             port_in_flight_refused: Counter::default(),
+            port_protocols_refused: Family::default(),
             port_body_memory_refused: Counter::default(),
             port_bodies_shed: Counter::default(),
             admin_port: PortMetrics::default(),

@@ -26,6 +26,8 @@
 //! - Every request carries its peer's address ([`axum::extract::ConnectInfo`]) and the
 //!   connection it came on ([`super::body_readers::Connection`]); the per-request part (the
 //!   MAX_IN_FLIGHT shedding, the routes) is the `request` submodule's.
+//! - HTTP/1.1 alone: a connection that opens with HTTP/2's preface (prior knowledge) is answered
+//!   an HTTP/1.1 `505` saying so, counted and logged, then closed.
 //! - Accept errors (out of descriptors, say) are logged at a bounded rate and the loop goes on
 //!   after a short pause.
 //!
@@ -38,7 +40,6 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +47,7 @@ use axum::Router;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -55,13 +57,20 @@ use super::body_readers::{BodyReaders, Connection};
 use super::conns::Conns;
 use super::timed_io::{ConnState, TimedIo};
 use crate::config::PortConfig;
-use crate::metrics::PortMetrics;
+use crate::metrics::{PortMetrics, RefusedProtocol};
 use crate::process::log_budget::LogBudget;
 
 mod request;
 
 /// Accept errors repeat while their cause lasts: a line now and then, with how many were left out.
 static ACCEPT_ERRORS_LOG: LogBudget = LogBudget::new(1, Duration::from_secs(5));
+
+/// Connections opening with HTTP/2's preface: a line now and then, with how many were left out.
+static HTTP2_LOG: LogBudget = LogBudget::new(1, Duration::from_secs(5));
+
+/// What a client speaking HTTP/2 with prior knowledge is told, and the log line about it.
+const HTTP2_REFUSED: &str =
+    "HTTP/2 with prior knowledge is not supported: this port speaks HTTP/1.1";
 
 /// The pause after an accept error that says the process is out of something (descriptors,
 /// memory): accepting again at once would spin.
@@ -269,22 +278,50 @@ impl Server {
             let (server, conn, on) = (self.clone(), conn.clone(), Connection(id));
             service_fn(move |request| server.clone().handle(request, conn.clone(), peer, on))
         };
-        let mut http = pin!(self.http.serve_connection(io, service));
+        let mut http = self.http.serve_connection(io, service);
         let mut draining = false;
         let served = loop {
             tokio::select! {
-                served = http.as_mut() => break served,
+                served = std::pin::Pin::new(&mut http) => break served,
                 // Dropping the connection closes the socket.
                 _ = conn.shed.cancelled() => break Ok(()),
                 _ = shutdown.cancelled(), if !draining => {
-                    http.as_mut().graceful_shutdown();
+                    std::pin::Pin::new(&mut http).graceful_shutdown();
                     draining = true;
                 }
             }
         };
-        if let Err(e) = served {
-            tracing::debug!(error = %e, port = self.name, "connection ended on an error");
+        match served {
+            Ok(()) => {}
+            Err(e) if e.is_parse_version_h2() => {
+                self.refuse_http2(http.into_parts().io.into_inner(), peer)
+                    .await;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, port = self.name, "connection ended on an error");
+            }
         }
         self.conns.forget(id, &self.metrics);
+    }
+
+    /// A connection that opened with HTTP/2's preface (a client with prior knowledge, as
+    /// `curl --http2-prior-knowledge`): the port speaks HTTP/1.1 alone, which hyper would say
+    /// by closing it silently. Counted, logged (at a bounded rate), and answered an HTTP/1.1
+    /// `505` with a line saying so, for whoever reads the bytes; then closed.
+    async fn refuse_http2(&self, mut io: TimedIo, peer: SocketAddr) {
+        self.metrics
+            .protocol_refused(RefusedProtocol::http2_prior_knowledge);
+        if let Some(left_out) = HTTP2_LOG.allow() {
+            tracing::info!(%peer, left_out, port = self.name, "{HTTP2_REFUSED}");
+        }
+        let answer = format!(
+            "HTTP/1.1 505 HTTP Version Not Supported\r\ncontent-type: text/plain; charset=utf-8\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{HTTP2_REFUSED}\n",
+            HTTP2_REFUSED.len() + 1
+        );
+        // The write is bounded by the socket's stall timer (BODY_TIMEOUT).
+        if io.write_all(answer.as_bytes()).await.is_ok() {
+            let _ = io.shutdown().await;
+        }
     }
 }

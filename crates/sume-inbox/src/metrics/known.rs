@@ -14,9 +14,9 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
 use super::{
-    ApiLabels, ClosedLabels, Metrics, OutcomeLabels, ReadLabels, ReadWay, RecheckLabels,
-    RecheckOutcome, SecretLabels, StatusSource, StatusSourceLabels, TimeoutKind, TimeoutLabels,
-    WebhookOutcome,
+    ApiLabels, ClosedLabels, Metrics, OutcomeLabels, ProtocolLabels, ReadLabels, ReadWay,
+    RecheckLabels, RecheckOutcome, RefusedProtocol, SecretLabels, StatusSource, StatusSourceLabels,
+    TimeoutKind, TimeoutLabels, WebhookOutcome,
 };
 
 impl Metrics {
@@ -68,6 +68,13 @@ impl Metrics {
         for kind in TimeoutKind::ALL {
             zero(&self.port_timeouts, &TimeoutLabels { kind });
             zero(&self.admin_port.timeouts, &TimeoutLabels { kind });
+        }
+        for protocol in RefusedProtocol::ALL {
+            zero(&self.port_protocols_refused, &ProtocolLabels { protocol });
+            zero(
+                &self.admin_port.protocols_refused,
+                &ProtocolLabels { protocol },
+            );
         }
     }
 }

@@ -81,6 +81,28 @@ pub struct TimeoutLabels {
     pub kind: TimeoutKind,
 }
 
+/// A protocol a port does not speak (the `protocol` label of
+/// `sume_inbox_port_protocols_refused`): the ports speak HTTP/1.1 alone.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum RefusedProtocol {
+    /// HTTP/2 with prior knowledge: a connection opened with HTTP/2's preface
+    /// (`PRI * HTTP/2.0`), answered 505 and closed.
+    http2_prior_knowledge,
+}
+
+impl RefusedProtocol {
+    /// Every protocol refused (each counted from 0 at start).
+    pub const ALL: [RefusedProtocol; 1] = [RefusedProtocol::http2_prior_knowledge];
+}
+
+/// The label of `sume_inbox_port_protocols_refused`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProtocolLabels {
+    /// Which protocol the connection opened with.
+    pub protocol: RefusedProtocol,
+}
+
 /// The label of `sume_inbox_webhooks`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {

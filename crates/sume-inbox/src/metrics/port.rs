@@ -6,7 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::{Metrics, TimeoutKind, TimeoutLabels};
+use super::{Metrics, ProtocolLabels, RefusedProtocol, TimeoutKind, TimeoutLabels};
 
 /// One port's connections, timeouts and refusals (handles on the registered series).
 #[derive(Clone, Debug, Default)]
@@ -22,12 +22,21 @@ pub struct PortMetrics {
     pub timeouts: Family<TimeoutLabels, Counter>,
     /// Requests answered 503 at once at the port's MAX_IN_FLIGHT.
     pub in_flight_refused: Counter,
+    /// Connections opened with a protocol the port does not speak, by which.
+    pub protocols_refused: Family<ProtocolLabels, Counter>,
 }
 
 impl PortMetrics {
     /// Counts a connection closed, or a request refused, by the timer `kind`.
     pub fn timeout(&self, kind: TimeoutKind) {
         self.timeouts.get_or_create(&TimeoutLabels { kind }).inc();
+    }
+
+    /// Counts a connection opened with `protocol`, which the port does not speak.
+    pub fn protocol_refused(&self, protocol: RefusedProtocol) {
+        self.protocols_refused
+            .get_or_create(&ProtocolLabels { protocol })
+            .inc();
     }
 
     /// Registers the admin port's series (its requests in flight are bounded by its connection
@@ -53,6 +62,11 @@ impl PortMetrics {
             "Connections on ADMIN_ADDR closed or requests answered 408 by HEADER_TIMEOUT, BODY_TIMEOUT or IDLE_TIMEOUT",
             self.timeouts.clone(),
         );
+        r.register(
+            "admin_port_protocols_refused",
+            "Connections on ADMIN_ADDR opened with a protocol it does not speak (HTTP/2 with prior knowledge), answered 505 and closed",
+            self.protocols_refused.clone(),
+        );
     }
 }
 
@@ -65,6 +79,7 @@ impl Metrics {
             connections_refused: self.port_connections_refused.clone(),
             timeouts: self.port_timeouts.clone(),
             in_flight_refused: self.port_in_flight_refused.clone(),
+            protocols_refused: self.port_protocols_refused.clone(),
         }
     }
 }

@@ -155,6 +155,11 @@ impl Metrics {
             self.port_in_flight_refused.clone(),
         );
         r.register(
+            "port_protocols_refused",
+            "Connections opened with a protocol LISTEN_ADDR does not speak (HTTP/2 with prior knowledge), answered 505 and closed",
+            self.port_protocols_refused.clone(),
+        );
+        r.register(
             "port_body_memory_refused",
             "Webhooks answered 503 because their next bytes did not fit in MAX_BODY_MEMORY and no other body still being read could make room",
             self.port_body_memory_refused.clone(),

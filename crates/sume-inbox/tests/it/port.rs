@@ -289,6 +289,34 @@ async fn an_idle_kept_alive_connection_is_closed_after_idle_timeout() {
     daemon.stop().await;
 }
 
+/// A client speaking HTTP/2 with prior knowledge (`curl --http2-prior-knowledge`: the
+/// connection opens with `PRI * HTTP/2.0`) is answered an HTTP/1.1 505 saying the port speaks
+/// HTTP/1.1 alone, counted and closed (it was closed without a byte, counted nowhere, and
+/// logged only at DEBUG as a parse error).
+#[tokio::test(flavor = "multi_thread")]
+async fn http2_with_prior_knowledge_is_answered_505_and_counted() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(short(&db)).await;
+    let mut s = open_with(daemon.webhook, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await;
+    let answer = read_until_closed(&mut s, Duration::from_secs(5))
+        .await
+        .expect("the connection is closed");
+    assert!(
+        answer.starts_with("HTTP/1.1 505 HTTP Version Not Supported"),
+        "{answer}"
+    );
+    assert!(
+        answer
+            .ends_with("HTTP/2 with prior knowledge is not supported: this port speaks HTTP/1.1\n"),
+        "{answer}"
+    );
+    let refused = r#"sume_inbox_port_protocols_refused_total{protocol="http2_prior_knowledge"}"#;
+    assert_eq!(metric(&daemon, refused).await, 1.0);
+    // The port goes on serving HTTP/1.1.
+    genuine_gets_through(&daemon, &db, "job_after_http2").await;
+    daemon.stop().await;
+}
+
 /// Opens `n` connections that each send half a request head and stall.
 async fn stalled(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
     let mut out = Vec::with_capacity(n);
