@@ -8,7 +8,10 @@
 //! a request to the service and to idle when the response body, a [`Tracked`], is dropped
 //! (written); the socket moves it from idle to reading a head when a byte arrives. [`TimedIo`]
 //! fails a read with `TimedOut` once the deadline of that state has passed:
-//! - reading a head: HEADER_TIMEOUT from the accept, or from the first byte of a later request;
+//! - reading a head: HEADER_TIMEOUT from the accept, or from the first byte of a later request
+//!   the socket gives (bytes of a later request read with the one before it, pipelined, stay in
+//!   hyper's buffer: the socket sees an idle connection, timed by IDLE_TIMEOUT, which bounds
+//!   such a client as it bounds one that sends nothing);
 //! - idle: IDLE_TIMEOUT from the end of the last response;
 //! - busy: none here (a body read is bounded by BODY_TIMEOUT elsewhere, and the rest of a
 //!   request is the server's own time: a `?wait=` on the admin port holds it up to MAX_WAIT).

@@ -289,6 +289,39 @@ async fn an_idle_kept_alive_connection_is_closed_after_idle_timeout() {
     daemon.stop().await;
 }
 
+/// A kept-alive connection whose next request head is begun after the answer and left
+/// unfinished is closed by HEADER_TIMEOUT from that head's first byte, not kept to
+/// IDLE_TIMEOUT.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_later_head_left_unfinished_is_closed_after_header_timeout() {
+    let db = TestDb::new().await;
+    let mut config = short(&db);
+    config.port.idle_timeout = Duration::from_secs(30);
+    let daemon = Daemon::start(config).await;
+    let delivery = Delivery::completed("job_kept_alive");
+    let head = webhook_head(
+        Some(delivery.timestamp),
+        Some(&signature(delivery.timestamp, delivery.body.as_bytes())),
+        delivery.body.len(),
+    );
+    let mut s = open_with(daemon.webhook, &(head + &delivery.body)).await;
+    let answer = read_head(&mut s, Duration::from_secs(10)).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+    s.write_all(b"POST /webhooks/sume HTTP/1.1\r\nhost: x\r\n")
+        .await
+        .unwrap();
+    // Well within IDLE_TIMEOUT (30s), HEADER_TIMEOUT (1s) has closed it.
+    assert!(
+        read_until_closed(&mut s, Duration::from_secs(10))
+            .await
+            .is_some(),
+        "an unfinished head was kept open"
+    );
+    let timeouts = metric(&daemon, "sume_inbox_port_timeouts_total{kind=\"header\"}").await;
+    assert!(timeouts >= 1.0, "header timeouts counted: {timeouts}");
+    daemon.stop().await;
+}
+
 /// A client speaking HTTP/2 with prior knowledge (`curl --http2-prior-knowledge`: the
 /// connection opens with `PRI * HTTP/2.0`) is answered an HTTP/1.1 505 saying the port speaks
 /// HTTP/1.1 alone, counted and closed (it was closed without a byte, counted nowhere, and

@@ -34,7 +34,7 @@ declare! { PUBLIC_PORT, "Public port (webhooks)",
         flag: Some("header-timeout"),
         default: Some("5s"),
         form: POSITIVE,
-        about: "time a client has to send a request's headers: from the accept, or from the first byte of a later request on a kept-alive connection; past it the connection is closed; on `ADMIN_ADDR` too",
+        about: "time a client has to send a request's headers: from the accept, or from the first byte of a later request on a kept-alive connection (a later request sent in the same packets as the one before it, pipelined, is timed from that one's answer, as an idle connection: by `IDLE_TIMEOUT`); past it the connection is closed; on `ADMIN_ADDR` too",
     }
     /// Time to send the body.
     BODY_TIMEOUT {
