@@ -251,8 +251,9 @@ pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), 
     Ok(())
 }
 
-/// `replay`: fails when the one event asked for could not be replayed, or when any delivery
-/// does not verify with the current secrets.
+/// `replay`: fails when the one event asked for could not be replayed, or when any dead letter
+/// of `--dead-letters` was not (it still names no job, no longer verifies, or its event id
+/// holds another event), saying how many.
 pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
     if let Some(id) = &args.event_id {
         super::check_id("an event id", id, MAX_EVENT_ID_LEN)?;
@@ -278,9 +279,18 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
         return Err(CliError::Failed("replay failed".into()));
     }
     let refused = items.iter().filter(|r| r.not_verified).count();
-    if refused > 0 {
+    let failed = items.iter().filter(|r| !r.ok).count();
+    if failed > 0 {
+        // Some or all of a run's letters: a script learns it from the status, as `reconcile`
+        // stopped early or `dead-letters drop` with an id naming none.
+        let unverified = match refused {
+            0 => String::new(),
+            n => format!(", {n} of them do not verify with the current secrets"),
+        };
         return Err(CliError::Failed(format!(
-            "{refused} deliveries do not verify with the current secrets"
+            "{failed} of {} dead letters were not replayed (left as they are{unverified}; \
+             each says why above)",
+            items.len()
         )));
     }
     Ok(())
