@@ -144,7 +144,11 @@ pub(super) async fn open_store(
         Ok(v) if v >= 1 => {}
         Ok(_) => return Err(no_schema()),
         Err(e) if e.is_missing_schema() => return Err(no_schema()),
-        Err(e) => return Err(reaching(database_url, e).into()),
+        Err(e) => {
+            return Err(reach::every_host(DATABASE_URL.name, database_url, e)
+                .await
+                .into())
+        }
     }
     // A schema an older release left: this binary's statements would fail on what is missing.
     let missing = store

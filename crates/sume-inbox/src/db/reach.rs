@@ -145,6 +145,30 @@ pub fn unreachable_from(setting: &'static str, url: &str, e: &DbError) -> Option
     }
 }
 
+/// `e`, met through the pool on `setting`'s URL, as [`unreachable_from`] says it; where that
+/// URL names several hosts, every host's failure instead, learnt by trying each once more as
+/// [`connect_named`] does (the pool's driver says the last host's alone, hiding an earlier
+/// one's refusal). Any other failure is answered as it is.
+pub async fn every_host(setting: &'static str, url: &str, e: DbError) -> DbError {
+    let Some(first) = unreachable_from(setting, url, &e) else {
+        return e;
+    };
+    let several = super::target(url).is_ok_and(|t| {
+        t.config
+            .get_hosts()
+            .len()
+            .max(t.config.get_hostaddrs().len())
+            > 1
+    });
+    if !several {
+        return first;
+    }
+    match connect_named(setting, url).await {
+        Err(every @ DbError::Unreachable { .. }) => every,
+        _ => first,
+    }
+}
+
 /// A failure to migrate because the role behind `setting`'s URL lacks a right (SQLSTATE 42501,
 /// e.g. `permission denied for database`), as [`DbError::Refused`] naming the setting, the
 /// target and the way out, which the catalog (read over `client`) tells: where the schema
