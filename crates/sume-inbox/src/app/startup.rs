@@ -171,8 +171,13 @@ async fn schema_checked_store(
     // Read through DATABASE_URL even once migrated: MIGRATE_DATABASE_URL may name another
     // database than the one served, whose every write would then fail for want of the schema.
     let found = patiently(DATABASE_URL.name, url, shutdown, starting, || async {
-        let missing = store.schema_migrations_missing().await;
-        missing.map_err(|e| reach::lacking_usage(DATABASE_URL.name, url, &e).unwrap_or(e))
+        match store.schema_migrations_missing().await {
+            Ok(missing) => Ok(missing),
+            Err(e) => Err(match reach::lacking_usage(DATABASE_URL.name, url, &e) {
+                Some(refused) => refused,
+                None => reach::every_host(DATABASE_URL.name, url, e).await,
+            }),
+        }
     })
     .await;
     let missing = match found {

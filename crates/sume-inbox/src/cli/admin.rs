@@ -18,7 +18,9 @@ use crate::db::{reach, DbError, Store, PAGE_LIMIT_MAX};
 use crate::operations::replay::REPLAY_LIMIT_MAX;
 use sume_wire::event::{MAX_EVENT_ID_LEN, MAX_ID_LEN};
 
-/// `--limit` of a listing: what one page of the admin API answers.
+/// `--limit` of a listing: what one page of the admin API answers. Its flag takes a negative
+/// number as its value (`--limit -1`), so that the value is refused saying the range, rather
+/// than clap's "unexpected argument"; a following flag (`--limit --json`) is still one.
 fn page_limit() -> RangedI64ValueParser<i64> {
     clap::value_parser!(i64).range(1..=PAGE_LIMIT_MAX)
 }
@@ -54,10 +56,10 @@ pub enum InboxCommand {
     /// Events not applied and not set aside, oldest first.
     Ls {
         /// Only events at least this old, e.g. 10m.
-        #[arg(long, default_value = "0s")]
+        #[arg(long, default_value = "0s", allow_hyphen_values = true)]
         older_than: String,
         /// The most events to list, 1 to 1000.
-        #[arg(long, default_value_t = 100, value_parser = page_limit())]
+        #[arg(long, default_value_t = 100, value_parser = page_limit(), allow_negative_numbers = true)]
         limit: i64,
         /// The database and the output format.
         #[command(flatten)]
@@ -80,7 +82,7 @@ pub enum DeadLettersCommand {
     /// Newest first.
     Ls {
         /// The most dead letters to list, 1 to 1000.
-        #[arg(long, default_value_t = 100, value_parser = page_limit())]
+        #[arg(long, default_value_t = 100, value_parser = page_limit(), allow_negative_numbers = true)]
         limit: i64,
         /// The database and the output format.
         #[command(flatten)]
@@ -94,7 +96,7 @@ pub enum AuditCommand {
     /// What operators did (replay, drop), newest first.
     Ls {
         /// The most entries to list, 1 to 1000.
-        #[arg(long, default_value_t = 100, value_parser = page_limit())]
+        #[arg(long, default_value_t = 100, value_parser = page_limit(), allow_negative_numbers = true)]
         limit: i64,
         /// The database and the output format.
         #[command(flatten)]
@@ -114,7 +116,7 @@ pub struct ReplayArgs {
     pub dead_letters: bool,
     /// The most dead letters to replay in one run, 1 to 10000; those that still cannot be
     /// replayed are reported and passed over.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i64).range(1..=REPLAY_LIMIT_MAX))]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i64).range(1..=REPLAY_LIMIT_MAX), allow_negative_numbers = true)]
     pub limit: i64,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -142,7 +144,11 @@ pub(super) async fn open_store(
         Ok(v) if v >= 1 => {}
         Ok(_) => return Err(no_schema()),
         Err(e) if e.is_missing_schema() => return Err(no_schema()),
-        Err(e) => return Err(reaching(database_url, e).into()),
+        Err(e) => {
+            return Err(reach::every_host(DATABASE_URL.name, database_url, e)
+                .await
+                .into())
+        }
     }
     // A schema an older release left: this binary's statements would fail on what is missing.
     let missing = store
@@ -249,8 +255,9 @@ pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), 
     Ok(())
 }
 
-/// `replay`: fails when the one event asked for could not be replayed, or when any delivery
-/// does not verify with the current secrets.
+/// `replay`: fails when the one event asked for could not be replayed, or when any dead letter
+/// of `--dead-letters` was not (it still names no job, no longer verifies, or its event id
+/// holds another event), saying how many.
 pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
     if let Some(id) = &args.event_id {
         super::check_id("an event id", id, MAX_EVENT_ID_LEN)?;
@@ -276,9 +283,18 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
         return Err(CliError::Failed("replay failed".into()));
     }
     let refused = items.iter().filter(|r| r.not_verified).count();
-    if refused > 0 {
+    let failed = items.iter().filter(|r| !r.ok).count();
+    if failed > 0 {
+        // Some or all of a run's letters: a script learns it from the status, as `reconcile`
+        // stopped early or `dead-letters drop` with an id naming none.
+        let unverified = match refused {
+            0 => String::new(),
+            n => format!(", {n} of them do not verify with the current secrets"),
+        };
         return Err(CliError::Failed(format!(
-            "{refused} deliveries do not verify with the current secrets"
+            "{failed} of {} dead letters were not replayed (left as they are{unverified}; \
+             each says why above)",
+            items.len()
         )));
     }
     Ok(())

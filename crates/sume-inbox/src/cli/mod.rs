@@ -154,8 +154,25 @@ impl CliError {
 }
 
 /// A command's duration option (`--older-than`, `--since`, `--max-wait`): one that does not
-/// read, or is past ten years, is refused as any flag is (exit 2), before anything is asked.
+/// read, is negative, or is past ten years, is refused as any flag is (exit 2), before anything
+/// is asked. Its flag takes a value that starts with `-` (`--older-than -5m`), so that the value
+/// is refused saying why rather than clap's "unexpected argument"; a flag taken for its value
+/// (`--older-than --json`) is said to be one.
 pub fn duration_flag(flag: &'static str, raw: &str) -> Result<std::time::Duration, CliError> {
+    use crate::config::setting::{longest_text, DURATION_FORM, MAX_DURATION};
+    if let Some(rest) = raw.trim().strip_prefix('-') {
+        let why = match crate::config::parse_duration(flag, rest) {
+            Ok(_) => format!(
+                "{flag}: {raw:?} is negative: write {DURATION_FORM}, from 0s to {}",
+                longest_text(MAX_DURATION)
+            ),
+            Err(_) => format!(
+                "{flag}: {raw:?} is no duration (a flag where its value should be?): write a \
+                 duration after {flag}, such as {flag} 10m"
+            ),
+        };
+        return Err(CliError::Usage(why));
+    }
     crate::config::parse_bounded_duration(flag, raw).map_err(|e| CliError::Usage(e.to_string()))
 }
 

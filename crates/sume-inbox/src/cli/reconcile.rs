@@ -28,14 +28,14 @@ fn max_pages() -> clap::builder::RangedI64ValueParser<u32> {
 pub struct ReconcileArgs {
     /// How far back to look: jobs Sume created within this (e.g. 6h; cover the time since the
     /// restore point, plus your longest job).
-    #[arg(long, default_value = "6h")]
+    #[arg(long, default_value = "6h", allow_hyphen_values = true)]
     pub since: String,
     /// The longest the run waits for the read budget, in all (it shares the fleet's).
-    #[arg(long, default_value = "10m")]
+    #[arg(long, default_value = "10m", allow_hyphen_values = true)]
     pub max_wait: String,
     /// The most pages of Sume's job list read per key, 1 to 10000 (a hundred jobs a page): a
     /// key whose listing reaches it before --since stops there, and the run exits 1.
-    #[arg(long, default_value_t = MAX_PAGES_DEFAULT, value_parser = max_pages())]
+    #[arg(long, default_value_t = MAX_PAGES_DEFAULT, value_parser = max_pages(), allow_negative_numbers = true)]
     pub max_pages: u32,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -306,7 +306,7 @@ fn admin_hosts_are_names_a_host_header_can_hold() {
             .names(&ADMIN_HOSTS)
     };
     assert_eq!(
-        read(" Admin.Internal:9090, [::1]:9090,,inbox_1 ").unwrap(),
+        read(" Admin.Internal:9090, [::1]:9090,inbox_1 ").unwrap(),
         ["admin.internal:9090", "[::1]:9090", "inbox_1"]
     );
     for bad in ["a b", "http://x", "x/admin", "x\ty"] {

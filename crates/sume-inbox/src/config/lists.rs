@@ -20,6 +20,38 @@ pub fn list_items(raw: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The entries of list setting `name`'s text, as [`list_items`] reads them, an empty one
+/// refused (see [`refuse_empty`]).
+pub fn list_entries<'a>(name: &'static str, raw: &'a str) -> Result<Vec<&'a str>, ConfigError> {
+    let items = list_items(raw);
+    refuse_empty(name, &items)?;
+    Ok(items)
+}
+
+/// An empty entry among `items`, list setting `name`'s entries, refused by its position (never
+/// a value beside it) as the stray comma it looks like (at the end, at the start, or two in a
+/// row): whatever the list would do with it (a secret list's typo, a key read as `name:key`
+/// that is no pair, a host name dropped without a word) is nothing anyone meant.
+pub fn refuse_empty(name: &'static str, items: &[&str]) -> Result<(), ConfigError> {
+    let Some(i) = items.iter().position(|s| s.is_empty()) else {
+        return Ok(());
+    };
+    let (n, total) = (i + 1, items.len());
+    let place = match n {
+        _ if total == 1 => "nothing but spaces",
+        _ if n == total => "nothing after the last comma",
+        1 => "nothing before the first comma",
+        _ => "nothing between two commas",
+    };
+    Err(ConfigError::new(
+        name,
+        format!(
+            "entry {n} of {total} is empty ({place}): it looks like a stray comma; remove it, \
+             or write the entry it was meant to separate"
+        ),
+    ))
+}
+
 /// A list setting's text written with commas only ([`list_items`] joined), for a library that
 /// reads the variable itself (OpenTelemetry's headers).
 pub fn comma_separated(raw: &str) -> String {
@@ -48,11 +80,11 @@ pub fn parse_secret(name: &'static str, raw: &str) -> Result<Secret, ConfigError
 /// Secrets separated by commas or newlines; empty items are refused (a stray comma is a typo,
 /// and a typo in a secret list must not pass silently), and so is a control character.
 pub fn parse_secrets(name: &'static str, raw: &str) -> Result<Vec<Secret>, ConfigError> {
-    let items = list_items(raw);
-    if items.is_empty() || items.iter().any(|s| s.is_empty()) {
+    let items = list_entries(name, raw)?;
+    if items.is_empty() {
         return Err(ConfigError::new(
             name,
-            "has an empty item (check for stray commas): write secrets separated by commas (or one a line)",
+            "has no secret: write secrets separated by commas (or one a line)",
         ));
     }
     if let Some(i) = items.iter().position(|s| has_control(s)) {
@@ -66,7 +98,7 @@ pub fn parse_secrets(name: &'static str, raw: &str) -> Result<Vec<Secret>, Confi
 /// is kept per name, so one key under two names would spend twice Sume's limits.
 pub fn parse_api_keys(name: &'static str, raw: &str) -> Result<Vec<ApiKey>, ConfigError> {
     let mut keys: Vec<ApiKey> = Vec::new();
-    for (i, item) in list_items(raw).into_iter().enumerate() {
+    for (i, item) in list_entries(name, raw)?.into_iter().enumerate() {
         let key = api_key(name, i + 1, item)?;
         if let Some(other) = keys.iter().find(|k| k.name.eq_ignore_ascii_case(&key.name)) {
             let why = match other.name == key.name {
@@ -128,13 +160,13 @@ fn api_key(name: &'static str, n: usize, item: &str) -> Result<ApiKey, ConfigErr
     })
 }
 
-/// Host names separated by commas or newlines, trimmed and lower-cased; empty items dropped;
-/// one that no `Host` header could hold (a space inside, a scheme, a path) refused.
+/// Host names separated by commas or newlines, trimmed and lower-cased; an empty one refused
+/// (see [`list_entries`]), and one that no `Host` header could hold (a space inside, a scheme,
+/// a path).
 pub fn parse_names(name: &'static str, raw: &str) -> Result<Vec<String>, ConfigError> {
-    let names: Vec<String> = list_items(raw)
+    let names: Vec<String> = list_entries(name, raw)?
         .into_iter()
         .map(str::to_ascii_lowercase)
-        .filter(|h| !h.is_empty())
         .collect();
     // What a `Host` header can hold: a name or an address, and its port.
     let hostlike = |c: char| c.is_ascii_alphanumeric() || "-._:[]".contains(c);

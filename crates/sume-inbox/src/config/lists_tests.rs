@@ -107,3 +107,41 @@ fn one_key_under_two_names_or_two_names_one_case_apart_are_refused() {
     );
     assert!(parse_api_keys("SUME_API_KEYS", "main:sk_1,batch:sk_2").is_ok());
 }
+
+/// `SUME_API_KEYS=main:k1,` (a stray comma) was refused as "item 2 is not name:key", which
+/// sent the operator looking for a malformed pair; `ADMIN_HOSTS=a,,b` was taken as `a,b`.
+/// Every list of the project's own now refuses an empty entry as the stray comma it looks
+/// like, by its position, never quoting an entry beside it.
+#[test]
+fn an_empty_entry_in_a_list_is_refused_as_a_stray_comma() {
+    for (text, said) in [
+        (
+            "main:sk_1,",
+            "entry 2 of 2 is empty (nothing after the last comma)",
+        ),
+        (
+            "main:sk_1,,ops:sk_2",
+            "entry 2 of 3 is empty (nothing between two commas)",
+        ),
+        (
+            ",main:sk_1",
+            "entry 1 of 2 is empty (nothing before the first comma)",
+        ),
+        ("main:sk_1, ,ops:sk_2", "entry 2 of 3 is empty"),
+        ("main:sk_1,\nops:sk_2", "entry 2 of 3 is empty"),
+    ] {
+        let keys = parse_api_keys("SUME_API_KEYS", text);
+        let secrets = parse_secrets("SUME_WEBHOOK_SECRET", text);
+        let names = parse_names("ADMIN_HOSTS", &text.replace(":sk_", "-h"));
+        for (e, name) in [
+            (keys.map(|_| ()).unwrap_err(), "SUME_API_KEYS"),
+            (secrets.map(|_| ()).unwrap_err(), "SUME_WEBHOOK_SECRET"),
+            (names.map(|_| ()).unwrap_err(), "ADMIN_HOSTS"),
+        ] {
+            let e = e.to_string();
+            assert!(e.starts_with(&format!("{name}: {said}")), "{text:?}: {e}");
+            assert!(e.contains("stray comma"), "{e}");
+            assert!(!e.contains("sk_") && !e.contains("main"), "{e}");
+        }
+    }
+}

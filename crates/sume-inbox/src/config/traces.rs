@@ -179,10 +179,13 @@ fn check_headers(v: &Values, s: &'static Setting) -> Result<(), ConfigError> {
         if value.is_empty() {
             return Err(bad(format!("({name}) has an empty value")));
         }
-        if http::HeaderValue::from_str(&value).is_err() {
+        // Printable ASCII only: `HeaderValue` takes a tab and any byte past ASCII (an accented
+        // letter's UTF-8), which the exporter then sends as no collector reads it, or drops.
+        if !value.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
             return Err(bad(format!(
-                "({name}) has a value a header cannot carry (a control character, or a letter \
-                 outside ASCII)"
+                "({name}) has a value a header cannot carry (a control character such as a tab, \
+                 or a character outside printable ASCII such as an accented letter, written \
+                 as is or percent-encoded)"
             )));
         }
     }

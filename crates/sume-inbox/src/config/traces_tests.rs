@@ -282,3 +282,36 @@ fn otel_sdk_disabled_takes_only_true_or_false() {
         }
     }
 }
+
+/// `Authorization=Bearer <token>é` was taken (`HeaderValue` takes any byte past ASCII, and a
+/// tab), and the export then failed or went without its credentials: a value outside printable
+/// ASCII, written as is or percent-encoded, is refused naming the header, never the value.
+#[test]
+fn a_header_value_outside_printable_ascii_is_refused_naming_the_header() {
+    for raw in [
+        "authorization=Bearer secret\u{e9}",
+        "authorization=Bearer%20secret%C3%A9",
+        "x-a=1,authorization=secret\tx",
+        "authorization=secret%09x",
+        "authorization=secret%7Fx",
+    ] {
+        for setting in [
+            &OTEL_EXPORTER_OTLP_HEADERS,
+            &OTEL_EXPORTER_OTLP_TRACES_HEADERS,
+        ] {
+            let e = refused(&[ENDPOINT, (setting, raw)]);
+            assert_eq!(e.name, setting.name, "{e}");
+            assert!(
+                e.problem
+                    .contains("(authorization) has a value a header cannot carry"),
+                "{raw}: {e}"
+            );
+            assert!(!e.problem.contains("secret"), "{e}");
+        }
+    }
+    let read = on(&[
+        ENDPOINT,
+        (&OTEL_EXPORTER_OTLP_HEADERS, "authorization=Bearer%20t~!"),
+    ]);
+    assert_eq!(read.traces_url, "http://collector:4318/v1/traces");
+}

@@ -75,3 +75,18 @@ fn a_duration_under_its_floor_is_told_the_floor() {
     assert!(e.contains("at least 1ms"), "{e}");
     assert!(!e.contains("more than 0"), "{e}");
 }
+
+/// `SWEEP_INTERVAL=1ms` and `ATTACH_SCAN_INTERVAL=1ms` were taken, and every instance then
+/// queried the database without pause; under 100ms each is refused, saying that floor.
+#[test]
+fn a_sweep_or_attach_scan_interval_under_100ms_is_refused() {
+    for s in [&SWEEP_INTERVAL, &ATTACH_SCAN_INTERVAL] {
+        for text in ["1ms", "99ms"] {
+            let e = Values::defaults().with(s, text).duration(s).unwrap_err();
+            assert_eq!(e.name, s.name);
+            assert!(e.to_string().contains("at least 100ms"), "{e}");
+        }
+        let taken = Values::defaults().with(s, "100ms").duration(s);
+        assert_eq!(taken, Ok(std::time::Duration::from_millis(100)));
+    }
+}

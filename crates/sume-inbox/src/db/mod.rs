@@ -18,6 +18,7 @@ mod disagreements;
 mod events;
 mod give_up_rechecks;
 pub mod grants;
+mod hosts;
 mod inbox_batch;
 mod inbox_checks;
 mod instance_minutes;

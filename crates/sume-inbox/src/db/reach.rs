@@ -8,6 +8,7 @@
 use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;
 
+use super::hosts::{each_host, host_port, HostErrors};
 use super::{pg_message, DbError};
 
 /// The target of a URL without its password: `postgres://user@host:5432,host2:5432/db`.
@@ -25,19 +26,8 @@ pub fn redacted(url: &str) -> String {
         .get_user()
         .map(|u| format!("{u}@"))
         .unwrap_or_default();
-    let ports = config.get_ports();
-    let hosts: Vec<String> = config
-        .get_hosts()
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let host = match h {
-                tokio_postgres::config::Host::Tcp(name) => name.clone(),
-                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
-            };
-            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
-            format!("{host}:{port}")
-        })
+    let hosts: Vec<String> = (0..config.get_hosts().len())
+        .map(|i| host_port(&config, i))
         .collect();
     let db = config.get_dbname().unwrap_or("");
     format!("postgres://{user}{}/{db}", hosts.join(","))
@@ -95,19 +85,45 @@ fn hint(e: &tokio_postgres::Error) -> &'static str {
     }
 }
 
+/// The server's or the network's words of `e`, and, when waiting cannot help, that it cannot
+/// and what to check.
+fn problem_of(e: &tokio_postgres::Error) -> String {
+    match is_permanent(e) {
+        true => format!("{}: retrying cannot fix this; {}", pg_message(e), hint(e)),
+        false => pg_message(e),
+    }
+}
+
 /// A failure to reach the server behind `setting`'s URL, as [`DbError::Unreachable`].
 pub fn unreachable(setting: &'static str, url: &str, e: &tokio_postgres::Error) -> DbError {
-    let permanent = is_permanent(e);
-    let problem = if permanent {
-        format!("{}: retrying cannot fix this; {}", pg_message(e), hint(e))
-    } else {
-        pg_message(e)
-    };
     DbError::Unreachable {
         setting,
         target: redacted(url),
-        problem,
-        permanent,
+        problem: problem_of(e),
+        permanent: is_permanent(e),
+    }
+}
+
+/// A failure to reach any host of `setting`'s URL (each host tried, and its error), as
+/// [`DbError::Unreachable`]: every host's words, in the order tried, so that a host that
+/// refused who we are (a wrong password) is not hidden behind a later one that was only not
+/// there; and permanent when any host's refusal is (waiting cannot make that host take us).
+pub fn unreachable_hosts(setting: &'static str, url: &str, errors: &HostErrors) -> DbError {
+    match errors.as_slice() {
+        [(_, e)] => unreachable(setting, url, e),
+        errors => DbError::Unreachable {
+            setting,
+            target: redacted(url),
+            problem: format!(
+                "every host failed: {}",
+                errors
+                    .iter()
+                    .map(|(host, e)| format!("{host}: {}", problem_of(e)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            permanent: errors.iter().any(|(_, e)| is_permanent(e)),
+        },
     }
 }
 
@@ -126,6 +142,30 @@ pub fn unreachable_from(setting: &'static str, url: &str, e: &DbError) -> Option
         }),
         DbError::Unreachable { .. } => None,
         _ => None,
+    }
+}
+
+/// `e`, met through the pool on `setting`'s URL, as [`unreachable_from`] says it; where that
+/// URL names several hosts, every host's failure instead, learnt by trying each once more as
+/// [`connect_named`] does (the pool's driver says the last host's alone, hiding an earlier
+/// one's refusal). Any other failure is answered as it is.
+pub async fn every_host(setting: &'static str, url: &str, e: DbError) -> DbError {
+    let Some(first) = unreachable_from(setting, url, &e) else {
+        return e;
+    };
+    let several = super::target(url).is_ok_and(|t| {
+        t.config
+            .get_hosts()
+            .len()
+            .max(t.config.get_hostaddrs().len())
+            > 1
+    });
+    if !several {
+        return first;
+    }
+    match connect_named(setting, url).await {
+        Err(every @ DbError::Unreachable { .. }) => every,
+        _ => first,
     }
 }
 
@@ -223,23 +263,16 @@ pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
     connect_named("DATABASE_URL", url).await
 }
 
-/// [`connect`] to the URL of `setting`: a failure names the setting and the target tried.
+/// [`connect`] to the URL of `setting`: a failure names the setting and the target tried, and of
+/// a URL naming several hosts, every host's failure (permanent when any host's is).
 pub async fn connect_named(
     setting: &'static str,
     url: &str,
 ) -> Result<tokio_postgres::Client, DbError> {
     let target = super::target(url)?;
-    let (client, connection) = target
-        .config
-        .connect(target.tls)
+    each_host(&target)
         .await
-        .map_err(|e| unreachable(setting, url, &e))?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(error = %e, "database connection ended");
-        }
-    });
-    Ok(client)
+        .map_err(|errors| unreachable_hosts(setting, url, &errors))
 }
 
 #[cfg(test)]

@@ -539,3 +539,71 @@ fn opentelemetry_values_that_do_not_read_stop_the_start_without_printing_a_token
         assert!(!text.contains("SECRETQ"), "{extra:?}: {text}");
     }
 }
+
+/// A header value a collector cannot be sent as written, `authorization=Bearer <token>é` (or
+/// percent-encoded, or holding a tab), was taken at start and its export failed later: it now
+/// stops the start (78), naming the variable and the header, never the value.
+#[test]
+fn a_header_value_outside_printable_ascii_stops_the_start_naming_the_header() {
+    for (name, value, header) in [
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "authorization=Bearer SECRETQ\u{e9}",
+            "authorization",
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "x-tenant=t1,authorization=Bearer%20SECRETQ%C3%A9",
+            "authorization",
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "x-api-key=SECRETQ\tmore",
+            "x-api-key",
+        ),
+    ] {
+        let extra = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+            (name, value),
+        ];
+        let out = serve_with_only(&with(&extra));
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{value:?}: {text}");
+        assert!(
+            text.contains(&format!("{name}: item ")) && text.contains(&format!("({header})")),
+            "{text}"
+        );
+        assert!(text.contains("a value a header cannot carry"), "{text}");
+        assert!(!text.contains("SECRETQ"), "{text}");
+    }
+}
+
+/// `SUME_API_KEYS=main:k1,` (a stray comma) was refused as "item 2 is not name:key"; now as
+/// the empty entry it is, by its position, with its look of a stray comma (78).
+#[test]
+fn a_stray_comma_in_a_list_stops_the_start_said_as_one() {
+    for (name, value, said) in [
+        ("SUME_API_KEYS", "main:sk_live_1,", "entry 2 of 2 is empty"),
+        (
+            "SUME_API_KEYS",
+            "main:sk_live_1,,ops:sk_live_2",
+            "entry 2 of 3 is empty",
+        ),
+        ("SUME_WEBHOOK_SECRET", "whsec_1,", "entry 2 of 2 is empty"),
+        (
+            "ADMIN_HOSTS",
+            "a.internal,,b.internal",
+            "entry 2 of 3 is empty",
+        ),
+    ] {
+        let out = serve_with_only(&with(&[(name, value)]));
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{value:?}: {text}");
+        assert!(text.contains(&format!("{name}: {said}")), "{text}");
+        assert!(text.contains("stray comma"), "{text}");
+        assert!(
+            !text.contains("sk_live") && !text.contains("whsec_1"),
+            "{text}"
+        );
+    }
+}

@@ -224,3 +224,112 @@ fn the_command_lines_refusal_is_a_json_line_under_log_format_json() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).starts_with("error: unexpected argument '--bogus'"));
 }
+
+/// `inbox ls --limit -1` and `--older-than -5m` were clap's "unexpected argument '-1' found",
+/// as if the flag had no value: now the value reaches the flag, which refuses it saying the
+/// flag, the value and what it takes (exit 2).
+#[test]
+fn a_negative_number_or_duration_is_refused_by_its_flag() {
+    let admin = [("SUME_INBOX_ADMIN_URL", "http://127.0.0.1:9")];
+    let reconcile = [
+        ("DATABASE_URL", "postgres://u:pw@127.0.0.1:1/db"),
+        ("SUME_API_URL", "http://127.0.0.1:9/v1"),
+        ("SUME_API_KEYS", "main:sk_x"),
+    ];
+    let cases: Vec<(Vec<&str>, &Env, &[&str])> = vec![
+        (
+            vec!["inbox", "ls", "--limit", "-1"],
+            &admin,
+            &["'-1'", "--limit", "1..=1000"],
+        ),
+        (
+            vec!["dead-letters", "ls", "--limit", "-5", "--json"],
+            &admin,
+            &["'-5'", "--limit", "1..=1000"],
+        ),
+        (
+            vec!["audit", "ls", "--limit", "-1"],
+            &admin,
+            &["'-1'", "1..=1000"],
+        ),
+        (
+            vec!["replay", "--dead-letters", "--limit", "-1"],
+            &admin,
+            &["'-1'", "1..=10000"],
+        ),
+        (
+            vec!["reconcile", "--max-pages", "-3"],
+            &reconcile,
+            &["'-3'", "1..=10000"],
+        ),
+        (
+            vec!["inbox", "ls", "--older-than", "-5m", "--json"],
+            &admin,
+            &["--older-than: \"-5m\" is negative", "3650d"],
+        ),
+        (
+            vec!["reconcile", "--since", "-1h"],
+            &reconcile,
+            &["--since: \"-1h\" is negative"],
+        ),
+        (
+            vec!["reconcile", "--max-wait", "-10s"],
+            &reconcile,
+            &["--max-wait: \"-10s\" is negative"],
+        ),
+    ];
+    refused_saying(cases);
+}
+
+/// Each command refused (2), saying every piece of what it is paired with, none as an
+/// "unexpected argument".
+fn refused_saying(cases: Vec<(Vec<&str>, &Env, &[&str])>) {
+    for (args, env, says) in cases {
+        let out = run(&args, env);
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        assert!(!text.contains("unexpected argument"), "{args:?}: {text}");
+        for said in says {
+            assert!(text.contains(said), "{args:?}: {text}");
+        }
+    }
+}
+
+/// A flag taking a negative value still leaves a flag after it a flag: where the value should
+/// be it is said to be one, and after a value it is read as before.
+#[test]
+fn a_flag_after_one_that_takes_a_negative_value_is_still_a_flag() {
+    let admin = [("SUME_INBOX_ADMIN_URL", "http://127.0.0.1:9")];
+    let cases: Vec<(Vec<&str>, &Env, &[&str])> = vec![
+        // A flag where the value should be is still said to be one.
+        (
+            vec!["inbox", "ls", "--limit", "--json"],
+            &admin,
+            &["a value is required for '--limit <LIMIT>'"],
+        ),
+        (
+            vec!["inbox", "ls", "--older-than", "--json"],
+            &admin,
+            &[
+                "--older-than: \"--json\" is no duration",
+                "--older-than 10m",
+            ],
+        ),
+    ];
+    refused_saying(cases);
+    // Values and flags after them, read as they were: the run reaches the admin API (not
+    // there: 1).
+    let out = run(
+        &[
+            "inbox",
+            "ls",
+            "--older-than",
+            "5m",
+            "--json",
+            "--limit",
+            "3",
+        ],
+        &admin,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}

@@ -95,8 +95,12 @@ async fn the_admin_commands_work_through_the_admin_api() {
     let (ok, out, _) = remote(&daemon, TOKEN, &["dead-letters", "ls", "--json"]);
     assert!(ok);
     let letter = json(&out)[0]["dead_letter_id"].as_str().unwrap().to_owned();
-    let (ok, out, _) = remote(&daemon, TOKEN, &["replay", "--dead-letters"]);
-    assert!(ok && out.contains("still names no job"), "{out}");
+    let (ok, out, err) = remote(&daemon, TOKEN, &["replay", "--dead-letters"]);
+    assert!(!ok && out.contains("still names no job"), "{out}");
+    assert!(
+        err.contains("1 of 1 dead letters were not replayed"),
+        "{err}"
+    );
     let (ok, out, _) = remote(&daemon, TOKEN, &["replay", "job_done/job.completed"]);
     assert!(ok && out.contains("already applied"), "{out}");
     let (ok, out, _) = remote(&daemon, TOKEN, &["replay", "evt_nobody"]);

@@ -171,12 +171,16 @@ fn inbox_ls_lists_the_waiting_events(db: &TestDb) {
 /// The readable dead letter becomes an event and closes its job, once; the garbage stays.
 async fn replay_turns_the_readable_dead_letter_into_an_event(db: &TestDb) {
     let (ok, out, err) = admin(db, &["replay", "--dead-letters"]);
-    assert!(ok, "{out}{err}");
     assert!(
         out.contains("dl_readable: stored and applied (job job_late_reader)"),
         "{out}"
     );
     assert!(out.contains("still names no job"), "{out}");
+    // The garbage was not replayed: the run says so, and fails.
+    assert!(
+        !ok && err.contains("dead letters were not replayed"),
+        "{err}"
+    );
     assert_eq!(
         job_state(db, "job_late_reader").await.as_deref(),
         Some("completed")
@@ -259,7 +263,10 @@ async fn letters_that_cannot_be_replayed_do_not_hold_the_others_back() {
     }
     readable_dead_letter(&db, "dl_good", "job_behind_junk").await;
     let (ok, out, err) = admin(&db, &["replay", "--dead-letters", "--limit", "2", "--json"]);
-    assert!(ok, "{out}{err}");
+    assert!(
+        !ok && err.contains("3 of 4 dead letters were not replayed"),
+        "{out}{err}"
+    );
     let results = json(&out);
     let ids: Vec<&str> = results
         .as_array()
@@ -278,6 +285,54 @@ async fn letters_that_cannot_be_replayed_do_not_hold_the_others_back() {
             .await,
         1
     );
+}
+
+/// `replay --dead-letters` exited 0 when every letter it read failed (and when some did): a
+/// script took the run for a success. It now exits 1 and says on stderr how many failed, of
+/// how many, and how many of them do not verify; a run where every letter was replayed, or
+/// none was there, exits 0.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_letter_run_with_any_letter_not_replayed_exits_1_saying_how_many() {
+    let db = TestDb::new().await;
+    let c = db.client().await;
+    let mut m = db.client().await;
+    sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
+    let (ok, out, err) = admin(&db, &["replay", "--dead-letters"]);
+    assert!(ok && out.contains("nothing to replay"), "{out}{err}");
+    let ts = unix_now();
+    let signed = signature_header(&[Secret::new(SECRET)], ts, b"no");
+    let forged = signature_header(&[Secret::new("whsec_not_ours")], ts, b"no");
+    for (id, sig) in [("dl_junk", &signed), ("dl_forged", &forged)] {
+        c.execute(
+            "insert into sume.dead_letters (dead_letter_id, reason, body, signed_at, signature)
+             values ($1, 'not JSON', 'no', $2, $3)",
+            &[&id, &ts, sig],
+        )
+        .await
+        .unwrap();
+    }
+    let (ok, out, err) = admin(&db, &["replay", "--dead-letters"]);
+    assert!(!ok, "every letter failed, yet 0: {out}{err}");
+    assert!(
+        err.contains("2 of 2 dead letters were not replayed")
+            && err.contains("1 of them do not verify"),
+        "{err}"
+    );
+    readable_dead_letter(&db, "dl_good", "job_among_junk").await;
+    let (ok, out, err) = admin(&db, &["replay", "--dead-letters", "--json"]);
+    assert!(!ok, "some letters failed, yet 0: {out}{err}");
+    assert!(
+        err.contains("2 of 3 dead letters were not replayed"),
+        "{err}"
+    );
+    c.batch_execute(
+        "delete from sume.dead_letters where dead_letter_id in ('dl_junk', 'dl_forged')",
+    )
+    .await
+    .unwrap();
+    readable_dead_letter(&db, "dl_fine", "job_alone").await;
+    let (ok, out, err) = admin(&db, &["replay", "--dead-letters"]);
+    assert!(ok && out.contains("dl_fine: stored"), "{out}{err}");
 }
 
 /// A role that may not write the audit log (granted its rights before the log existed) is

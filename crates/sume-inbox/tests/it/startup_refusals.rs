@@ -509,3 +509,54 @@ fn every_setting_refused_is_a_line_of_its_own_in_text_and_json() {
         }
     }
 }
+
+/// A URL of two hosts, the first refusing who we are (an unknown role: as a wrong password,
+/// waiting cannot fix it), the second not there: the start said only the last host's refused
+/// connection, and retried it for half a minute before exiting 1, the refusal never shown. Now
+/// every host's failure is said, in the order tried, and the refusal ends the start at once
+/// (78), whichever host it came from, in the URL form and the `host=a,b` form alike; through
+/// the pool too (behind a transaction pooler, and the admin commands).
+#[tokio::test(flavor = "multi_thread")]
+async fn every_host_of_a_url_is_said_and_a_refusal_by_any_is_permanent() {
+    let db = sume_testkit::TestDb::new().await;
+    let port = url::Url::parse(&db.url).unwrap().port().unwrap();
+    let closed = crate::support::free_port();
+    let urls = [
+        format!(
+            "postgres://no_such_role:pw-never-shown@127.0.0.1:{port},127.0.0.1:{closed}/postgres"
+        ),
+        format!(
+            "postgres://no_such_role:pw-never-shown@127.0.0.1:{closed},127.0.0.1:{port}/postgres"
+        ),
+        format!(
+            "host=127.0.0.1,127.0.0.1 port={port},{closed} user=no_such_role \
+             password=pw-never-shown dbname=postgres"
+        ),
+    ];
+    // `migrate` and `serve` connect to migrate; behind a transaction pooler `serve` reads the
+    // schema through its pool, as `stats` does.
+    let runs = [
+        ("migrate", None),
+        ("serve", None),
+        ("serve", Some("transaction")),
+        ("stats", None),
+    ];
+    for url in urls {
+        for (command, pooler) in runs {
+            let mut env = vec![("DATABASE_URL", url.clone())];
+            env.extend(pooler.map(|p| ("DB_POOLER", p.to_owned())));
+            let (out, text) = run(command, env).await;
+            assert_eq!(out.status.code(), Some(78), "{command} {url}: {text}");
+            assert!(text.contains("every host failed"), "{text}");
+            assert!(text.contains(&format!("127.0.0.1:{port}: ")), "{text}");
+            assert!(text.contains(&format!("127.0.0.1:{closed}: ")), "{text}");
+            assert!(
+                text.contains("28000") && text.contains("Connection refused"),
+                "{text}"
+            );
+            assert!(text.contains("retrying cannot fix this"), "{text}");
+            assert!(!text.contains("not reachable yet"), "{text}");
+            assert!(!text.contains("pw-never-shown"), "{text}");
+        }
+    }
+}

@@ -100,7 +100,7 @@ declare! { ADMIN_PORT, "Admin port (admin API, console, metrics)",
         flag: Some("admin-hosts"),
         default: Some(""),
         form: Form::Names,
-        about: "comma-separated `Host` names the admin API answers besides its own address (e.g. the name a proxy or a Service gives it); one no `Host` header could hold (`http://x`, a space inside) stops the start",
+        about: "comma-separated `Host` names the admin API answers besides its own address (e.g. the name a proxy or a Service gives it); one no `Host` header could hold (`http://x`, a space inside), or an empty entry (a stray comma), stops the start",
     }
     /// Open connections on the admin port.
     MAX_ADMIN_CONNECTIONS {

@@ -17,7 +17,7 @@ declare! { SUME, "Sume",
         form: Form::Secrets,
         required: true,
         secret: true,
-        about: "signing secrets, separated by commas or newlines (a file of one a line); any of them verifies (rotation); a control character in one stops the start",
+        about: "signing secrets, separated by commas or newlines (a file of one a line); any of them verifies (rotation); a control character in one, or an empty entry (a stray comma), stops the start",
     }
     /// Sume's API base.
     SUME_API_URL {
@@ -38,7 +38,7 @@ declare! { SUME, "Sume",
         flag: Some("sume-api-keys"),
         form: Form::ApiKeys,
         secret: true,
-        about: "`name:key,name:key`, or one pair a line (a file's lines); the names are what `sume.jobs.api_key` holds, each unique ignoring case, and a key is given under one name only (the read budget is kept per name: a key under two would spend Sume's limits twice); a control character in a key stops the start. Without a key the sweep asks Sume nothing: nothing is set aside or polled",
+        about: "`name:key,name:key`, or one pair a line (a file's lines); the names are what `sume.jobs.api_key` holds, each unique ignoring case, and a key is given under one name only (the read budget is kept per name: a key under two would spend Sume's limits twice); a control character in a key, or an empty entry (a stray comma: `main:KEY,`), stops the start. Without a key the sweep asks Sume nothing: nothing is set aside or polled",
     }
     /// One API key, named `default`.
     SUME_API_KEY {

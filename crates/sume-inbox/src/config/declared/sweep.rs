@@ -10,8 +10,8 @@ declare! { SWEEP, "Sweep",
     SWEEP_INTERVAL {
         flag: Some("sweep-interval"),
         default: Some("30s"),
-        form: POSITIVE,
-        about: "time between sweep passes (jittered)",
+        form: at_least(Duration::from_millis(100)),
+        about: "time between sweep passes (jittered); at least 100ms: each pass claims from the database, and a shorter one (`1ms`) would keep every instance querying it without pause",
     }
     /// How long an event waits with no job row before Sume is asked.
     INBOX_GRACE {

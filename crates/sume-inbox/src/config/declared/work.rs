@@ -1,7 +1,9 @@
 //! The ingest writers and the attach task.
 
+use std::time::Duration;
+
 use super::declare;
-use crate::config::setting::{Form, Setting, POSITIVE};
+use crate::config::setting::{at_least, Form, Setting, POSITIVE};
 
 declare! { INGEST_ATTACH, "Ingest and attach",
     /// Writer tasks.
@@ -30,7 +32,7 @@ declare! { INGEST_ATTACH, "Ingest and attach",
         flag: Some("attach-scan-interval"),
         default: Some("5s"),
         default_note: Some("`1s` with `DB_POOLER=transaction` and no `LISTEN_DATABASE_URL`"),
-        form: POSITIVE,
-        about: "how often attach scans for waiting events whose job row exists (lost notifications)",
+        form: at_least(Duration::from_millis(100)),
+        about: "how often attach scans for waiting events whose job row exists (lost notifications); at least 100ms: each scan queries the database, and a shorter one (`1ms`) would keep every instance querying it without pause",
     }
 }
