@@ -107,7 +107,9 @@ pub fn unreachable(setting: &'static str, url: &str, e: &tokio_postgres::Error) 
 /// A failure to reach any host of `setting`'s URL (each host tried, and its error), as
 /// [`DbError::Unreachable`]: every host's words, in the order tried, so that a host that
 /// refused who we are (a wrong password) is not hidden behind a later one that was only not
-/// there; and permanent when any host's refusal is (waiting cannot make that host take us).
+/// there; and permanent only when every host's failure is: while one host is only not there
+/// (a primary restarting, whose standby refuses this client), waiting may yet reach it, and a
+/// permanent refusal ends the start for good (systemd does not restart on 78).
 pub fn unreachable_hosts(setting: &'static str, url: &str, errors: &HostErrors) -> DbError {
     match errors.as_slice() {
         [(_, e)] => unreachable(setting, url, e),
@@ -122,7 +124,7 @@ pub fn unreachable_hosts(setting: &'static str, url: &str, errors: &HostErrors) 
                     .collect::<Vec<_>>()
                     .join("; ")
             ),
-            permanent: errors.iter().any(|(_, e)| is_permanent(e)),
+            permanent: errors.iter().all(|(_, e)| is_permanent(e)),
         },
     }
 }
@@ -264,7 +266,7 @@ pub async fn connect(url: &str) -> Result<tokio_postgres::Client, DbError> {
 }
 
 /// [`connect`] to the URL of `setting`: a failure names the setting and the target tried, and of
-/// a URL naming several hosts, every host's failure (permanent when any host's is).
+/// a URL naming several hosts, every host's failure (permanent when every host's is).
 pub async fn connect_named(
     setting: &'static str,
     url: &str,
