@@ -3,6 +3,8 @@
 //! once came back rounded (`123456789012345678901` as `1.2345678901234567e+20`), because the
 //! result was read into a JSON tree and written back from it.
 
+use std::time::Duration;
+
 use crate::support::*;
 
 /// A result with numbers no `f64` holds exactly.
@@ -63,6 +65,18 @@ async fn a_result_sent_by_webhook_keeps_every_digit_in_the_job_and_its_answers()
         );
     }
     job_result_is_the_events(&db, "job_exact").await;
+    // The feed answers only closes below every open transaction of the cluster (other tests'
+    // included), so the close may take a moment to show there.
+    wait_for("the close in the feed", Duration::from_secs(20), || async {
+        let feed = http.get(daemon.admin_url("/v1/jobs?closed_after=0")).send();
+        feed.await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .contains("job_exact")
+    })
+    .await;
     for path in [
         "/v1/jobs/job_exact",
         "/v1/jobs/job_exact/detail",

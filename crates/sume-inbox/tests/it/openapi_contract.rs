@@ -504,10 +504,17 @@ async fn application_routes(checked: &Checked<'_>) {
         .expect(200, Call::new("GET", "/v1/jobs?limit=1", Some(APP)))
         .await;
     assert_eq!(list["jobs"].as_array().unwrap().len(), 1);
-    let feed = checked
-        .expect(200, Call::new("GET", "/v1/jobs?closed_after=0", Some(APP)))
-        .await;
-    assert_eq!(feed["closes"][0]["job_id"], "job_a");
+    // The feed answers only closes below every open transaction of the cluster (other tests'
+    // included), so the close may take a moment to show there.
+    let feed = || async {
+        checked
+            .expect(200, Call::new("GET", "/v1/jobs?closed_after=0", Some(APP)))
+            .await
+    };
+    wait_for("the close in the feed", Duration::from_secs(20), || async {
+        feed().await["closes"][0]["job_id"] == "job_a"
+    })
+    .await;
 }
 
 /// Every operator route, its successes and its own errors; `event` is a set-aside event.
