@@ -49,12 +49,22 @@ where key_name = $1;
 
 -- name: rate_buckets_today
 -- Each key's reads this UTC day: taken, the day's allowance as last enforced (null until a
--- read was taken by a version that records it), and the share of the UTC day gone by.
+-- read was taken by a version that records it), and the share of the UTC day gone by. Only
+-- the keys a live instance holds (heard from in the last five minutes and not stopped, as
+-- stats_summary counts them): a key no running instance has any more (its instances stopped,
+-- or it was taken out of SUME_API_KEYS) keeps its row, but is not listed. A live instance
+-- whose heartbeat does not say its keys (an older binary) may hold any: every key is listed.
+with live as (
+    select api_keys from sume.instances
+    where last_seen > now() - interval '5 minutes'
+      and exists (select 1 from jsonb_each_text(tasks) t where t.value <> 'finished')
+)
 select key_name,
        (case when day = (now() at time zone 'UTC')::date then day_used else 0 end)::int8 as used,
        day_limit,
        extract(epoch from (now() at time zone 'UTC')
                           - (now() at time zone 'UTC')::date::timestamp)::float8 / 86400
          as day_gone
-from sume.rate_buckets
+from sume.rate_buckets b
+where exists (select 1 from live where live.api_keys is null or b.key_name = any(live.api_keys))
 order by key_name;

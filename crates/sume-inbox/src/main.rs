@@ -20,7 +20,8 @@ fn main() -> ExitCode {
     if let Err(e) = sume_inbox::config::secret_files::load() {
         return fail(cli::CliError::from(e));
     }
-    let cli = match Cli::try_parse() {
+    let args = sume_inbox::config::clap_args::negative_values_joined(std::env::args_os());
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => return refused_usage(e),
     };

@@ -7,6 +7,7 @@
 //! A command's settings are a [`Scope`]; [`SettingArgs`] of that scope is what the command's
 //! arguments flatten in.
 
+use std::ffi::OsString;
 use std::marker::PhantomData;
 
 use clap::parser::ValueSource;
@@ -125,6 +126,37 @@ pub fn augment(
         "Environment only (no flag):\n{}",
         env_only.join("\n")
     ))
+}
+
+/// The command line with each setting's flag that is followed by a negative number or
+/// duration (`--ingest-writers -1`, `--header-timeout -5s`: a `-` then a digit or a `.`) written
+/// as one argument (`--ingest-writers=-1`), so that the value reaches the setting, which refuses
+/// it as it refuses its variable's (exit 78), rather than clap's "unexpected argument '-1'". A
+/// flag after a setting's flag (`--ingest-writers --db-pool-size 5`) is left a flag, and
+/// nothing after `--` is touched.
+pub fn negative_values_joined(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::new();
+    let mut escaped = false;
+    for arg in args {
+        let joined = out
+            .last()
+            .filter(|_| !escaped)
+            .and_then(|last| last.to_str()?.strip_prefix("--"))
+            .filter(|flag| declared::all().any(|s| s.flag == Some(*flag)))
+            .and_then(|flag| {
+                let value = arg.to_str()?;
+                let first = value.strip_prefix('-')?.chars().next()?;
+                (first.is_ascii_digit() || first == '.').then(|| format!("--{flag}={value}"))
+            });
+        match joined {
+            Some(joined) => *out.last_mut().expect("the flag") = joined.into(),
+            None => {
+                escaped |= arg == "--";
+                out.push(arg);
+            }
+        }
+    }
+    out
 }
 
 /// What `matches` holds for the settings of `scope`; an unset or default value is left to the

@@ -327,3 +327,15 @@ fn a_rate_past_the_largest_count_is_too_large_not_unreadable() {
         assert!(!e.contains("is not a rate"), "{e}");
     }
 }
+
+/// `sslmode=allow` was taken (as `prefer`) while the refusal of any other mode said the modes
+/// were "disable, prefer, require, verify-ca, verify-full": the refusal now names it too, and
+/// what it is read as.
+#[test]
+fn sslmode_allow_is_taken_and_named_among_the_modes() {
+    assert!(check_database_url("DATABASE_URL", "postgres://u:pw@h/db?sslmode=allow").is_ok());
+    let e = check_database_url("DATABASE_URL", "postgres://u:pw@h/db?sslmode=sometimes")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("sslmode=sometimes is not one of disable, allow (read as prefer), prefer, require, verify-ca, verify-full"), "{e}");
+}

@@ -90,3 +90,17 @@ fn a_sweep_or_attach_scan_interval_under_100ms_is_refused() {
         assert_eq!(taken, Ok(std::time::Duration::from_millis(100)));
     }
 }
+
+/// `WAIT_POLL_INTERVAL=1ms` was taken, and while anyone waited every instance queried the
+/// database without pause; under 100ms it is refused, saying that floor.
+#[test]
+fn a_wait_poll_interval_under_100ms_is_refused() {
+    let s = &WAIT_POLL_INTERVAL;
+    for text in ["1ns", "1ms", "99ms"] {
+        let e = Values::defaults().with(s, text).duration(s).unwrap_err();
+        assert_eq!(e.name, s.name);
+        assert!(e.to_string().contains("at least 100ms"), "{e}");
+    }
+    let taken = Values::defaults().with(s, "100ms").duration(s);
+    assert_eq!(taken, Ok(std::time::Duration::from_millis(100)));
+}

@@ -112,7 +112,7 @@ impl KeyReadsToday {
 }
 
 impl Store {
-    /// Every key's reads today, by name.
+    /// The reads today of every key a live instance holds, by name.
     pub async fn rate_buckets_today(&self) -> Result<Vec<KeyReadsToday>, DbError> {
         let client = self.client().await?;
         let rows = sql::RATE_BUCKETS_TODAY.query(&client, &[]).await?;

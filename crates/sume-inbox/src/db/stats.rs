@@ -38,7 +38,8 @@ pub struct Stats {
     /// Open jobs naming an `api_key` that no live instance has: never polled.
     #[serde(default)]
     pub open_jobs_unknown_key: i64,
-    /// Each API key's reads of Sume this UTC day, against SUME_READ_DAILY and the day's pace.
+    /// Each API key's reads of Sume this UTC day, against SUME_READ_DAILY and the day's pace:
+    /// the keys a live instance holds only (not those of instances stopped, nor a key taken out).
     #[serde(default)]
     pub reads_today: Vec<KeyReadsToday>,
 }

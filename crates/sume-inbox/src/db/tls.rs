@@ -2,6 +2,7 @@
 //!
 //! `sslmode` follows libpq, since that is what managed databases document:
 //! - `disable`: plain TCP;
+//! - `allow`: read as `prefer` (libpq's tries plain TCP first; here TLS is taken when offered);
 //! - `prefer` (the default): TLS when the server offers it, without checking its certificate;
 //! - `require`: TLS always, without checking the certificate (libpq's meaning);
 //! - `verify-ca`: TLS, and the certificate must chain to a trusted root;
@@ -52,7 +53,7 @@ impl SslMode {
             "verify-full" => SslMode::VerifyFull,
             other => {
                 return Err(DbError::Config(format!(
-                    "sslmode={other} is not one of disable, prefer, require, verify-ca, verify-full"
+                    "sslmode={other} is not one of disable, allow (read as prefer), prefer, require, verify-ca, verify-full"
                 )))
             }
         })

@@ -333,3 +333,74 @@ fn a_flag_after_one_that_takes_a_negative_value_is_still_a_flag() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
+
+/// `serve --ingest-writers -1`, `--db-pool-size -3` and `--header-timeout -5s` were clap's
+/// "unexpected argument '-1' found" (exit 2), as if the flag had no value: now the value
+/// reaches the setting, which refuses it as it refuses its variable's (exit 78, naming the
+/// setting and the value), as it refuses `--ingest-writers abc`.
+#[test]
+fn a_negative_setting_flag_value_is_refused_by_its_setting() {
+    for (flag, value, variable) in [
+        ("--ingest-writers", "-1", "INGEST_WRITERS"),
+        ("--ingest-writers", "abc", "INGEST_WRITERS"),
+        ("--db-pool-size", "-3", "DB_POOL_SIZE"),
+        ("--header-timeout", "-5s", "HEADER_TIMEOUT"),
+        ("--wait-poll-interval", "-1s", "WAIT_POLL_INTERVAL"),
+    ] {
+        let out = run(&["serve", flag, value], READ_THROUGH);
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(78), "{flag} {value}: {text}");
+        assert!(
+            !text.contains("unexpected argument"),
+            "{flag} {value}: {text}"
+        );
+        assert!(text.contains(variable), "{flag} {value}: {text}");
+        assert!(
+            text.contains(&format!("{value:?}")),
+            "{flag} {value}: {text}"
+        );
+        // Refused as the variable holding it is.
+        let env: Vec<(&str, &str)> = READ_THROUGH
+            .iter()
+            .copied()
+            .chain([(variable, value)])
+            .collect();
+        let by_env = run(&["serve"], &env);
+        assert_eq!(by_env.status.code(), Some(78), "{}", stderr(&by_env));
+    }
+}
+
+/// A setting's flag taking a negative value still leaves a flag after it a flag: where the
+/// value should be it is refused as a flag given no value (2), and after a value it is read as
+/// one; after `--` nothing is taken for a value.
+#[test]
+fn a_flag_after_a_setting_flag_is_still_a_flag() {
+    let out = run(
+        &["serve", "--ingest-writers", "--db-pool-size", "5"],
+        READ_THROUGH,
+    );
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("a value is required for '--ingest-writers <INGEST_WRITERS>'"),
+        "{text}"
+    );
+    // After a value, the next flag is read, and its own negative value refused by it.
+    let out = run(
+        &["serve", "--ingest-writers", "2", "--db-pool-size", "-3"],
+        READ_THROUGH,
+    );
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(78), "{text}");
+    assert!(
+        text.contains("DB_POOL_SIZE") && text.contains("\"-3\""),
+        "{text}"
+    );
+    let out = run(&["serve", "--", "--ingest-writers", "-1"], READ_THROUGH);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("unexpected argument '--ingest-writers'"),
+        "{text}"
+    );
+}

@@ -392,6 +392,18 @@ async fn the_overview_shows_each_keys_reads_today_against_the_days_allowance_and
         .scalar("select day_used::int8 from sume.rate_buckets where key_name = 'main'")
         .await;
     assert!(used >= 2, "a key check and the job's read: {used}");
+    // The reads listed are those of the keys a live instance holds: this one's heartbeat
+    // (written a second after start) says it holds `main`.
+    wait_for(
+        "the heartbeat naming the key",
+        std::time::Duration::from_secs(30),
+        || async {
+            db.scalar("select count(*) from sume.instances where 'main' = any(api_keys)")
+                .await
+                > 0
+        },
+    )
+    .await;
     console.sign_in().await;
     let (s, _, body) = console.get("/console/overview").await;
     assert_eq!(s, 200);

@@ -414,3 +414,51 @@ async fn the_last_hour_is_one_range_of_the_primary_key_beside_two_days_of_twenty
     assert_eq!(hour[0].counts.stored, 59 * 20);
     assert_eq!(hour[59].counts.unauthorized, (1..=20).sum::<i64>());
 }
+
+/// `sume-inbox stats` and `GET /v1/stats` listed the reads of every key that ever read, among
+/// them the keys of instances stopped long ago (a key since taken out of SUME_API_KEYS): now
+/// only the keys a live instance holds, as `instances running` counts them.
+#[tokio::test(flavor = "multi_thread")]
+async fn stats_lists_the_reads_of_the_keys_live_instances_hold_only() {
+    let (db, store) = migrated(&admin_url()).await;
+    let beat = |instance: &str, keys: &[&str], task: &str| sume_inbox::db::Heartbeat {
+        instance: instance.into(),
+        hostname: "h".into(),
+        pid: 1,
+        version: "v".into(),
+        started_at: Utc::now(),
+        tasks: serde_json::json!({ "sweep": task }),
+        api_keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+    };
+    let long_ago = Clock::fixed(Utc::now() - chrono::Duration::days(2));
+    let beats = [
+        (beat("i-live", &["main"], "running"), Clock::Database),
+        (beat("i-gone", &["old"], "running"), long_ago),
+        (beat("i-stopped", &["spare"], "finished"), Clock::Database),
+    ];
+    for (beat, clock) in &beats {
+        store.instances_flush(beat, &[], clock).await.unwrap();
+    }
+    db.client()
+        .await
+        .batch_execute(
+            "insert into sume.rate_buckets (key_name, tokens, day_used)
+             values ('main', 1, 3), ('old', 1, 5), ('spare', 1, 7)",
+        )
+        .await
+        .unwrap();
+    let stats = store.stats_summary().await.unwrap();
+    let names: Vec<&str> = stats
+        .reads_today
+        .iter()
+        .map(|k| k.key_name.as_str())
+        .collect();
+    assert_eq!(names, ["main"]);
+    assert_eq!(stats.instances_live, 1);
+    let text = sume_inbox::cli::render::render_stats(&stats, false);
+    assert!(
+        text.contains("sume reads today .... main: 3 used"),
+        "{text}"
+    );
+    assert!(!text.contains("old:") && !text.contains("spare:"), "{text}");
+}

@@ -134,7 +134,7 @@ declare! { ADMIN_PORT, "Admin port (admin API, console, metrics)",
     WAIT_POLL_INTERVAL {
         flag: Some("wait-poll-interval"),
         default: Some("1s"),
-        form: POSITIVE,
-        about: "how often waiters are polled, when they are; at most `MAX_WAIT`",
+        form: at_least(Duration::from_millis(100)),
+        about: "how often waiters are polled, when they are; at most `MAX_WAIT`; at least 100ms: each poll queries the database, and a shorter one (`1ms`) would keep every instance querying it without pause while anyone waits",
     }
 }

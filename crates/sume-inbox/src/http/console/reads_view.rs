@@ -59,7 +59,7 @@ pub fn reads_today(keys: Option<&[KeyReadsToday]>, metrics: &Metrics) -> Markup 
         h2 #reads { "Sume reads today (UTC)" }
         @match keys {
             None => { p.bad { "Database down: the reads cannot be read." } }
-            Some([]) => { p { "No read of Sume taken yet (no SUME_API_KEYS, or no sweep pass yet)." } }
+            Some([]) => { p { "No read of Sume taken yet by a key a running instance holds (no SUME_API_KEYS, no sweep pass yet, or no instance heard from yet)." } }
             Some(keys) => {
                 p.muted { "Reads the whole fleet took with each key since midnight UTC, against \
                     SUME_READ_DAILY. The pace is what the share of the day gone by allows; the \
