@@ -12,8 +12,19 @@ use super::{ConfigError, Rate};
 
 /// Reads `250ms`, `30s`, `5m`, `1h`, `14d` (and combinations such as `1m30s`; humantime's
 /// grammar, so `2 minutes`, `2min` and `1 day` too; `M` is a month and `y` a year).
+/// A duration written with a minus sign that reads once it is taken away is said to be
+/// negative, rather than humantime's "expected number at 0".
 pub fn parse_duration(name: &'static str, raw: &str) -> Result<Duration, ConfigError> {
-    humantime::parse_duration(raw.trim()).map_err(|e| {
+    let text = raw.trim();
+    if let Some(rest) = text.strip_prefix('-') {
+        if humantime::parse_duration(rest.trim()).is_ok() {
+            return Err(ConfigError::new(
+                name,
+                format!("{raw:?} is negative: write {DURATION_FORM}"),
+            ));
+        }
+    }
+    humantime::parse_duration(text).map_err(|e| {
         ConfigError::new(
             name,
             format!("{raw:?} is not a duration ({e}): write {DURATION_FORM}"),

@@ -144,6 +144,23 @@ fn durations() {
     assert!(parse_duration("X", "").is_err());
 }
 
+/// `HEADER_TIMEOUT=-5s` (or `--header-timeout -5s`) was refused as `"-5s" is not a duration
+/// (expected number at 0)`; it is said to be negative.
+#[test]
+fn a_negative_duration_is_said_negative() {
+    for raw in ["-5s", " -1m30s", "- 2h"] {
+        let e = parse_duration("HEADER_TIMEOUT", raw)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is negative: write"), "{raw}: {e}");
+        assert!(!e.contains("expected number"), "{raw}: {e}");
+    }
+    let e = parse_duration("HEADER_TIMEOUT", "-x")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is not a duration"), "{e}");
+}
+
 #[test]
 fn sizes() {
     assert_eq!(parse_bytes("M", "1048576"), Ok(1 << 20));
