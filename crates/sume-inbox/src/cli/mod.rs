@@ -160,13 +160,13 @@ impl CliError {
 /// (`--older-than --json`) is said to be one.
 pub fn duration_flag(flag: &'static str, raw: &str) -> Result<std::time::Duration, CliError> {
     use crate::config::setting::{longest_text, DURATION_FORM, MAX_DURATION};
-    if let Some(rest) = raw.trim().strip_prefix('-') {
-        let why = match crate::config::parse_duration(flag, rest) {
-            Ok(_) => format!(
+    if raw.trim().starts_with('-') {
+        let why = match crate::config::is_negative_duration(raw) {
+            true => format!(
                 "{flag}: {raw:?} is negative: write {DURATION_FORM}, from 0s to {}",
                 longest_text(MAX_DURATION)
             ),
-            Err(_) => format!(
+            false => format!(
                 "{flag}: {raw:?} is no duration (a flag where its value should be?): write a \
                  duration after {flag}, such as {flag} 10m"
             ),

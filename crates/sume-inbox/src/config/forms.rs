@@ -15,21 +15,26 @@ use super::{ConfigError, Rate};
 /// A duration written with a minus sign that reads once it is taken away is said to be
 /// negative, rather than humantime's "expected number at 0".
 pub fn parse_duration(name: &'static str, raw: &str) -> Result<Duration, ConfigError> {
-    let text = raw.trim();
-    if let Some(rest) = text.strip_prefix('-') {
-        if humantime::parse_duration(rest.trim()).is_ok() {
-            return Err(ConfigError::new(
-                name,
-                format!("{raw:?} is negative: write {DURATION_FORM}"),
-            ));
-        }
+    if is_negative_duration(raw) {
+        return Err(ConfigError::new(
+            name,
+            format!("{raw:?} is negative: write {DURATION_FORM}"),
+        ));
     }
-    humantime::parse_duration(text).map_err(|e| {
+    humantime::parse_duration(raw.trim()).map_err(|e| {
         ConfigError::new(
             name,
             format!("{raw:?} is not a duration ({e}): write {DURATION_FORM}"),
         )
     })
+}
+
+/// Whether `raw` is a duration written with a minus sign: one that reads once the sign is
+/// taken away.
+pub fn is_negative_duration(raw: &str) -> bool {
+    raw.trim()
+        .strip_prefix('-')
+        .is_some_and(|rest| humantime::parse_duration(rest.trim()).is_ok())
 }
 
 /// [`parse_duration`] for a command's option, refused past [`MAX_DURATION`] (ten years): no
