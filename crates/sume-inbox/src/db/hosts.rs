@@ -23,6 +23,11 @@ pub(super) fn host_port(config: &tokio_postgres::Config, i: usize) -> String {
     format!("{host}:{port}")
 }
 
+/// How many hosts `config` names: by name, by address (`hostaddr`), or both.
+pub(super) fn host_count(config: &tokio_postgres::Config) -> usize {
+    config.get_hosts().len().max(config.get_hostaddrs().len())
+}
+
 /// The hosts tried and each one's failure, in the order tried.
 pub type HostErrors = Vec<(String, tokio_postgres::Error)>;
 
@@ -33,7 +38,7 @@ pub type HostErrors = Vec<(String, tokio_postgres::Error)>;
 pub(super) async fn each_host(target: &Target) -> Result<tokio_postgres::Client, HostErrors> {
     let config = &target.config;
     let (names, addrs) = (config.get_hosts().len(), config.get_hostaddrs().len());
-    let hosts = names.max(addrs);
+    let hosts = host_count(config);
     let ports = config.get_ports().len();
     let paired = (names == 0 || addrs == 0 || names == addrs) && (ports <= 1 || ports == hosts);
     let one_at_a_time = hosts > 1 && paired;

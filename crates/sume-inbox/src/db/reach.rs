@@ -8,7 +8,7 @@
 use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;
 
-use super::hosts::{each_host, host_port, HostErrors};
+use super::hosts::{each_host, host_count, host_port, HostErrors};
 use super::{pg_message, DbError};
 
 /// The target of a URL without its password: `postgres://user@host:5432,host2:5432/db`.
@@ -155,13 +155,7 @@ pub async fn every_host(setting: &'static str, url: &str, e: DbError) -> DbError
     let Some(first) = unreachable_from(setting, url, &e) else {
         return e;
     };
-    let several = super::target(url).is_ok_and(|t| {
-        t.config
-            .get_hosts()
-            .len()
-            .max(t.config.get_hostaddrs().len())
-            > 1
-    });
+    let several = super::target(url).is_ok_and(|t| host_count(&t.config) > 1);
     if !several {
         return first;
     }
