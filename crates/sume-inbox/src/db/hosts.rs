@@ -119,3 +119,99 @@ fn only_host(config: &tokio_postgres::Config, i: usize) -> tokio_postgres::Confi
     }
     one
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The settings `only_host` copies, by the names the driver's `Debug` of a config gives
+    /// them, and the three it sets per host.
+    const COPIED: &[&str] = &[
+        "user",
+        "password",
+        "dbname",
+        "options",
+        "application_name",
+        "ssl_mode",
+        "host",
+        "hostaddr",
+        "port",
+        "connect_timeout",
+        "tcp_user_timeout",
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_retries",
+        "target_session_attrs",
+        "channel_binding",
+        "load_balance_hosts",
+    ];
+
+    /// The field names of the driver's `Debug` of a config: `Config { user: .., dbname: .. }`.
+    fn field_names(config: &tokio_postgres::Config) -> Vec<String> {
+        let text = format!("{config:?}");
+        let inner = text
+            .strip_prefix("Config { ")
+            .and_then(|t| t.strip_suffix(" }"))
+            .unwrap_or_else(|| panic!("the driver's Debug of a config changed shape: {text}"));
+        let mut names = Vec::new();
+        let mut depth = 0i32;
+        let mut start = 0;
+        for (i, c) in inner.char_indices() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    names.push(&inner[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        names.push(&inner[start..]);
+        names
+            .iter()
+            .map(|f| f.split(':').next().unwrap_or_default().trim().to_string())
+            .collect()
+    }
+
+    /// A driver that gains a connection setting would have it dropped by `only_host`, which
+    /// copies them one by one: an upgrade of the driver that adds one fails here until it is
+    /// copied too.
+    #[test]
+    fn every_setting_the_driver_has_is_one_only_host_copies() {
+        let names = field_names(&tokio_postgres::Config::new());
+        let missed: Vec<&String> = names
+            .iter()
+            .filter(|n| !COPIED.contains(&n.as_str()))
+            .collect();
+        assert!(
+            missed.is_empty(),
+            "settings only_host does not copy: {missed:?}"
+        );
+        assert!(names.len() >= 15, "{names:?}");
+    }
+
+    /// Each host's config is the URL naming that host alone, every other setting kept.
+    #[test]
+    fn a_host_alone_keeps_every_other_setting_of_the_url() {
+        let settings = "user=app password=pw dbname=inbox options=-cstatement_timeout=5s \
+             application_name=inbox sslmode=disable connect_timeout=7 tcp_user_timeout=9 \
+             keepalives=0 keepalives_idle=11 keepalives_interval=3 keepalives_retries=4 \
+             target_session_attrs=read-write channel_binding=disable \
+             load_balance_hosts=random";
+        let both: tokio_postgres::Config = format!(
+            "host=a,b hostaddr=10.0.0.1,10.0.0.2 \
+             port=5433,5434 {settings}"
+        )
+        .parse()
+        .expect("a valid URL");
+        let second: tokio_postgres::Config =
+            format!("host=b hostaddr=10.0.0.2 port=5434 {settings}")
+                .parse()
+                .expect("a valid URL");
+        assert_eq!(format!("{:?}", only_host(&both, 1)), format!("{second:?}"));
+        assert_eq!(host_port(&both, 1), "b:5434");
+        assert_eq!(host_count(&both), 2);
+    }
+}
