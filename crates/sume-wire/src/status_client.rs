@@ -216,10 +216,13 @@ pub fn askable_job_id(job_id: &str) -> bool {
 
 /// Whether a key check's 200 reads as a list of jobs: an object holding an array, and no
 /// `error` (a proxy's or a mistyped URL's `200 {}`, or an error envelope sent as 200, proves
-/// nothing about the key). The list's field names are not pinned: only that it is one.
+/// nothing about the key). An `"error": null` beside the list, as many APIs send with every
+/// success, is no error. The list's field names are not pinned: only that it is one.
 fn reads_as_a_list(v: &serde_json::Value) -> bool {
-    v.as_object()
-        .is_some_and(|o| !o.contains_key("error") && o.values().any(serde_json::Value::is_array))
+    v.as_object().is_some_and(|o| {
+        o.get("error").is_none_or(serde_json::Value::is_null)
+            && o.values().any(serde_json::Value::is_array)
+    })
 }
 
 impl StatusClient {

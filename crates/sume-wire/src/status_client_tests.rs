@@ -155,6 +155,10 @@ async fn a_key_check_needs_a_list_not_any_object() {
         ),
         (r#"{"status":"ok"}"#, false),
         ("[]", false),
+        // A success that says it holds no error is one.
+        (r#"{"data":[],"has_more":false,"error":null}"#, true),
+        (r#"{"error":false,"data":[]}"#, false),
+        (r#"{"error":{},"data":[]}"#, false),
     ] {
         let (addr, served) = answering(ok_answer(body), 1).await;
         let client =
