@@ -15,7 +15,7 @@ use std::time::Duration;
 use http::StatusCode;
 use thiserror::Error;
 
-use crate::{mend_lone_surrogates, JobObject, RateLimit, Secret, StatusOutcome, StatusReply};
+use crate::{mend_lone_surrogates, RateLimit, Secret, StatusOutcome, StatusReply};
 
 /// The most of an answer's body read: a job object or an error envelope is a few KiB, so
 /// anything past this (a web page, a hostile proxy, a huge result) is cut and left unread.
@@ -254,11 +254,7 @@ impl StatusClient {
         } = self.get(key, &["jobs"], &query).await?;
         let page = (status == StatusCode::OK)
             .then(|| read_json::<JobPage>(&body).ok())
-            .flatten()
-            .map(|mut p| {
-                p.data = p.data.into_iter().filter_map(JobObject::storable).collect();
-                p
-            });
+            .flatten();
         Ok(ListReply {
             http_status: status.as_u16(),
             page,
@@ -269,21 +265,7 @@ impl StatusClient {
     }
 }
 
-/// One page of `GET /jobs`. The docs give only the parameters; the shape (`data`, `has_more`,
-/// `next_cursor`) is this project's assumption, read leniently: a missing `has_more` is
-/// `false`, a missing `next_cursor` ends the listing, and a job whose `result` no reader here
-/// could take is listed without it ([`JobObject`]), so it does not spoil the page.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct JobPage {
-    /// The jobs of this page, newest first.
-    pub data: Vec<JobObject>,
-    /// Whether another page follows.
-    #[serde(default)]
-    pub has_more: bool,
-    /// What to pass as `cursor` for the next page.
-    #[serde(default)]
-    pub next_cursor: Option<String>,
-}
+pub use crate::job_page::JobPage;
 
 /// What [`StatusClient::list_jobs`] got.
 #[derive(Debug, Clone, PartialEq)]

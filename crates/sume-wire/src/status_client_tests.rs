@@ -2,6 +2,7 @@
 //! might: a bad base, mended bodies, redirects, answers about another job, no answer at all.
 
 use super::*;
+use crate::JobObject;
 
 #[test]
 fn refuses_a_bad_base() {
