@@ -167,7 +167,8 @@ impl StatusClient {
         let request_id = header_id
             .and_then(|v| v.to_str().ok().map(|v| v.trim().to_owned()))
             .filter(|v| !v.is_empty())
-            .or_else(|| read_json::<crate::ErrorEnvelope>(&body).ok()?.request_id);
+            .or_else(|| read_json::<crate::ErrorEnvelope>(&body).ok()?.request_id)
+            .map(shown_request_id);
         Ok(Answered {
             status,
             rate,
@@ -309,6 +310,16 @@ struct Answered {
     body: Vec<u8>,
     /// Whether more came than [`MAX_ANSWER_BYTES`]: `body` holds only the first of it.
     cut: bool,
+}
+
+/// An answer's id as kept for logs, spans and reports: Sume's are short (`req_...`); a longer
+/// one (a front's, or an envelope's `request_id` of a megabyte) is cut at [`MAX_SHOWN_CHARS`],
+/// so no answer makes every line that quotes it that long.
+fn shown_request_id(id: String) -> String {
+    match id.char_indices().nth(MAX_SHOWN_CHARS) {
+        Some((at, _)) => format!("{}...", &id[..at]),
+        None => id,
+    }
 }
 
 /// A redirect as recorded: its status and where it pointed, cut at [`MAX_SHOWN_CHARS`].
