@@ -24,12 +24,12 @@ pub struct JobPage {
     pub next_cursor: Option<String>,
     /// Entries of the page's `data` that did not read as a job: not in `data`.
     pub unread: usize,
-    /// The first of them as sent, cut at [`SHOWN_ENTRY_CHARS`] characters.
+    /// The first of them as sent, cut at 64 characters.
     pub unread_example: Option<String>,
 }
 
 /// The most characters of an entry not read as a job that [`JobPage::unread_example`] keeps.
-pub const SHOWN_ENTRY_CHARS: usize = 64;
+const SHOWN_ENTRY_CHARS: usize = 64;
 
 /// A page as it comes: its entries raw, each read as a job on its own.
 #[derive(Deserialize)]
