@@ -47,8 +47,9 @@ pub struct JobObject {
 /// or the whole list page holding it. The outcome (`result`, else `{"error": ...}`) is kept or
 /// left out by the rule a webhook body's is ([`crate::event`]'s `kept_result`): lone surrogates
 /// mended, nothing kept that holds a NUL or could not be read back. Times and `object` that do
-/// not read are left out.
-#[derive(Deserialize)]
+/// not read are left out. A key sent twice (`"status"` twice) is read as its last value, as a
+/// webhook body's is ([`crate::parse_event`]) and as JavaScript's `JSON.parse` reads it, not
+/// refused: a refused answer once left a job Sume called completed to be given up.
 struct ReadJob {
     id: String,
     status: String,
@@ -81,6 +82,62 @@ impl From<ReadJob> for JobObject {
             error,
             kept_text,
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for ReadJob {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<ReadJob, D::Error> {
+        deserializer.deserialize_map(ReadJobVisitor)
+    }
+}
+
+struct ReadJobVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ReadJobVisitor {
+    type Value = ReadJob;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a job object")
+    }
+
+    /// Each known key's last value, kept raw; `id` and `status` read as strings at the end, so
+    /// an earlier value of another type that a later one replaces does not matter.
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ReadJob, A::Error> {
+        use serde::de::Error;
+        let (mut id, mut status, mut object, mut created_at) = (None, None, None, None);
+        let (mut completed_at, mut result, mut error) = (None, None, None);
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let slot = match &*key {
+                "id" => &mut id,
+                "status" => &mut status,
+                "object" => &mut object,
+                "created_at" => &mut created_at,
+                "completed_at" => &mut completed_at,
+                "result" => &mut result,
+                "error" => &mut error,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value::<Box<RawValue>>()?);
+        }
+        let text = |raw: Option<Box<RawValue>>, name: &'static str| {
+            let raw = raw.ok_or_else(|| A::Error::missing_field(name))?;
+            serde_json::from_str::<String>(raw.get())
+                .map_err(|e| A::Error::custom(format_args!("{name}: {e}")))
+        };
+        // A `null` is absent.
+        let present = |raw: Option<Box<RawValue>>| raw.filter(|r| r.get() != "null");
+        Ok(ReadJob {
+            id: text(id, "id")?,
+            status: text(status, "status")?,
+            object: present(object),
+            created_at: present(created_at),
+            completed_at: present(completed_at),
+            result: present(result),
+            error: present(error),
+        })
     }
 }
 
@@ -234,6 +291,45 @@ mod tests {
         let job: JobObject = serde_json::from_str(odd_times).unwrap();
         assert_eq!((job.object.as_str(), &job.created_at), ("job", &None));
         assert_eq!(job.outcome_value(), Some(json!({"error": {"code": "x"}})));
+    }
+
+    /// A key sent twice was refused (`duplicate field`), so a status answer repeating one
+    /// closed nothing and its job was given up: the last value is read, as a webhook body's
+    /// is, whatever the earlier one held.
+    #[test]
+    fn a_key_sent_twice_is_read_as_its_last_value_as_a_webhooks() {
+        for (fields, status, result) in [
+            (
+                r#""status":"running","status":"completed""#,
+                "completed",
+                None,
+            ),
+            (r#""status":7,"status":"failed""#, "failed", None),
+            (r#""id":"job_1","status":"completed""#, "completed", None),
+            (
+                r#""status":"completed","result":{"a":1},"result":{"b":2}"#,
+                "completed",
+                Some(json!({"b": 2})),
+            ),
+        ] {
+            let answer = format!(r#"{{"id":"job_1",{fields}}}"#);
+            let job: JobObject = serde_json::from_str(&answer).expect(&answer);
+            assert_eq!((job.id.as_str(), job.status.as_str()), ("job_1", status));
+            assert_eq!(job.outcome_value(), result, "{answer}");
+            let webhook =
+                format!(r#"{{"job_id":"job_1",{fields}}}"#).replace(r#""id":"#, r#""job_id":"#);
+            let event = crate::parse_event(webhook.as_bytes()).unwrap();
+            assert_eq!(event.status.as_deref(), Some(status), "{webhook}");
+        }
+        // What is not a job object is still refused: no id or status, or another type last.
+        for body in [
+            r#"{"id":"job_1"}"#,
+            r#"{"id":"job_1","status":"completed","status":null}"#,
+            r#"["job_1","completed"]"#,
+            r#""completed""#,
+        ] {
+            assert!(serde_json::from_str::<JobObject>(body).is_err(), "{body}");
+        }
     }
 
     /// What a status answer keeps of a job's outcome is what a webhook body saying the same

@@ -11,6 +11,8 @@
 pub mod client;
 pub mod event;
 pub mod job;
+#[cfg(feature = "client")]
+mod job_page;
 pub mod json_text;
 pub mod readable;
 pub mod secret;

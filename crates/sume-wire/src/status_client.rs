@@ -15,7 +15,7 @@ use std::time::Duration;
 use http::StatusCode;
 use thiserror::Error;
 
-use crate::{mend_lone_surrogates, JobObject, RateLimit, Secret, StatusOutcome, StatusReply};
+use crate::{mend_lone_surrogates, RateLimit, Secret, StatusOutcome, StatusReply};
 
 /// The most of an answer's body read: a job object or an error envelope is a few KiB, so
 /// anything past this (a web page, a hostile proxy, a huge result) is cut and left unread.
@@ -167,7 +167,8 @@ impl StatusClient {
         let request_id = header_id
             .and_then(|v| v.to_str().ok().map(|v| v.trim().to_owned()))
             .filter(|v| !v.is_empty())
-            .or_else(|| read_json::<crate::ErrorEnvelope>(&body).ok()?.request_id);
+            .or_else(|| read_json::<crate::ErrorEnvelope>(&body).ok()?.request_id)
+            .map(shown_request_id);
         Ok(Answered {
             status,
             rate,
@@ -216,10 +217,13 @@ pub fn askable_job_id(job_id: &str) -> bool {
 
 /// Whether a key check's 200 reads as a list of jobs: an object holding an array, and no
 /// `error` (a proxy's or a mistyped URL's `200 {}`, or an error envelope sent as 200, proves
-/// nothing about the key). The list's field names are not pinned: only that it is one.
+/// nothing about the key). An `"error": null` beside the list, as many APIs send with every
+/// success, is no error. The list's field names are not pinned: only that it is one.
 fn reads_as_a_list(v: &serde_json::Value) -> bool {
-    v.as_object()
-        .is_some_and(|o| !o.contains_key("error") && o.values().any(serde_json::Value::is_array))
+    v.as_object().is_some_and(|o| {
+        o.get("error").is_none_or(serde_json::Value::is_null)
+            && o.values().any(serde_json::Value::is_array)
+    })
 }
 
 impl StatusClient {
@@ -251,11 +255,7 @@ impl StatusClient {
         } = self.get(key, &["jobs"], &query).await?;
         let page = (status == StatusCode::OK)
             .then(|| read_json::<JobPage>(&body).ok())
-            .flatten()
-            .map(|mut p| {
-                p.data = p.data.into_iter().filter_map(JobObject::storable).collect();
-                p
-            });
+            .flatten();
         Ok(ListReply {
             http_status: status.as_u16(),
             page,
@@ -266,21 +266,7 @@ impl StatusClient {
     }
 }
 
-/// One page of `GET /jobs`. The docs give only the parameters; the shape (`data`, `has_more`,
-/// `next_cursor`) is this project's assumption, read leniently: a missing `has_more` is
-/// `false`, a missing `next_cursor` ends the listing, and a job whose `result` no reader here
-/// could take is listed without it ([`JobObject`]), so it does not spoil the page.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct JobPage {
-    /// The jobs of this page, newest first.
-    pub data: Vec<JobObject>,
-    /// Whether another page follows.
-    #[serde(default)]
-    pub has_more: bool,
-    /// What to pass as `cursor` for the next page.
-    #[serde(default)]
-    pub next_cursor: Option<String>,
-}
+pub use crate::job_page::JobPage;
 
 /// What [`StatusClient::list_jobs`] got.
 #[derive(Debug, Clone, PartialEq)]
@@ -324,6 +310,16 @@ struct Answered {
     body: Vec<u8>,
     /// Whether more came than [`MAX_ANSWER_BYTES`]: `body` holds only the first of it.
     cut: bool,
+}
+
+/// An answer's id as kept for logs, spans and reports: Sume's are short (`req_...`); a longer
+/// one (a front's, or an envelope's `request_id` of a megabyte) is cut at [`MAX_SHOWN_CHARS`],
+/// so no answer makes every line that quotes it that long.
+fn shown_request_id(id: String) -> String {
+    match id.char_indices().nth(MAX_SHOWN_CHARS) {
+        Some((at, _)) => format!("{}...", &id[..at]),
+        None => id,
+    }
 }
 
 /// A redirect as recorded: its status and where it pointed, cut at [`MAX_SHOWN_CHARS`].

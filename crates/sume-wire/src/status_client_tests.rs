@@ -2,6 +2,7 @@
 //! might: a bad base, mended bodies, redirects, answers about another job, no answer at all.
 
 use super::*;
+use crate::JobObject;
 
 #[test]
 fn refuses_a_bad_base() {
@@ -155,6 +156,10 @@ async fn a_key_check_needs_a_list_not_any_object() {
         ),
         (r#"{"status":"ok"}"#, false),
         ("[]", false),
+        // A success that says it holds no error is one.
+        (r#"{"data":[],"has_more":false,"error":null}"#, true),
+        (r#"{"error":false,"data":[]}"#, false),
+        (r#"{"error":{},"data":[]}"#, false),
     ] {
         let (addr, served) = answering(ok_answer(body), 1).await;
         let client =
@@ -267,6 +272,23 @@ async fn each_answer_carries_the_request_id_sume_sent() {
         .unwrap();
     assert!(page.page.is_some());
     assert_eq!(page.request_id.as_deref(), Some("req_list"));
+    // An id of a megabyte (an envelope's, or a header's as long as the client takes) is kept
+    // cut, for every line that quotes it.
+    let long = "r".repeat(1_000_000);
+    let envelope = format!(
+        r#"{{"error":{{"code":"unauthorized","message":"no","details":{{}}}},"request_id":"{long}"}}"#
+    );
+    let cut = format!("{}...", "r".repeat(200));
+    for (body, header) in [(envelope.as_str(), None), (job, Some(&long[..60_000]))] {
+        let status = if header.is_some() {
+            "200 OK"
+        } else {
+            "401 Unauthorized"
+        };
+        let (addr, _) = answering(answer(status, body, header), 1).await;
+        let read = client_for(addr).job_status(&key, "job_1").await.unwrap();
+        assert_eq!(read.request_id.as_deref(), Some(cut.as_str()), "{status}");
+    }
 }
 
 /// A 200 whose `result` no reader here could take once read as "unreadable body", so the job

@@ -127,8 +127,8 @@ pub fn render(report: &ReconcileReport) -> String {
     );
     for k in &report.keys {
         out.push_str(&format!(
-            "  key {}: {} page(s), {} job(s) listed{}, {} terminal: {} closed now, {} already closed, {} disagreement(s), {} not registered here{}{}\n",
-            super::render::shown(&k.key), k.pages, k.listed, undated(k), k.terminal, k.closed, k.already_closed, k.disagreements, k.not_registered,
+            "  key {}: {} page(s), {} job(s) listed{}{}, {} terminal: {} closed now, {} already closed, {} disagreement(s), {} not registered here{}{}\n",
+            super::render::shown(&k.key), k.pages, k.listed, undated(k), unread(k), k.terminal, k.closed, k.already_closed, k.disagreements, k.not_registered,
             match &k.out_of_order {
                 // A stop at --max-pages says it already.
                 Some(order) if !k.stopped.as_deref().unwrap_or("").contains(order.as_str()) => {
@@ -143,6 +143,19 @@ pub fn render(report: &ReconcileReport) -> String {
         ));
     }
     out
+}
+
+/// The entries of a key's listing that did not read as a job, when there are any.
+fn unread(k: &KeyReport) -> String {
+    match &k.unread_example {
+        Some(example) if k.unread > 0 => format!(
+            " ({} entr{} not read as a job, such as {}: left out, the rest of the page read)",
+            k.unread,
+            if k.unread == 1 { "y" } else { "ies" },
+            super::render::shown(example)
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The jobs of a key's listing whose `created_at` did not read as a time, when there are any.

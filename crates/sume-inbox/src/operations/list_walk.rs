@@ -91,6 +91,10 @@ impl ListWalk {
         let mut seen = Vec::new();
         let mut reached = false;
         let mut moved = false;
+        report.unread += page.unread;
+        if let Some(entry) = &page.unread_example {
+            report.unread_example.get_or_insert_with(|| entry.clone());
+        }
         for job in &page.data {
             moved |= self.ids.insert(self.hasher.hash_one(&job.id));
             match created_at(job.created_at.as_ref(), self.now) {

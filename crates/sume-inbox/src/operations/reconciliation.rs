@@ -57,6 +57,11 @@ pub struct KeyReport {
     pub undated: usize,
     /// The first such `created_at`, as sent (`none` when absent).
     pub undated_example: Option<String>,
+    /// Entries of the list that did not read as a job (`null`, no string `id` or `status`):
+    /// left out, the rest of their page read.
+    pub unread: usize,
+    /// The first such entry, as sent, cut.
+    pub unread_example: Option<String>,
     /// Where the list showed it is not newest first, when it did: then a job created before
     /// `--since` does not end the walk, which reads on to the list's end or `--max-pages`.
     pub out_of_order: Option<String>,

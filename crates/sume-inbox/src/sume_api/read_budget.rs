@@ -21,6 +21,11 @@ use tokio::time::Instant;
 use crate::config::Rate;
 use crate::db::{DbError, Store};
 
+/// The longest pause a 503's `Retry-After` makes: an outage said to last longer is asked
+/// about again after this, so a front's mistake (`Retry-After: 86400` on a maintenance page)
+/// cannot stop the fleet's reads for a day.
+pub const LONGEST_503_PAUSE: Duration = Duration::from_secs(3600);
+
 /// The fleet-wide request budget of every API key: a token bucket per key in
 /// `sume.rate_buckets`, plus the pauses Sume asked for (429). Cheap to clone.
 #[derive(Clone)]
@@ -148,7 +153,8 @@ impl Budget {
             .copied()
     }
 
-    /// Applies what an answer said about the key's limit: a `Retry-After` on a 429, or a
+    /// Applies what an answer said about the key's limit: a `Retry-After` on a 429, or on a
+    /// 503 (Sume, or its front, unavailable for that long; at most [`LONGEST_503_PAUSE`]), or a
     /// `RateLimit-Remaining` of 0 until `RateLimit-Reset`. Answers the pause, if any.
     pub async fn observe(
         &self,
@@ -158,6 +164,7 @@ impl Budget {
     ) -> Result<Option<Duration>, DbError> {
         let pause = match (status, rate.retry_after, rate.remaining, rate.reset) {
             (429, _, _, _) => Some(rate.wait_after_429()),
+            (503, Some(after), _, _) => Some(after.min(LONGEST_503_PAUSE)),
             (_, _, Some(0), Some(reset)) => Some(reset),
             _ => None,
         };
@@ -174,6 +181,7 @@ impl Budget {
                 .await?;
             tracing::info!(
                 key = key_name,
+                status,
                 pause_ms = p.as_millis() as u64,
                 "Sume asked to slow down; pausing this key for every instance"
             );

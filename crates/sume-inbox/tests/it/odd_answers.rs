@@ -163,3 +163,51 @@ async fn a_status_answer_past_the_cap_is_read_up_to_its_status() {
         "200 with a body past 1048576 bytes, cut before its job's id and status"
     );
 }
+
+/// A status answer naming a key twice (`"status":"running","status":"completed"`) did not
+/// read at all (`duplicate field`): every poll recorded it as unreadable, and the job Sume
+/// called completed was given up as `expired`. Its last value is read, as a webhook body's
+/// is: the job closes `completed` by the poll, with the last `result` sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_status_answer_repeating_a_key_is_read_by_its_last_value() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let bodies = vec![
+        (
+            "job_twice",
+            r#"{"id":"job_twice","status":"running","status":"completed","result":{"v":1},"result":{"v":2}}"#
+                .to_owned(),
+        ),
+        (
+            "job_twice_id",
+            r#"{"id":"job_twice_id","object":"job","id":"job_twice_id","status":"failed"}"#
+                .to_owned(),
+        ),
+    ];
+    for (job, _) in &bodies {
+        register(&db, job).await;
+    }
+    let api = stand_in_api(answering(bodies)).await;
+    let sweep = sweep_at(&db, &api).await;
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (polled.requests, polled.closed_by_poll),
+        (2, 2),
+        "{polled:?}"
+    );
+    let (state, by, result, answer) = closed(&db, "job_twice").await;
+    assert_eq!(
+        (state.as_str(), by.as_deref(), result, answer.as_str()),
+        (
+            "completed",
+            Some("poll"),
+            Some(json!({"v": 2})),
+            "200 completed"
+        )
+    );
+    let (state, by, _, answer) = closed(&db, "job_twice_id").await;
+    assert_eq!(
+        (state.as_str(), by.as_deref(), answer.as_str()),
+        ("failed", Some("poll"), "200 failed")
+    );
+}

@@ -620,3 +620,59 @@ async fn a_page_holding_an_odd_result_is_read_and_the_run_goes_on() {
         .await;
     assert_eq!(kept, 1, "only job_r2's result");
 }
+
+/// A page of the list holding one entry that is no job (`null`, an object with no `status` or
+/// a `null` one) did not read at all: the run stopped there, "Sume answered 200 with a body
+/// that does not read as a page of jobs", exit 1, every job on that page and after it not
+/// looked at. The entry is left out and counted, the page and the pages after it read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_holding_an_entry_that_is_no_job_is_read_without_it() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    for id in ["job_n1", "job_n2", "job_n3"] {
+        register(&db, id).await;
+    }
+    let first = r#"{"data":[{"id":"job_n1","status":"completed"},null,
+        {"id":"job_n0"},{"id":"job_nn","status":null},
+        {"id":"job_n2","status":"failed"}],"has_more":true,"next_cursor":"job_n2"}"#;
+    let second = r#"{"data":[{"id":"job_n3","status":"canceled"}],"has_more":false}"#;
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| async move {
+        use axum::response::IntoResponse;
+        let body = match uri.query().unwrap_or_default().contains("cursor=") {
+            true => second,
+            false => first,
+        };
+        ([("content-type", "application/json")], body).into_response()
+    });
+    let api = stand_in_api(app).await;
+    let report = reconcile_at(&db, &api, 1000)
+        .run(Duration::from_secs(3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(report.complete(), "{report:?}");
+    let key = &report.keys[0];
+    assert_eq!(
+        (
+            key.pages,
+            key.closed,
+            key.unread,
+            key.unread_example.as_deref()
+        ),
+        (2, 3, 3, Some("null")),
+        "{report:?}"
+    );
+    for (job, state) in [
+        ("job_n1", "completed"),
+        ("job_n2", "failed"),
+        ("job_n3", "canceled"),
+    ] {
+        assert_eq!(job_state(&db, job).await.as_deref(), Some(state), "{job}");
+    }
+    let shown = sume_inbox::cli::reconcile::render(&report);
+    assert!(
+        shown.contains(
+            "(3 entries not read as a job, such as null: left out, the rest of the page read)"
+        ),
+        "{shown}"
+    );
+}

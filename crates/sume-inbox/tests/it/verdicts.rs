@@ -394,3 +394,53 @@ async fn a_429_asking_for_no_wait_is_not_asked_again_at_once() {
         "asked again within the wait"
     );
 }
+
+/// A 503 whose `Retry-After` says how long Sume (or its front) is unavailable was not heeded:
+/// every job due was asked at once and again at each of its own polls, each read taken from the
+/// key's day (an hour's outage could spend most of it). The key is paused for every instance,
+/// as after a 429: the first read says so, the other jobs wait, untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_503_saying_how_long_sume_is_away_pauses_the_key() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let db = TestDb::new().await;
+    let asked = Arc::new(AtomicUsize::new(0));
+    let app = axum::Router::new().fallback({
+        let asked = asked.clone();
+        move |uri: axum::http::Uri| async move {
+            use axum::response::IntoResponse;
+            if !uri.path().ends_with("/status") {
+                return axum::Json(json!({"data": [], "has_more": false})).into_response();
+            }
+            asked.fetch_add(1, Ordering::SeqCst);
+            (
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                [("retry-after", "600")],
+                "down for maintenance",
+            )
+                .into_response()
+        }
+    });
+    let api = stand_in_api(app).await;
+    let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![main_key()]).await;
+    for job in ["job_away_1", "job_away_2", "job_away_3"] {
+        register(&db, job).await;
+    }
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "{polled:?}");
+    assert_eq!(
+        count(
+            &db,
+            "select count(*) from sume.jobs where last_poll_answer = '503'"
+        )
+        .await,
+        1
+    );
+    let paused = count(
+        &db,
+        "select count(*) from sume.rate_buckets where key_name = 'main' and paused_until > now() + interval '590 seconds'",
+    )
+    .await;
+    assert_eq!(paused, 1, "the pause is the fleet's");
+}

@@ -337,3 +337,49 @@ async fn a_list_page_holding_an_odd_result_settles_every_job_on_it() {
         ]
     );
 }
+
+/// A list page holding an entry that is no job (`null`, one without a `status`) did not read
+/// at all, nor one repeating a key: the walk stopped there and every job on the page waited
+/// for a read of its own. The page reads without the entry; its jobs settle by it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_page_holding_an_entry_that_is_no_job_settles_the_others() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    for id in ["job_w1", "job_w2", "job_w3"] {
+        register(&db, id).await;
+    }
+    let page = r#"{"data":[
+        {"id":"job_w1","status":"completed"}, null, {"id":"job_w2"},
+        {"id":"job_w3","status":"running","status":"failed"}
+    ],"has_more":false}"#;
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| async move {
+        use axum::response::IntoResponse;
+        match uri.path().strip_suffix("/status") {
+            Some(path) => {
+                let id = path.rsplit('/').next().unwrap_or_default().to_owned();
+                axum::Json(json!({"id": id, "status": "running"})).into_response()
+            }
+            None => ([("content-type", "application/json")], page).into_response(),
+        }
+    });
+    let api = stand_in_api(app).await;
+    let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![crate::sweep::main_key()]).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (
+            polled.list_pages,
+            polled.seen_in_list,
+            polled.closed_by_poll
+        ),
+        (1, 2, 2),
+        "{polled:?}"
+    );
+    for (job, state) in [
+        ("job_w1", "completed"),
+        ("job_w2", "open"),
+        ("job_w3", "failed"),
+    ] {
+        assert_eq!(job_state(&db, job).await.as_deref(), Some(state), "{job}");
+    }
+}
