@@ -507,3 +507,56 @@ async fn a_replay_of_an_unknown_event_from_the_form_is_recorded_as_failed() {
     assert_eq!(detail["result"]["ok"], false);
     console.daemon.stop().await;
 }
+
+/// The console's `Host` check is the admin API's: the authority of an absolute-form target
+/// stands for `Host`, so a foreign one is refused whatever `Host` says, and a request with two
+/// `Host` headers is refused, whichever comes first (a proxy in front may have read the other).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_consoles_host_check_holds_for_an_absolute_target_and_two_host_headers() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    console.sign_in().await;
+    let session = console.session.clone().unwrap();
+    let ours = console.daemon.admin.to_string();
+    let port = console.daemon.admin.port();
+    let cases = [
+        (
+            format!("GET /console/overview HTTP/1.1\r\nhost: {ours}\r\n"),
+            200,
+        ),
+        (
+            format!("GET http://evil.example:{port}/console/overview HTTP/1.1\r\nhost: {ours}\r\n"),
+            421,
+        ),
+        (
+            format!("GET http://{ours}/console/overview HTTP/1.1\r\nhost: evil.example:{port}\r\n"),
+            200,
+        ),
+        (
+            format!(
+                "GET /console/overview HTTP/1.1\r\nhost: {ours}\r\nhost: evil.example:{port}\r\n"
+            ),
+            400,
+        ),
+        (
+            format!(
+                "GET /console/sign-in HTTP/1.1\r\nhost: evil.example:{port}\r\nhost: {ours}\r\n"
+            ),
+            400,
+        ),
+    ];
+    for (head, expected) in cases {
+        let request = format!("{head}cookie: sume_console={session}\r\nconnection: close\r\n\r\n");
+        let mut s = crate::port::open_with(console.daemon.admin, &request).await;
+        let answer = crate::port::read_until_closed(&mut s, std::time::Duration::from_secs(10))
+            .await
+            .expect("the admin port answers and closes");
+        let status: u16 = answer.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        assert_eq!(status, expected, "{head}{answer}");
+        let csp = answer
+            .to_ascii_lowercase()
+            .contains("content-security-policy: default-src 'none'");
+        assert!(csp, "every answer carries the policy: {answer}");
+    }
+    console.daemon.stop().await;
+}

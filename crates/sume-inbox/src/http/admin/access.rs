@@ -232,15 +232,7 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
             "this is the admin API: Sume's webhooks go to POST /webhooks/sume on LISTEN_ADDR",
         ));
     }
-    let host = host(request)?;
-    if !access.host_allowed(host) {
-        let host = host.unwrap_or("").to_ascii_lowercase();
-        return Err(ApiError::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            "unknown_host",
-            format!("Host {host:?} is not this admin API's address (see ADMIN_HOSTS)"),
-        ));
-    }
+    host_check(access, request)?;
     let scope = access.scope(header(header::AUTHORIZATION))?;
     // Every write of the API is a POST; another method is the router's 405, whatever its body.
     let write = request.method() == Method::POST;
@@ -275,6 +267,22 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
         ));
     }
     Ok(scope)
+}
+
+/// The `Host` check of the admin API and the console alike: the host the request names
+/// ([`host`]) must be one [`Access::host_allowed`] takes (`421 unknown_host`), and a request
+/// naming two is refused (`400 invalid_host`).
+pub(crate) fn host_check(access: &Access, request: &Request) -> Result<(), ApiError> {
+    let host = host(request)?;
+    if !access.host_allowed(host) {
+        let host = host.unwrap_or("").to_ascii_lowercase();
+        return Err(ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "unknown_host",
+            format!("Host {host:?} is not this admin API's address (see ADMIN_HOSTS)"),
+        ));
+    }
+    Ok(())
 }
 
 /// The host a request names, for the `Host` check: the authority of an absolute-form target

@@ -3,7 +3,7 @@
 //! ADMIN_TOKEN is set; otherwise every console address answers a page saying how to set it.
 //!
 //! What guards it, outermost first (`guard`): a request id, the same `Host` check as the admin
-//! API, and on every answer a strict Content-Security-Policy (nothing but this origin's
+//! API (the one function), and on every answer a strict Content-Security-Policy (nothing but this origin's
 //! stylesheet and images, no script, no frame). Signing in ([`sessions`]) exchanges the token for
 //! a server-side session; every form that changes something carries the session's CSRF token.
 //! The pages live in `list_pages.rs` (overview, inbox, set aside and orphans, dead letters; the
@@ -32,7 +32,7 @@ mod list_pages;
 mod reads_view;
 pub mod sessions;
 
-use super::admin::access::{request_id, REQUEST_ID};
+use super::admin::access::{host_check, request_id, REQUEST_ID};
 use super::admin::{Access, AdminState};
 use sessions::Sessions;
 
@@ -100,16 +100,21 @@ async fn no_such_page() -> Response {
 /// A request id, the `Host` check, ADMIN_TOKEN, and the security headers on every answer.
 async fn guard(State(state): State<ConsoleState>, request: Request, next: Next) -> Response {
     let id = request_id(&request);
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok());
-    let mut response = if !state.access.host_allowed(host) {
-        layout::message(
-            StatusCode::MISDIRECTED_REQUEST,
-            "Unknown host",
-            "This Host is not the console's address (see ADMIN_HOSTS).",
-        )
+    // The admin API's own check: an absolute-form target's host stands for `Host`, and a
+    // request naming two hosts is refused.
+    let host = host_check(&state.access, &request);
+    let mut response = if let Err(e) = host {
+        let (title, text) = match e.status {
+            StatusCode::MISDIRECTED_REQUEST => (
+                "Unknown host",
+                "This Host is not the console's address (see ADMIN_HOSTS).",
+            ),
+            _ => (
+                "Two hosts",
+                "This request names more than one Host: send one, naming the console's address.",
+            ),
+        };
+        layout::message(e.status, title, text)
     } else if state.access.operator.is_none() {
         not_configured()
     } else {
