@@ -741,3 +741,52 @@ async fn an_after_is_checked_for_its_lists_form_and_read_as_a_position() {
     }
     api.daemon.stop().await;
 }
+
+/// A 401 says the scheme it wants (`WWW-Authenticate`, which RFC 9110 requires of it), and that
+/// the token sent was refused when one was; a request carrying two `Authorization` headers is
+/// refused whichever holds the token, as a proxy in front may have read, or added, the other.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_401_says_bearer_and_two_authorization_headers_are_refused() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let send = |auth: Vec<String>| {
+        let mut req = api.http.get(api.daemon.admin_url("/v1/stats"));
+        for a in auth {
+            req = req.header("authorization", a);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            let challenge = r
+                .headers()
+                .get("www-authenticate")
+                .map(|v| v.to_str().unwrap().to_owned());
+            let body: Value = r.json().await.unwrap_or(Value::Null);
+            (body, challenge)
+        }
+    };
+    let (body, challenge) = send(vec![]).await;
+    assert_eq!(body["error"]["code"], "unauthorized", "{body}");
+    assert_eq!(challenge.as_deref(), Some(r#"Bearer realm="sume-inbox""#));
+    let (body, challenge) = send(vec!["Bearer wrong".into()]).await;
+    assert_eq!(body["error"]["code"], "unauthorized", "{body}");
+    assert_eq!(
+        challenge.as_deref(),
+        Some(r#"Bearer realm="sume-inbox", error="invalid_token""#)
+    );
+    let right = format!("Bearer {OPERATOR}");
+    for two in [
+        vec![right.clone(), "Bearer wrong".into()],
+        vec!["Bearer wrong".into(), right.clone()],
+        vec![right.clone(), right.clone()],
+    ] {
+        let (body, challenge) = send(two.clone()).await;
+        assert_eq!(body["error"]["code"], "unauthorized", "{two:?}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains("carries 2"), "{two:?}: {message}");
+        assert!(challenge.is_some(), "{two:?}");
+    }
+    let (body, challenge) = send(vec![right]).await;
+    assert!(body["open_jobs"].is_number(), "{body}");
+    assert_eq!(challenge, None);
+    api.daemon.stop().await;
+}

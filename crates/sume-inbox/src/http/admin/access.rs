@@ -11,14 +11,16 @@
 //!    [`super::MAX_WRITE_BYTES`] is refused at once, its body left unread and its connection
 //!    closed;
 //! 4. the token and its scope: with ADMIN_TOKEN set, the operator's token opens every route,
-//!    ADMIN_APP_TOKEN only the application's (register, read, wait, the feed).
+//!    ADMIN_APP_TOKEN only the application's (register, read, wait, the feed); a request
+//!    without the one `Authorization` header holding either is answered 401 with
+//!    `WWW-Authenticate: Bearer`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rand::Rng;
@@ -100,12 +102,29 @@ impl Access {
             .is_none_or(|hosts| hosts.contains(&host))
     }
 
-    /// The scope of this `Authorization` header's token, or why it has none.
-    fn scope(&self, authorization: Option<&str>) -> Result<Scope, ApiError> {
+    /// The scope of the token of the request's `Authorization` header, or why it has none. A
+    /// request carrying several is refused, whatever they hold: which one a proxy in front
+    /// read, or added, is anyone's guess.
+    fn scope(&self, headers: &HeaderMap) -> Result<Scope, ApiError> {
         let Some(operator) = &self.operator else {
             return Ok(Scope::Operator);
         };
-        let given = authorization.and_then(bearer_token);
+        let all: Vec<&HeaderValue> = headers.get_all(header::AUTHORIZATION).iter().collect();
+        if all.len() > 1 {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                format!(
+                    "a request carries one Authorization header, this one carries {}: send \
+                     one, Bearer and the token",
+                    all.len()
+                ),
+            ));
+        }
+        let given = all
+            .first()
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer_token);
         match given {
             Some(t) if same_secret(t, operator.expose()) => Ok(Scope::Operator),
             Some(t)
@@ -175,7 +194,7 @@ pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Ne
                         request.extensions_mut().insert(scope);
                         next.run(request).await
                     }
-                    Err(e) => refused(e),
+                    Err(e) => refused(e, &request),
                 }
             }
             .instrument(span),
@@ -193,17 +212,36 @@ pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Ne
 
 /// A refusal made from the head alone. One for a body too large to read leaves that body on
 /// the wire: the connection cannot carry another request, so it closes after the answer and
-/// says so, lest the client send its next request on it.
-fn refused(e: ApiError) -> Response {
+/// says so, lest the client send its next request on it. A 401 says the scheme it wants
+/// (`WWW-Authenticate`, which RFC 9110 requires of it), and that the token given was refused
+/// when one was (RFC 6750's `invalid_token`).
+fn refused(e: ApiError, request: &Request) -> Response {
     let unread = e.status == StatusCode::PAYLOAD_TOO_LARGE;
+    let challenge = (e.status == StatusCode::UNAUTHORIZED).then(|| {
+        if request.headers().contains_key(header::AUTHORIZATION) {
+            HeaderValue::from_static(WRONG_TOKEN_CHALLENGE)
+        } else {
+            HeaderValue::from_static(CHALLENGE)
+        }
+    });
     let mut answer = e.into_response();
     if unread {
         answer
             .headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
+    if let Some(challenge) = challenge {
+        answer
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
+    }
     answer
 }
+
+/// `WWW-Authenticate` of a 401 to a request without a token.
+pub const CHALLENGE: &str = r#"Bearer realm="sume-inbox""#;
+/// `WWW-Authenticate` of a 401 to a request whose token was refused.
+pub const WRONG_TOKEN_CHALLENGE: &str = r#"Bearer realm="sume-inbox", error="invalid_token""#;
 
 /// Webhooks sent to the admin port are logged at most this often.
 static MISROUTED_LOG: crate::process::log_budget::LogBudget =
@@ -233,7 +271,7 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
         ));
     }
     host_check(access, request)?;
-    let scope = access.scope(header(header::AUTHORIZATION))?;
+    let scope = access.scope(request.headers())?;
     // Every write of the API is a POST; another method is the router's 405, whatever its body.
     let write = request.method() == Method::POST;
     let json = header(header::CONTENT_TYPE).is_some_and(|t| {
