@@ -197,6 +197,50 @@ async fn a_compressed_write_is_refused_not_misread() {
     }
 }
 
+/// A write is taken whenever its `Content-Type` names JSON as RFC 9110 writes a media type:
+/// any case, parameters after it, spaces around their `;`; any other type is refused 415.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_json_content_type_is_read_as_a_media_type() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    for (i, (content_type, want)) in [
+        ("application/json", 201),
+        ("Application/JSON", 201),
+        ("application/json;charset=utf-8", 201),
+        ("application/json ; charset=utf-8", 201),
+        ("application/json\t;\tcharset=UTF-8", 201),
+        ("application/json;", 201),
+        ("text/plain", 415),
+        ("application/jsonx", 415),
+        ("application/json-patch+json", 415),
+        ("application/x-www-form-urlencoded; application/json", 415),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let job = format!("job_ct_{i}");
+        let r = api
+            .http
+            .post(api.daemon.admin_url("/v1/jobs"))
+            .bearer_auth(APP)
+            .header("content-type", content_type)
+            .body(json!({ "job_id": job }).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), want, "{content_type:?}");
+        let body: Value = r.json().await.unwrap();
+        let stored = job_state(&db, &job).await;
+        if want == 415 {
+            assert_eq!(body["error"]["code"], "unsupported_media_type", "{body}");
+            assert_eq!(stored, None, "{content_type:?}");
+        } else {
+            assert_eq!(stored.as_deref(), Some("open"), "{content_type:?}");
+        }
+    }
+    api.daemon.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     let db = TestDb::new().await;

@@ -274,10 +274,7 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
     let scope = access.scope(request.headers())?;
     // Every write of the API is a POST; another method is the router's 405, whatever its body.
     let write = request.method() == Method::POST;
-    let json = header(header::CONTENT_TYPE).is_some_and(|t| {
-        let t = t.to_ascii_lowercase();
-        t == "application/json" || t.starts_with("application/json;")
-    });
+    let json = header(header::CONTENT_TYPE).is_some_and(is_json);
     if write && !json {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -321,6 +318,14 @@ pub(crate) fn host_check(access: &Access, request: &Request) -> Result<(), ApiEr
         ));
     }
     Ok(())
+}
+
+/// Whether a `Content-Type` names JSON: its type and subtype `application/json`, in any case,
+/// whatever parameters follow, with the spaces RFC 9110 allows around their `;`
+/// (`application/json ; charset=utf-8`).
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
 }
 
 /// The host a request names, for the `Host` check: the authority of an absolute-form target
