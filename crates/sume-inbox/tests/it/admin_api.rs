@@ -834,3 +834,39 @@ async fn a_401_says_bearer_and_two_authorization_headers_are_refused() {
     assert_eq!(challenge, None);
     api.daemon.stop().await;
 }
+
+/// Bound to a wildcard address with ADMIN_HOSTS naming the proxy's name, the instance still
+/// answers its own addresses on its port (README: the names "besides its own address"): a
+/// scraper reaching it by IP, the CLI on `127.0.0.1` or `localhost`; another name, or its
+/// address on another port, is still refused 421.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_wildcard_address_admin_hosts_adds_names_and_its_own_addresses_still_answer() {
+    let db = TestDb::new().await;
+    let mut c = config(&db.url);
+    c.admin_addr = "0.0.0.0:0".parse().unwrap();
+    c.admin_token = Some(sume_wire::Secret::new(OPERATOR));
+    c.admin_hosts = vec!["admin.internal".into()];
+    let daemon = Daemon::start(c).await;
+    let port = daemon.admin.port();
+    let http = reqwest::Client::new();
+    for (host, want) in [
+        (format!("127.0.0.1:{port}"), 200),
+        (format!("localhost:{port}"), 200),
+        (format!("[::1]:{port}"), 200),
+        (format!("10.1.2.3:{port}"), 200),
+        ("admin.internal".to_owned(), 200),
+        (format!("admin.internal:{port}"), 200),
+        (format!("evil.example:{port}"), 421),
+        (format!("127.0.0.1:{}", port.wrapping_add(1)), 421),
+    ] {
+        let r = http
+            .get(format!("http://127.0.0.1:{port}/v1/stats"))
+            .header("host", &host)
+            .bearer_auth(OPERATOR)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), want, "{host}");
+    }
+    daemon.stop().await;
+}
