@@ -560,3 +560,42 @@ async fn the_consoles_host_check_holds_for_an_absolute_target_and_two_host_heade
     }
     console.daemon.stop().await;
 }
+
+/// The audit log's entries the console writes (a sign-in, a replay) are of the actions and
+/// actors the OpenAPI document lists for `AuditEntry`, as the API's and the CLI's are.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_consoles_audit_entries_are_of_the_actions_and_actors_the_document_lists() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    console.sign_in().await;
+    let (_, _, page) = console.get("/console/dead-letters").await;
+    let csrf = csrf_of(&page);
+    let (s, _) = console
+        .post("/console/dead-letters/replay", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(s, StatusCode::SEE_OTHER);
+    let http = reqwest::Client::new();
+    let get = |path: &str| {
+        http.get(console.daemon.admin_url(path))
+            .bearer_auth(OPERATOR)
+            .send()
+    };
+    let doc: serde_json::Value = get("/v1/openapi.json").await.unwrap().json().await.unwrap();
+    let audit: serde_json::Value = get("/v1/audit").await.unwrap().json().await.unwrap();
+    let schema = &doc["components"]["schemas"]["AuditEntry"]["properties"];
+    let actions = schema["action"]["description"].as_str().unwrap();
+    let actors = schema["actor"]["description"].as_str().unwrap();
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{audit}");
+    for entry in entries {
+        let action = entry["action"].as_str().unwrap();
+        assert!(
+            actions.contains(&format!("`{action}`")),
+            "{action}: {actions}"
+        );
+        let actor = entry["actor"].as_str().unwrap();
+        let kind = actor.split(' ').next().unwrap();
+        assert!(actors.contains(&format!("`{kind}")), "{actor}: {actors}");
+    }
+    console.daemon.stop().await;
+}
