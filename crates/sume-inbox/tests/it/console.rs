@@ -599,3 +599,35 @@ async fn the_consoles_audit_entries_are_of_the_actions_and_actors_the_document_l
     }
     console.daemon.stop().await;
 }
+
+/// What the router or a form's reading refuses (a form missing its field, a query naming one
+/// twice, another method) is answered as a console page with its status, not as plain text.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_form_query_or_method_is_answered_as_a_page() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    console.sign_in().await;
+    let (_, _, page) = console.get("/console/dead-letters").await;
+    let csrf = csrf_of(&page);
+    let html = |h: &HeaderMap| {
+        h.get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .starts_with("text/html")
+    };
+    let (s, h) = console
+        .post("/console/dead-letters/drop", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(html(&h), "{h:?}");
+    let (s, h, body) = console.get("/console/jobs?q=a&q=b").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(html(&h), "{h:?}");
+    assert!(body.contains("duplicate field"), "{body}");
+    let (s, h) = console.post("/console/overview", &[("csrf", &csrf)]).await;
+    assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(html(&h), "{h:?}");
+    assert!(h.contains_key("allow"), "{h:?}");
+    assert!(h.contains_key(CONTENT_SECURITY_POLICY), "{h:?}");
+    console.daemon.stop().await;
+}

@@ -118,7 +118,7 @@ async fn guard(State(state): State<ConsoleState>, request: Request, next: Next) 
     } else if state.access.operator.is_none() {
         not_configured()
     } else {
-        REQUEST_ID.scope(id.clone(), next.run(request)).await
+        as_page(REQUEST_ID.scope(id.clone(), next.run(request)).await).await
     };
     let headers = response.headers_mut();
     headers.insert(
@@ -141,6 +141,40 @@ async fn guard(State(state): State<ConsoleState>, request: Request, next: Next) 
         headers.insert("x-request-id", v);
     }
     response
+}
+
+/// A refusal the router or an extractor made in plain text, or with no body (a form missing a
+/// field, a query read twice, another method), as a console page saying the same; `Allow`
+/// kept. The console's own answers pass as they are.
+async fn as_page(response: Response) -> Response {
+    let plain = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_none_or(|t| t.as_bytes().starts_with(b"text/plain"));
+    let status = response.status();
+    if !status.is_client_error() || !plain {
+        return response;
+    }
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let text = axum::body::to_bytes(response.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let title = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "Method not allowed",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "Not a form",
+        StatusCode::UNPROCESSABLE_ENTITY => "Incomplete form",
+        _ => "Bad request",
+    };
+    let text = match text.trim() {
+        "" => "This address does not take that request: start from /console.".to_owned(),
+        t => format!("{t}: reload the page and try again."),
+    };
+    let mut page = layout::message(status, title, &text);
+    if let Some(allow) = allow {
+        page.headers_mut().insert(header::ALLOW, allow);
+    }
+    page
 }
 
 /// Without ADMIN_TOKEN there is nothing to sign in with: say how to set one.
