@@ -255,6 +255,7 @@ impl Wiring {
             operator: c.admin_token.clone(),
             app: c.admin_app_token.clone(),
             hosts: Access::hosts_for(admin_addr, &c.admin_hosts),
+            wildcard_port: Access::wildcard_port(admin_addr),
         };
         let console_app = console::router(console::ConsoleState {
             admin: state.clone(),

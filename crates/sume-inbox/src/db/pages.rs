@@ -116,9 +116,11 @@ pub struct AuditEntry {
     pub id: i64,
     /// When.
     pub at: DateTime<Utc>,
-    /// Who: `api:operator` (and the caller's X-Actor), `cli:<user>@<host>`.
+    /// Who: `api:operator` (and the caller's X-Actor), `cli:<user>@<host>`, or
+    /// `console:operator (session <first 8 characters of its id>)`.
     pub actor: String,
-    /// `replay_event`, `replay_dead_letters`, `drop_dead_letters`.
+    /// `replay_event`, `replay_dead_letters`, `drop_dead_letters`, or `console_sign_in` (a
+    /// sign-in to the console).
     pub action: String,
     /// On what, and what came of it.
     pub detail: Value,

@@ -197,6 +197,50 @@ async fn a_compressed_write_is_refused_not_misread() {
     }
 }
 
+/// A write is taken whenever its `Content-Type` names JSON as RFC 9110 writes a media type:
+/// any case, parameters after it, spaces around their `;`; any other type is refused 415.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_json_content_type_is_read_as_a_media_type() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    for (i, (content_type, want)) in [
+        ("application/json", 201),
+        ("Application/JSON", 201),
+        ("application/json;charset=utf-8", 201),
+        ("application/json ; charset=utf-8", 201),
+        ("application/json\t;\tcharset=UTF-8", 201),
+        ("application/json;", 201),
+        ("text/plain", 415),
+        ("application/jsonx", 415),
+        ("application/json-patch+json", 415),
+        ("application/x-www-form-urlencoded; application/json", 415),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let job = format!("job_ct_{i}");
+        let r = api
+            .http
+            .post(api.daemon.admin_url("/v1/jobs"))
+            .bearer_auth(APP)
+            .header("content-type", content_type)
+            .body(json!({ "job_id": job }).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), want, "{content_type:?}");
+        let body: Value = r.json().await.unwrap();
+        let stored = job_state(&db, &job).await;
+        if want == 415 {
+            assert_eq!(body["error"]["code"], "unsupported_media_type", "{body}");
+            assert_eq!(stored, None, "{content_type:?}");
+        } else {
+            assert_eq!(stored.as_deref(), Some("open"), "{content_type:?}");
+        }
+    }
+    api.daemon.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     let db = TestDb::new().await;
@@ -740,4 +784,89 @@ async fn an_after_is_checked_for_its_lists_form_and_read_as_a_position() {
         assert!(description.contains("Only its form is checked") || list == "/v1/jobs");
     }
     api.daemon.stop().await;
+}
+
+/// A 401 says the scheme it wants (`WWW-Authenticate`, which RFC 9110 requires of it), and that
+/// the token sent was refused when one was; a request carrying two `Authorization` headers is
+/// refused whichever holds the token, as a proxy in front may have read, or added, the other.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_401_says_bearer_and_two_authorization_headers_are_refused() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let send = |auth: Vec<String>| {
+        let mut req = api.http.get(api.daemon.admin_url("/v1/stats"));
+        for a in auth {
+            req = req.header("authorization", a);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            let challenge = r
+                .headers()
+                .get("www-authenticate")
+                .map(|v| v.to_str().unwrap().to_owned());
+            let body: Value = r.json().await.unwrap_or(Value::Null);
+            (body, challenge)
+        }
+    };
+    let (body, challenge) = send(vec![]).await;
+    assert_eq!(body["error"]["code"], "unauthorized", "{body}");
+    assert_eq!(challenge.as_deref(), Some(r#"Bearer realm="sume-inbox""#));
+    let (body, challenge) = send(vec!["Bearer wrong".into()]).await;
+    assert_eq!(body["error"]["code"], "unauthorized", "{body}");
+    assert_eq!(
+        challenge.as_deref(),
+        Some(r#"Bearer realm="sume-inbox", error="invalid_token""#)
+    );
+    let right = format!("Bearer {OPERATOR}");
+    for two in [
+        vec![right.clone(), "Bearer wrong".into()],
+        vec!["Bearer wrong".into(), right.clone()],
+        vec![right.clone(), right.clone()],
+    ] {
+        let (body, challenge) = send(two.clone()).await;
+        assert_eq!(body["error"]["code"], "unauthorized", "{two:?}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains("carries 2"), "{two:?}: {message}");
+        assert!(challenge.is_some(), "{two:?}");
+    }
+    let (body, challenge) = send(vec![right]).await;
+    assert!(body["open_jobs"].is_number(), "{body}");
+    assert_eq!(challenge, None);
+    api.daemon.stop().await;
+}
+
+/// Bound to a wildcard address with ADMIN_HOSTS naming the proxy's name, the instance still
+/// answers its own addresses on its port (README: the names "besides its own address"): a
+/// scraper reaching it by IP, the CLI on `127.0.0.1` or `localhost`; another name, or its
+/// address on another port, is still refused 421.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_wildcard_address_admin_hosts_adds_names_and_its_own_addresses_still_answer() {
+    let db = TestDb::new().await;
+    let mut c = config(&db.url);
+    c.admin_addr = "0.0.0.0:0".parse().unwrap();
+    c.admin_token = Some(sume_wire::Secret::new(OPERATOR));
+    c.admin_hosts = vec!["admin.internal".into()];
+    let daemon = Daemon::start(c).await;
+    let port = daemon.admin.port();
+    let http = reqwest::Client::new();
+    for (host, want) in [
+        (format!("127.0.0.1:{port}"), 200),
+        (format!("localhost:{port}"), 200),
+        (format!("[::1]:{port}"), 200),
+        (format!("10.1.2.3:{port}"), 200),
+        ("admin.internal".to_owned(), 200),
+        (format!("admin.internal:{port}"), 200),
+        (format!("evil.example:{port}"), 421),
+        (format!("127.0.0.1:{}", port.wrapping_add(1)), 421),
+    ] {
+        let r = http
+            .get(format!("http://127.0.0.1:{port}/v1/stats"))
+            .header("host", &host)
+            .bearer_auth(OPERATOR)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), want, "{host}");
+    }
+    daemon.stop().await;
 }

@@ -507,3 +507,127 @@ async fn a_replay_of_an_unknown_event_from_the_form_is_recorded_as_failed() {
     assert_eq!(detail["result"]["ok"], false);
     console.daemon.stop().await;
 }
+
+/// The console's `Host` check is the admin API's: the authority of an absolute-form target
+/// stands for `Host`, so a foreign one is refused whatever `Host` says, and a request with two
+/// `Host` headers is refused, whichever comes first (a proxy in front may have read the other).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_consoles_host_check_holds_for_an_absolute_target_and_two_host_headers() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    console.sign_in().await;
+    let session = console.session.clone().unwrap();
+    let ours = console.daemon.admin.to_string();
+    let port = console.daemon.admin.port();
+    let cases = [
+        (
+            format!("GET /console/overview HTTP/1.1\r\nhost: {ours}\r\n"),
+            200,
+        ),
+        (
+            format!("GET http://evil.example:{port}/console/overview HTTP/1.1\r\nhost: {ours}\r\n"),
+            421,
+        ),
+        (
+            format!("GET http://{ours}/console/overview HTTP/1.1\r\nhost: evil.example:{port}\r\n"),
+            200,
+        ),
+        (
+            format!(
+                "GET /console/overview HTTP/1.1\r\nhost: {ours}\r\nhost: evil.example:{port}\r\n"
+            ),
+            400,
+        ),
+        (
+            format!(
+                "GET /console/sign-in HTTP/1.1\r\nhost: evil.example:{port}\r\nhost: {ours}\r\n"
+            ),
+            400,
+        ),
+    ];
+    for (head, expected) in cases {
+        let request = format!("{head}cookie: sume_console={session}\r\nconnection: close\r\n\r\n");
+        let mut s = crate::port::open_with(console.daemon.admin, &request).await;
+        let answer = crate::port::read_until_closed(&mut s, std::time::Duration::from_secs(10))
+            .await
+            .expect("the admin port answers and closes");
+        let status: u16 = answer.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        assert_eq!(status, expected, "{head}{answer}");
+        let csp = answer
+            .to_ascii_lowercase()
+            .contains("content-security-policy: default-src 'none'");
+        assert!(csp, "every answer carries the policy: {answer}");
+    }
+    console.daemon.stop().await;
+}
+
+/// The audit log's entries the console writes (a sign-in, a replay) are of the actions and
+/// actors the OpenAPI document lists for `AuditEntry`, as the API's and the CLI's are.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_consoles_audit_entries_are_of_the_actions_and_actors_the_document_lists() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    console.sign_in().await;
+    let (_, _, page) = console.get("/console/dead-letters").await;
+    let csrf = csrf_of(&page);
+    let (s, _) = console
+        .post("/console/dead-letters/replay", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(s, StatusCode::SEE_OTHER);
+    let http = reqwest::Client::new();
+    let get = |path: &str| {
+        http.get(console.daemon.admin_url(path))
+            .bearer_auth(OPERATOR)
+            .send()
+    };
+    let doc: serde_json::Value = get("/v1/openapi.json").await.unwrap().json().await.unwrap();
+    let audit: serde_json::Value = get("/v1/audit").await.unwrap().json().await.unwrap();
+    let schema = &doc["components"]["schemas"]["AuditEntry"]["properties"];
+    let actions = schema["action"]["description"].as_str().unwrap();
+    let actors = schema["actor"]["description"].as_str().unwrap();
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{audit}");
+    for entry in entries {
+        let action = entry["action"].as_str().unwrap();
+        assert!(
+            actions.contains(&format!("`{action}`")),
+            "{action}: {actions}"
+        );
+        let actor = entry["actor"].as_str().unwrap();
+        let kind = actor.split(' ').next().unwrap();
+        assert!(actors.contains(&format!("`{kind}")), "{actor}: {actors}");
+    }
+    console.daemon.stop().await;
+}
+
+/// What the router or a form's reading refuses (a form missing its field, a query naming one
+/// twice, another method) is answered as a console page with its status, not as plain text.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_form_query_or_method_is_answered_as_a_page() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    console.sign_in().await;
+    let (_, _, page) = console.get("/console/dead-letters").await;
+    let csrf = csrf_of(&page);
+    let html = |h: &HeaderMap| {
+        h.get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .starts_with("text/html")
+    };
+    let (s, h) = console
+        .post("/console/dead-letters/drop", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(html(&h), "{h:?}");
+    let (s, h, body) = console.get("/console/jobs?q=a&q=b").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(html(&h), "{h:?}");
+    assert!(body.contains("duplicate field"), "{body}");
+    let (s, h) = console.post("/console/overview", &[("csrf", &csrf)]).await;
+    assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(html(&h), "{h:?}");
+    assert!(h.contains_key("allow"), "{h:?}");
+    assert!(h.contains_key(CONTENT_SECURITY_POLICY), "{h:?}");
+    console.daemon.stop().await;
+}

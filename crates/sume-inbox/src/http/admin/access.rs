@@ -11,14 +11,16 @@
 //!    [`super::MAX_WRITE_BYTES`] is refused at once, its body left unread and its connection
 //!    closed;
 //! 4. the token and its scope: with ADMIN_TOKEN set, the operator's token opens every route,
-//!    ADMIN_APP_TOKEN only the application's (register, read, wait, the feed).
+//!    ADMIN_APP_TOKEN only the application's (register, read, wait, the feed); a request
+//!    without the one `Authorization` header holding either is answered 401 with
+//!    `WWW-Authenticate: Bearer`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rand::Rng;
@@ -66,6 +68,9 @@ pub struct Access {
     pub app: Option<Secret>,
     /// Accepted `Host` values (lower case, with port); `None`: any (a wildcard address).
     pub hosts: Option<Vec<String>>,
+    /// Bound to a wildcard address, its port ([`Access::wildcard_port`]): an IP address or
+    /// `localhost` on it names this instance, whatever `hosts` lists.
+    pub wildcard_port: Option<u16>,
 }
 
 impl Access {
@@ -92,20 +97,52 @@ impl Access {
         Some(hosts)
     }
 
-    /// Whether a request with this `Host` header is answered (see [`Access::hosts_for`]).
+    /// The port of a daemon bound at `bound`, when that is a wildcard address (`0.0.0.0`, `[::]`):
+    /// then every address of the machine is the admin address itself, so a `Host` naming one
+    /// of them (or `localhost`) on this port is answered even when ADMIN_HOSTS narrows the
+    /// names (a scraper reaching a pod by its IP, the CLI on `127.0.0.1`). No DNS rebinding
+    /// can send such a `Host`: a rebinding page is reached under a name of its own.
+    pub fn wildcard_port(bound: SocketAddr) -> Option<u16> {
+        bound.ip().is_unspecified().then_some(bound.port())
+    }
+
+    /// Whether a request with this `Host` header is answered (see [`Access::hosts_for`] and
+    /// [`Access::wildcard_port`]).
     pub fn host_allowed(&self, host: Option<&str>) -> bool {
         let host = host.unwrap_or("").to_ascii_lowercase();
-        self.hosts
+        let own = self.wildcard_port.is_some_and(|port| {
+            host == format!("localhost:{port}")
+                || host.parse::<SocketAddr>().is_ok_and(|a| a.port() == port)
+        });
+        own || self
+            .hosts
             .as_ref()
             .is_none_or(|hosts| hosts.contains(&host))
     }
 
-    /// The scope of this `Authorization` header's token, or why it has none.
-    fn scope(&self, authorization: Option<&str>) -> Result<Scope, ApiError> {
+    /// The scope of the token of the request's `Authorization` header, or why it has none. A
+    /// request carrying several is refused, whatever they hold: which one a proxy in front
+    /// read, or added, is anyone's guess.
+    fn scope(&self, headers: &HeaderMap) -> Result<Scope, ApiError> {
         let Some(operator) = &self.operator else {
             return Ok(Scope::Operator);
         };
-        let given = authorization.and_then(bearer_token);
+        let all: Vec<&HeaderValue> = headers.get_all(header::AUTHORIZATION).iter().collect();
+        if all.len() > 1 {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                format!(
+                    "a request carries one Authorization header, this one carries {}: send \
+                     one, Bearer and the token",
+                    all.len()
+                ),
+            ));
+        }
+        let given = all
+            .first()
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer_token);
         match given {
             Some(t) if same_secret(t, operator.expose()) => Ok(Scope::Operator),
             Some(t)
@@ -175,7 +212,7 @@ pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Ne
                         request.extensions_mut().insert(scope);
                         next.run(request).await
                     }
-                    Err(e) => refused(e),
+                    Err(e) => refused(e, &request),
                 }
             }
             .instrument(span),
@@ -193,17 +230,36 @@ pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Ne
 
 /// A refusal made from the head alone. One for a body too large to read leaves that body on
 /// the wire: the connection cannot carry another request, so it closes after the answer and
-/// says so, lest the client send its next request on it.
-fn refused(e: ApiError) -> Response {
+/// says so, lest the client send its next request on it. A 401 says the scheme it wants
+/// (`WWW-Authenticate`, which RFC 9110 requires of it), and that the token given was refused
+/// when one was (RFC 6750's `invalid_token`).
+fn refused(e: ApiError, request: &Request) -> Response {
     let unread = e.status == StatusCode::PAYLOAD_TOO_LARGE;
+    let challenge = (e.status == StatusCode::UNAUTHORIZED).then(|| {
+        if request.headers().contains_key(header::AUTHORIZATION) {
+            HeaderValue::from_static(WRONG_TOKEN_CHALLENGE)
+        } else {
+            HeaderValue::from_static(CHALLENGE)
+        }
+    });
     let mut answer = e.into_response();
     if unread {
         answer
             .headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
+    if let Some(challenge) = challenge {
+        answer
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
+    }
     answer
 }
+
+/// `WWW-Authenticate` of a 401 to a request without a token.
+pub const CHALLENGE: &str = r#"Bearer realm="sume-inbox""#;
+/// `WWW-Authenticate` of a 401 to a request whose token was refused.
+pub const WRONG_TOKEN_CHALLENGE: &str = r#"Bearer realm="sume-inbox", error="invalid_token""#;
 
 /// Webhooks sent to the admin port are logged at most this often.
 static MISROUTED_LOG: crate::process::log_budget::LogBudget =
@@ -232,22 +288,11 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
             "this is the admin API: Sume's webhooks go to POST /webhooks/sume on LISTEN_ADDR",
         ));
     }
-    let host = host(request)?;
-    if !access.host_allowed(host) {
-        let host = host.unwrap_or("").to_ascii_lowercase();
-        return Err(ApiError::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            "unknown_host",
-            format!("Host {host:?} is not this admin API's address (see ADMIN_HOSTS)"),
-        ));
-    }
-    let scope = access.scope(header(header::AUTHORIZATION))?;
+    host_check(access, request)?;
+    let scope = access.scope(request.headers())?;
     // Every write of the API is a POST; another method is the router's 405, whatever its body.
     let write = request.method() == Method::POST;
-    let json = header(header::CONTENT_TYPE).is_some_and(|t| {
-        let t = t.to_ascii_lowercase();
-        t == "application/json" || t.starts_with("application/json;")
-    });
+    let json = header(header::CONTENT_TYPE).is_some_and(is_json);
     if write && !json {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -275,6 +320,30 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
         ));
     }
     Ok(scope)
+}
+
+/// The `Host` check of the admin API and the console alike: the host the request names
+/// ([`host`]) must be one [`Access::host_allowed`] takes (`421 unknown_host`), and a request
+/// naming two is refused (`400 invalid_host`).
+pub(crate) fn host_check(access: &Access, request: &Request) -> Result<(), ApiError> {
+    let host = host(request)?;
+    if !access.host_allowed(host) {
+        let host = host.unwrap_or("").to_ascii_lowercase();
+        return Err(ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "unknown_host",
+            format!("Host {host:?} is not this admin API's address (see ADMIN_HOSTS)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a `Content-Type` names JSON: its type and subtype `application/json`, in any case,
+/// whatever parameters follow, with the spaces RFC 9110 allows around their `;`
+/// (`application/json ; charset=utf-8`).
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
 }
 
 /// The host a request names, for the `Host` check: the authority of an absolute-form target
@@ -313,34 +382,5 @@ pub async fn operator_only(request: Request, next: Next) -> Response {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bearer_scheme_is_read_in_any_case() {
-        for header in ["Bearer t0k", "bearer t0k", "BEARER  t0k ", " Bearer t0k"] {
-            assert_eq!(bearer_token(header), Some("t0k"), "{header:?}");
-        }
-        for header in ["Basic t0k", "Bearer", "Bearer ", "Bearert0k", "t0k", ""] {
-            assert_eq!(bearer_token(header), None, "{header:?}");
-        }
-    }
-
-    #[test]
-    fn hosts_are_the_address_localhost_and_the_named_ones() {
-        let lo: SocketAddr = "127.0.0.1:9090".parse().unwrap();
-        let hosts = Access::hosts_for(lo, &["admin.internal".into()]).unwrap();
-        for h in [
-            "127.0.0.1:9090",
-            "localhost:9090",
-            "[::1]:9090",
-            "admin.internal:9090",
-        ] {
-            assert!(hosts.contains(&h.to_owned()), "{h}");
-        }
-        assert!(!hosts.contains(&"evil.example:9090".to_owned()));
-        let any: SocketAddr = "0.0.0.0:9090".parse().unwrap();
-        assert_eq!(Access::hosts_for(any, &[]), None);
-        assert!(Access::hosts_for(any, &["a.b".into()]).is_some());
-    }
-}
+#[path = "access_tests.rs"]
+mod tests;

@@ -192,13 +192,14 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
         );
     }
     op.security = Some(schemes);
-    let mut errors = vec![
-        ("401", "No token, or a wrong one (`unauthorized`)"),
-        (
-            "421",
-            "The Host is not the admin address nor one of ADMIN_HOSTS (`unknown_host`)",
-        ),
-    ];
+    op.responses
+        .responses
+        .entry("401".to_owned())
+        .or_insert_with(unauthorized);
+    let mut errors = vec![(
+        "421",
+        "The Host is not the admin address nor one of ADMIN_HOSTS (`unknown_host`)",
+    )];
     if operator {
         errors.push((
             "403",
@@ -243,6 +244,21 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
         op.responses.responses.insert(status.to_owned(), answer);
     }
     refused_before_the_route(op, path);
+}
+
+/// The 401 of every route, with the challenge RFC 9110 requires of it.
+fn unauthorized() -> RefOr<oa::Response> {
+    let challenge = HeaderBuilder::new()
+        .schema(ObjectBuilder::new().schema_type(Type::String))
+        .description(Some(
+            "`Bearer realm=\"sume-inbox\"`, with `error=\"invalid_token\"` when a token was \
+             sent",
+        ))
+        .build();
+    error_response("No token, a wrong one, or more than one Authorization header (`unauthorized`)")
+        .header("WWW-Authenticate", challenge)
+        .build()
+        .into()
 }
 
 /// The 400s every route can give before its own checks: more than one Host header, and (on

@@ -3,7 +3,7 @@
 //! ADMIN_TOKEN is set; otherwise every console address answers a page saying how to set it.
 //!
 //! What guards it, outermost first (`guard`): a request id, the same `Host` check as the admin
-//! API, and on every answer a strict Content-Security-Policy (nothing but this origin's
+//! API (the one function), and on every answer a strict Content-Security-Policy (nothing but this origin's
 //! stylesheet and images, no script, no frame). Signing in ([`sessions`]) exchanges the token for
 //! a server-side session; every form that changes something carries the session's CSRF token.
 //! The pages live in `list_pages.rs` (overview, inbox, set aside and orphans, dead letters; the
@@ -32,7 +32,7 @@ mod list_pages;
 mod reads_view;
 pub mod sessions;
 
-use super::admin::access::{request_id, REQUEST_ID};
+use super::admin::access::{host_check, request_id, REQUEST_ID};
 use super::admin::{Access, AdminState};
 use sessions::Sessions;
 
@@ -100,20 +100,25 @@ async fn no_such_page() -> Response {
 /// A request id, the `Host` check, ADMIN_TOKEN, and the security headers on every answer.
 async fn guard(State(state): State<ConsoleState>, request: Request, next: Next) -> Response {
     let id = request_id(&request);
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok());
-    let mut response = if !state.access.host_allowed(host) {
-        layout::message(
-            StatusCode::MISDIRECTED_REQUEST,
-            "Unknown host",
-            "This Host is not the console's address (see ADMIN_HOSTS).",
-        )
+    // The admin API's own check: an absolute-form target's host stands for `Host`, and a
+    // request naming two hosts is refused.
+    let host = host_check(&state.access, &request);
+    let mut response = if let Err(e) = host {
+        let (title, text) = match e.status {
+            StatusCode::MISDIRECTED_REQUEST => (
+                "Unknown host",
+                "This Host is not the console's address (see ADMIN_HOSTS).",
+            ),
+            _ => (
+                "Two hosts",
+                "This request names more than one Host: send one, naming the console's address.",
+            ),
+        };
+        layout::message(e.status, title, text)
     } else if state.access.operator.is_none() {
         not_configured()
     } else {
-        REQUEST_ID.scope(id.clone(), next.run(request)).await
+        as_page(REQUEST_ID.scope(id.clone(), next.run(request)).await).await
     };
     let headers = response.headers_mut();
     headers.insert(
@@ -136,6 +141,40 @@ async fn guard(State(state): State<ConsoleState>, request: Request, next: Next) 
         headers.insert("x-request-id", v);
     }
     response
+}
+
+/// A refusal the router or an extractor made in plain text, or with no body (a form missing a
+/// field, a query read twice, another method), as a console page saying the same; `Allow`
+/// kept. The console's own answers pass as they are.
+async fn as_page(response: Response) -> Response {
+    let plain = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_none_or(|t| t.as_bytes().starts_with(b"text/plain"));
+    let status = response.status();
+    if !status.is_client_error() || !plain {
+        return response;
+    }
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let text = axum::body::to_bytes(response.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let title = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "Method not allowed",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "Not a form",
+        StatusCode::UNPROCESSABLE_ENTITY => "Incomplete form",
+        _ => "Bad request",
+    };
+    let text = match text.trim() {
+        "" => "This address does not take that request: start from /console.".to_owned(),
+        t => format!("{t}: reload the page and try again."),
+    };
+    let mut page = layout::message(status, title, &text);
+    if let Some(allow) = allow {
+        page.headers_mut().insert(header::ALLOW, allow);
+    }
+    page
 }
 
 /// Without ADMIN_TOKEN there is nothing to sign in with: say how to set one.
