@@ -87,7 +87,8 @@ pub fn parse_event(body: &[u8]) -> Result<ParsedEvent, ParseError> {
 }
 
 /// Drops what a database cannot store as text or jsonb (a NUL character, `\u0000`): such a
-/// status, type or result is treated as absent; the raw body keeps everything. So is a result
+/// status, type or result is treated as absent (so is a blank status beside a type that names
+/// one); the raw body keeps everything. So is a result
 /// that `jsonb` refuses or that could not be read back ([`crate::readable`]: nested too deep, a
 /// number past `f64`, or with more digits after the point than `numeric` holds). A result's lone
 /// surrogates (`\udfff`, which `jsonb` refuses too) are mended into U+FFFD instead
@@ -100,6 +101,12 @@ fn storable(mut p: ParsedEvent) -> ParsedEvent {
     if p.status.as_ref().is_some_and(has_nul) {
         // As for a body with no status: the type's (`job.completed`), when it has one.
         p.status = p.event_type.as_deref().and_then(status_of_type);
+    } else if p.status.as_ref().is_some_and(|s| s.trim().is_empty()) {
+        // A blank status (`""`, spaces) says nothing: the type's, when it names one (the
+        // dedupe key is the type's then, so it is the same as before); without, kept as sent.
+        if let Some(status) = p.event_type.as_deref().and_then(status_of_type) {
+            p.status = Some(status);
+        }
     }
     p.result = p.result.and_then(kept_result);
     p

@@ -113,6 +113,31 @@ fn nul_characters_never_reach_the_database() {
     assert!(parse_event(br#"{"job_id":"j\u0000"}"#).is_err());
 }
 
+/// `{"event":"job.completed","status":""}` stored the status `""`, which closes nothing, so the
+/// job waited for a poll; a blank status is read from the type, as a missing one is.
+#[test]
+fn a_blank_status_is_read_from_the_type() {
+    for status in ["", "  ", "\\t"] {
+        let body = format!(
+            r#"{{"event":"job.completed","job_id":"job_b","status":"{status}","result":{{"a":1}}}}"#
+        );
+        let e = parse_event(body.as_bytes()).unwrap();
+        assert_eq!(e.status.as_deref(), Some("completed"), "{body}");
+        assert_eq!(dedupe_key(&e), "job_b/job.completed");
+        let envelope = format!(
+            r#"{{"id":"evt_b","type":"job.failed","data":{{"object":{{"id":"job_b","status":"{status}"}}}}}}"#
+        );
+        let e = parse_event(envelope.as_bytes()).unwrap();
+        assert_eq!(e.status.as_deref(), Some("failed"), "{envelope}");
+    }
+    // No type to read it from: kept as sent (and its key as before).
+    let e = parse_event(br#"{"job_id":"job_b","status":""}"#).unwrap();
+    assert_eq!(e.status.as_deref(), Some(""));
+    // A type that names no status leaves it too.
+    let e = parse_event(br#"{"event":"ping","job_id":"job_b","status":" "}"#).unwrap();
+    assert_eq!(e.status.as_deref(), Some(" "));
+}
+
 #[test]
 fn the_dedupe_key_comes_from_the_signed_body_only() {
     let envelope = br#"{"id":"evt_b","type":"job.completed","data":{"object":{"id":"j"}}}"#;
