@@ -239,9 +239,12 @@ pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), 
     for id in ids {
         super::check_id("a dead letter's id", id, MAX_EVENT_ID_LEN)?;
     }
+    // An id named twice is dropped, said and counted once.
+    let mut seen = std::collections::HashSet::new();
+    let ids: Vec<String> = ids.iter().filter(|i| seen.insert(*i)).cloned().collect();
     let dropped = open(admin.settings.values())
         .await?
-        .drop_dead_letters(ids)
+        .drop_dead_letters(&ids)
         .await?;
     let missing: Vec<&String> = ids.iter().filter(|id| !dropped.contains(id)).collect();
     super::print(&render::render_dropped(&dropped, &missing, admin.json))?;

@@ -702,6 +702,28 @@ async fn orphans_are_paged_by_the_key_of_their_check(api: &Api, db: &TestDb) {
     assert_eq!(seen, ["job_o1", "job_o2", "job_o3"]);
 }
 
+/// `{"ids":["dl_a","dl_a"]}` listed `dl_a` twice in `not_found` and in the audit entry: an id
+/// named twice is dropped once and said once, in the order first named.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_id_named_twice_in_a_drop_is_said_once() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let (s, body) = api
+        .post(
+            "/v1/dead-letters/drop",
+            json!({"ids": ["dl_a", "dl_b", "dl_a"]}),
+        )
+        .await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body, json!({"dropped": [], "not_found": ["dl_a", "dl_b"]}));
+    let (_, audit) = api.get("/v1/audit?limit=1", OPERATOR).await;
+    assert_eq!(
+        audit["entries"][0]["detail"]["not_found"],
+        json!(["dl_a", "dl_b"]),
+        "{audit}"
+    );
+}
+
 /// `dead-letters drop` of a 20,000-byte id through the API kept the whole id in
 /// `sume.audit_log`: no dead letter's id is longer than an event's longest, so a longer one is
 /// refused before anything is recorded, and the longest still reads.

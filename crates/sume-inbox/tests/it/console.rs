@@ -478,6 +478,42 @@ async fn a_nul_character_is_never_taken_for_a_database_down() {
     console.daemon.stop().await;
 }
 
+/// An id longer than any stored id (511 bytes) in the drop and replay forms names nothing:
+/// answered 404 before any statement, and not kept whole in the audit log (the admin API
+/// refuses such ids too), where the drop form's audit entry held a megabyte of it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_id_longer_than_any_stored_one_in_a_form_names_nothing_and_is_not_audited() {
+    let db = TestDb::new().await;
+    let mut console = Console::start(&db, Some(OPERATOR)).await;
+    console.sign_in().await;
+    let (_, _, page) = console.get("/console/dead-letters").await;
+    let csrf = csrf_of(&page);
+    let long = "d".repeat(100_000);
+    for (path, field) in [
+        ("/console/dead-letters/drop", "id"),
+        ("/console/set-aside/replay", "event_id"),
+    ] {
+        let (s, _) = console
+            .post(path, &[("csrf", csrf.as_str()), (field, long.as_str())])
+            .await;
+        assert_eq!(s, 404, "{path}");
+    }
+    let (audited,): (i64,) = {
+        let row = db
+            .client()
+            .await
+            .query_one(
+                "select count(*) from sume.audit_log where action in ('drop_dead_letters', 'replay_event')",
+                &[],
+            )
+            .await
+            .unwrap();
+        (row.get(0),)
+    };
+    assert_eq!(audited, 0);
+    console.daemon.stop().await;
+}
+
 /// The set-aside replay form on an event that does not exist answers 404 and, as the admin
 /// API's `POST /v1/events/{id}/replay` and `sume-inbox replay` do, records `replay_event` with
 /// `"ok": false` in the audit log (it recorded nothing).

@@ -226,6 +226,11 @@ async fn an_operator_drops_dead_letters_nobody_wants() {
         "{out}{err}"
     );
     assert!(err.contains("1 of 1 ids name no dead letter"), "{err}");
+    // An id named twice is said and counted once (it was "2 of 2", listed twice).
+    let (ok, out, err) = admin(&db, &["dead-letters", "drop", "dl_unwanted", "dl_unwanted"]);
+    assert!(!ok);
+    assert_eq!(out.matches("dl_unwanted").count(), 1, "{out}");
+    assert!(err.contains("1 of 1 ids name no dead letter"), "{err}");
     let left: Vec<String> = c
         .query("select dead_letter_id from sume.dead_letters", &[])
         .await

@@ -214,6 +214,10 @@ pub(super) async fn drop_dead_letters(
         )
         .into_response();
     }
+    // An id named twice is dropped once, and said once in the answer and the audit entry.
+    let mut ids = ids;
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|i| seen.insert(i.clone()));
     let dropped = match state.store.dead_letters_drop(&ids).await {
         Ok(d) => d,
         Err(e) => return unavailable("dropping dead letters failed", &e),

@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
+use sume_wire::event::MAX_EVENT_ID_LEN;
 
 use super::list_pages::urlencode;
 use super::sessions::{actor, audit, require_csrf, unrecorded};
@@ -32,13 +33,22 @@ fn failed(what: &str, e: &crate::db::DbError) -> Response {
     )
 }
 
-/// An id [`crate::db::text_can_hold`] refuses names nothing (nor could the audit entry name it).
-fn no_nul(title: &str) -> Response {
-    layout::message(
-        StatusCode::NOT_FOUND,
-        title,
-        "No id holds a NUL character (%00).",
-    )
+/// A 404 page for an id no row can have: one holding a NUL character
+/// ([`crate::db::text_can_hold`] refuses it) or longer than any stored id
+/// ([`MAX_EVENT_ID_LEN`] bytes, as the admin API refuses). Answered before any statement and
+/// not audited, so the audit log never keeps such an id (a megabyte of it) whole.
+fn names_nothing(title: &str, id: &str) -> Option<Response> {
+    let why = if !crate::db::text_can_hold(id) {
+        "No id holds a NUL character (%00).".to_owned()
+    } else if id.len() > MAX_EVENT_ID_LEN {
+        format!(
+            "No id is longer than {MAX_EVENT_ID_LEN} bytes (this one is {}).",
+            id.len()
+        )
+    } else {
+        return None;
+    };
+    Some(layout::message(StatusCode::NOT_FOUND, title, &why))
 }
 
 /// `POST /console/dead-letters/replay`: every dead letter not replayed yet, read again.
@@ -82,8 +92,8 @@ pub async fn drop(
         Ok(o) => o,
         Err(r) => return *r,
     };
-    if !crate::db::text_can_hold(&f.id) {
-        return no_nul("No such dead letter");
+    if let Some(page) = names_nothing("No such dead letter", &f.id) {
+        return page;
     }
     let ids = vec![f.id];
     let dropped = match state.admin.store.dead_letters_drop(&ids).await {
@@ -118,8 +128,8 @@ pub async fn replay_event(
         Ok(o) => o,
         Err(r) => return *r,
     };
-    if !crate::db::text_can_hold(&f.event_id) {
-        return no_nul("No such event");
+    if let Some(page) = names_nothing("No such event", &f.event_id) {
+        return page;
     }
     // Audited found or not, as the admin API and `sume-inbox replay` do.
     let (store, secrets) = (&state.admin.store, &state.admin.secrets);
