@@ -702,6 +702,35 @@ async fn orphans_are_paged_by_the_key_of_their_check(api: &Api, db: &TestDb) {
     assert_eq!(seen, ["job_o1", "job_o2", "job_o3"]);
 }
 
+/// A write whose body starts with a UTF-8 byte order mark (a file saved by an editor that
+/// writes one, sent with `curl -d @file`) was refused 400 "expected value at line 1 column 1";
+/// the mark is passed over, as RFC 8259 allows, and what follows is read as ever.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_byte_order_mark_before_a_writes_json_is_passed_over() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let send = |body: Vec<u8>| {
+        api.http
+            .post(api.daemon.admin_url("/v1/jobs"))
+            .bearer_auth(APP)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let mut body = b"\xEF\xBB\xBF".to_vec();
+    body.extend_from_slice(br#"{"job_id":"job_bom"}"#);
+    let r = send(body).await.unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(job_state(&db, "job_bom").await.as_deref(), Some("open"));
+    // Only the mark: what follows must still be an object.
+    let mut body = b"\xEF\xBB\xBF".to_vec();
+    body.extend_from_slice(br#"["job_bom2"]"#);
+    let r = send(body).await.unwrap();
+    assert_eq!(r.status(), 422);
+    assert_eq!(job_state(&db, "job_bom2").await, None);
+    api.daemon.stop().await;
+}
+
 /// `{"ids":["dl_a","dl_a"]}` listed `dl_a` twice in `not_found` and in the audit entry: an id
 /// named twice is dropped once and said once, in the order first named.
 #[tokio::test(flavor = "multi_thread")]

@@ -134,7 +134,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
 /// but no object (an array, which serde would read into `T`'s fields by position; a string, a
 /// number, `null`) is refused 422 `invalid_body`, as a body not of `T`'s shape is. A body that
 /// is not JSON is 400 and one over [`MAX_WRITE_BYTES`] 413, both `invalid_body`, as axum's
-/// `Json` answers them. (That a write says `Content-Type: application/json` is
+/// `Json` answers them; a UTF-8 byte order mark before it is passed over. (That a write says `Content-Type: application/json` is
 /// [`access::guard`]'s check, made before any route.)
 pub(super) struct JsonBody<T>(pub T);
 
@@ -146,13 +146,16 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for JsonBody
         let bytes = Bytes::from_request(request, state)
             .await
             .map_err(|e| invalid(e.status(), e.body_text()))?;
-        if let Some(kind) = json_but_no_object(&bytes) {
+        // A UTF-8 byte order mark before the text (what some editors and shells write at the
+        // start of a file) is passed over, as RFC 8259 allows, instead of refused 400.
+        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+        if let Some(kind) = json_but_no_object(bytes) {
             return Err(invalid(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 format!("the body must be a JSON object ({{...}}), not {kind}"),
             ));
         }
-        match Json::<T>::from_bytes(&bytes) {
+        match Json::<T>::from_bytes(bytes) {
             Ok(Json(body)) => Ok(JsonBody(body)),
             Err(e) => Err(invalid(e.status(), e.body_text())),
         }
