@@ -478,6 +478,48 @@ async fn a_nul_character_is_never_taken_for_a_database_down() {
     console.daemon.stop().await;
 }
 
+/// Behind a TLS proxy (`X-Forwarded-Proto: https`, `Forwarded: proto=https`) the console's
+/// cookies had no `Secure`, so a browser would send the session over plain HTTP to the same
+/// host; they are `Secure` there now, and without such a proxy as before (the daemon speaks
+/// plain HTTP, where a browser refuses a `Secure` cookie).
+#[tokio::test(flavor = "multi_thread")]
+async fn behind_a_tls_proxy_the_consoles_cookies_are_secure() {
+    let db = TestDb::new().await;
+    let console = Console::start(&db, Some(OPERATOR)).await;
+    let through = |name: &'static str, value: &'static str| {
+        let mut headers = HeaderMap::new();
+        headers.insert(name, value.parse().unwrap());
+        reqwest::Client::builder()
+            .redirect(Policy::none())
+            .default_headers(headers)
+            .build()
+            .unwrap()
+    };
+    for (http, secure) in [
+        (through("x-forwarded-proto", "https"), true),
+        (
+            through("forwarded", "for=10.0.0.1;proto=https, proto=http"),
+            true,
+        ),
+        (through("x-forwarded-proto", "http"), false),
+        (console.http.clone(), false),
+    ] {
+        let r = http
+            .get(console.daemon.admin_url("/console/sign-in"))
+            .send()
+            .await
+            .unwrap();
+        let pre = set_cookie(r.headers(), "sume_console_pre").expect("nonce cookie");
+        assert_eq!(pre.ends_with("; Secure"), secure, "{pre}");
+        let (s, h) = console.try_sign_in_with(&http, OPERATOR).await;
+        assert_eq!(s, StatusCode::SEE_OTHER);
+        let session = set_cookie(&h, "sume_console").expect("session cookie");
+        assert_eq!(session.ends_with("; Secure"), secure, "{session}");
+        assert!(session.contains("HttpOnly; SameSite=Strict"), "{session}");
+    }
+    console.daemon.stop().await;
+}
+
 /// An id longer than any stored id (511 bytes) in the drop and replay forms names nothing:
 /// answered 404 before any statement, and not kept whole in the audit log (the admin API
 /// refuses such ids too), where the drop form's audit entry held a megabyte of it.

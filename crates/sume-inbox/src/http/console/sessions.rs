@@ -1,7 +1,9 @@
 //! Signing in to the console: the operator's token (ADMIN_TOKEN) is exchanged for a session
 //! held in this instance's memory. The cookie holds only a random session id (`HttpOnly`,
 //! `SameSite=Strict`, path `/console`), never the token; each session has its own CSRF token,
-//! which every state-changing form carries. The sign-in form itself is protected by a signed
+//! which every state-changing form carries. Behind a proxy that says its client spoke HTTPS
+//! (`X-Forwarded-Proto: https`, `Forwarded: proto=https`), the cookies are also `Secure`, so
+//! a browser never sends them over plain HTTP to the same host. The sign-in form itself is protected by a signed
 //! double submit (a random nonce in a short cookie, its keyed digest in the form). A post
 //! whose nonce does not check out is answered with a fresh form and counts for nothing; wrong
 //! tokens are limited per client address ([`SIGN_IN_LIMIT`] a minute, [`super::attempts`]).
@@ -194,11 +196,42 @@ pub fn unrecorded(e: &crate::db::DbError) -> Response {
 }
 
 /// `GET /console/sign-in`: the form, with a fresh nonce.
-pub async fn sign_in_form(State(state): State<ConsoleState>) -> Response {
-    form(&state, StatusCode::OK, None)
+pub async fn sign_in_form(State(state): State<ConsoleState>, headers: HeaderMap) -> Response {
+    form(&state, &headers, StatusCode::OK, None)
 }
 
-fn form(state: &ConsoleState, status: StatusCode, error: Option<&str>) -> Response {
+/// `; Secure` when the request came through a proxy that says its client spoke HTTPS: the
+/// first entry of `X-Forwarded-Proto` is `https`, or the first element of `Forwarded` has
+/// `proto=https` (RFC 7239). The daemon itself speaks plain HTTP, where a browser would refuse
+/// a `Secure` cookie, so nothing else sets it; a proxy that says so falsely only stops its own
+/// sign-in.
+fn secure(headers: &HeaderMap) -> &'static str {
+    let first = |name: &str, sep: char| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(sep).next())
+            .map(|v| v.trim().to_ascii_lowercase())
+    };
+    let forwarded_proto = first("x-forwarded-proto", ',').is_some_and(|p| p == "https");
+    let forwarded = first("forwarded", ',').is_some_and(|element| {
+        element
+            .split(';')
+            .any(|pair| pair.trim().replace('"', "") == "proto=https")
+    });
+    if forwarded_proto || forwarded {
+        "; Secure"
+    } else {
+        ""
+    }
+}
+
+fn form(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+    status: StatusCode,
+    error: Option<&str>,
+) -> Response {
     let nonce = hex::encode(random_bytes());
     let body = html! {
         @if let Some(e) = error { p.bad { (e) } }
@@ -210,7 +243,10 @@ fn form(state: &ConsoleState, status: StatusCode, error: Option<&str>) -> Respon
         }
     };
     let mut r = layout::bare(status, "Sign in", body);
-    let c = format!("{PRE_COOKIE}={nonce}; Path=/console; HttpOnly; SameSite=Strict; Max-Age=900");
+    let c = format!(
+        "{PRE_COOKIE}={nonce}; Path=/console; HttpOnly; SameSite=Strict; Max-Age=900{}",
+        secure(headers)
+    );
     if let Ok(v) = c.parse() {
         r.headers_mut().append(header::SET_COOKIE, v);
     }
@@ -239,6 +275,7 @@ pub async fn sign_in(
     if !nonce_ok {
         return form(
             &state,
+            &headers,
             StatusCode::FORBIDDEN,
             Some(
                 "The form expired, or was sent to another instance than the one that showed \
@@ -250,6 +287,7 @@ pub async fn sign_in(
     if state.sessions.wrong.spent(client) {
         let mut r = form(
             &state,
+            &headers,
             StatusCode::TOO_MANY_REQUESTS,
             Some("Too many wrong tokens from this address: wait a minute."),
         );
@@ -268,7 +306,12 @@ pub async fn sign_in(
     if !right {
         state.sessions.wrong.count(client);
         tracing::warn!(%client, "console sign-in refused: wrong token");
-        return form(&state, StatusCode::UNAUTHORIZED, Some("Wrong token."));
+        return form(
+            &state,
+            &headers,
+            StatusCode::UNAUTHORIZED,
+            Some("Wrong token."),
+        );
     }
     let (id, operator) = state.sessions.open();
     if let Err(r) = audit(&state, &operator, "console_sign_in", serde_json::json!({})).await {
@@ -276,7 +319,10 @@ pub async fn sign_in(
         return r;
     }
     let mut r = Redirect::to("/console/overview").into_response();
-    let c = format!("{COOKIE}={id}; Path=/console; HttpOnly; SameSite=Strict");
+    let c = format!(
+        "{COOKIE}={id}; Path=/console; HttpOnly; SameSite=Strict{}",
+        secure(&headers)
+    );
     if let Ok(v) = c.parse() {
         r.headers_mut().append(header::SET_COOKIE, v);
     }
@@ -304,7 +350,10 @@ pub async fn sign_out(
         state.sessions.close(id);
     }
     let mut r = Redirect::to("/console/sign-in").into_response();
-    let c = format!("{COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0");
+    let c = format!(
+        "{COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0{}",
+        secure(&headers)
+    );
     if let Ok(v) = c.parse() {
         r.headers_mut().append(header::SET_COOKIE, v);
     }
