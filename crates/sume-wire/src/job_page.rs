@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::shown::cut_chars;
 use crate::status_client::read_json;
 use crate::JobObject;
 
@@ -57,9 +58,7 @@ impl From<RawPage> for JobPage {
                 None => {
                     page.unread += 1;
                     page.unread_example.get_or_insert_with(|| {
-                        let text = entry.get();
-                        let cut: String = text.chars().take(SHOWN_ENTRY_CHARS).collect();
-                        let more = if cut.len() < text.len() { "..." } else { "" };
+                        let (cut, more) = cut_chars(entry.get(), SHOWN_ENTRY_CHARS);
                         format!("{cut}{more}")
                     });
                 }

@@ -16,6 +16,8 @@ mod job_page;
 pub mod json_text;
 pub mod readable;
 pub mod secret;
+#[cfg(feature = "client")]
+mod shown;
 pub mod signature;
 pub mod status;
 #[cfg(feature = "client")]

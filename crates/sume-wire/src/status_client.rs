@@ -15,6 +15,7 @@ use std::time::Duration;
 use http::StatusCode;
 use thiserror::Error;
 
+use crate::shown::cut_chars;
 use crate::{mend_lone_surrogates, RateLimit, Secret, StatusOutcome, StatusReply};
 
 /// The most of an answer's body read: a job object or an error envelope is a few KiB, so
@@ -316,9 +317,9 @@ struct Answered {
 /// one (a front's, or an envelope's `request_id` of a megabyte) is cut at [`MAX_SHOWN_CHARS`],
 /// so no answer makes every line that quotes it that long.
 fn shown_request_id(id: String) -> String {
-    match id.char_indices().nth(MAX_SHOWN_CHARS) {
-        Some((at, _)) => format!("{}...", &id[..at]),
-        None => id,
+    match cut_chars(&id, MAX_SHOWN_CHARS) {
+        (_, "") => id,
+        (cut, more) => format!("{cut}{more}"),
     }
 }
 
@@ -326,8 +327,7 @@ fn shown_request_id(id: String) -> String {
 fn redirected(status: StatusCode, location: Option<&http::HeaderValue>) -> String {
     match location.map(|v| String::from_utf8_lossy(v.as_bytes())) {
         Some(l) => {
-            let cut: String = l.chars().take(MAX_SHOWN_CHARS).collect();
-            let more = if cut.len() < l.len() { "..." } else { "" };
+            let (cut, more) = cut_chars(&l, MAX_SHOWN_CHARS);
             format!("{} to {cut:?}{more}", status.as_u16())
         }
         None => format!("{} with no Location", status.as_u16()),
