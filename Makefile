@@ -20,17 +20,24 @@ serve:
 	$(CARGO) build --release -p sume-inbox
 	@DEVPG_DIR=target/devpg-serve scripts/with-devpg scripts/run-dev target/release/sume-inbox $(DEV_SECRET)
 
-## test: every test, against a fresh throwaway PostgreSQL (or DATABASE_URL); first, when
-## openssl is installed, the signature vectors of fixtures/sume/vectors are recomputed with it;
-## then the core and end-to-end suites again with their daemons behind PgBouncer in transaction
-## mode (scripts/devbouncer; skipped with DATABASE_URL set), on a new cluster: the first pass's
-## databases are thrown away first, so the two passes never hold the disk at once. Warns when
-## under 6 GiB is free (README, "What `make test` needs")
+## test: every test, against a fresh throwaway PostgreSQL (or DATABASE_URL); first, when openssl
+## is installed, the signature vectors of fixtures/sume/vectors are recomputed with it, and what
+## the suite drives from outside is built or installed once (the previous release's binary,
+## Chromium, the OpenAPI generators: scripts/prev-release, chromium, openapi-tools), so that no
+## build or install competes with the suite's timing for the cores (a failure there is said
+## again by the test that needs it); then the core and end-to-end suites again with their
+## daemons behind PgBouncer in transaction mode (scripts/devbouncer; skipped with DATABASE_URL
+## set), on a new cluster: the first pass's databases are thrown away first, so the two passes
+## never hold the disk at once. Warns when under 6 GiB is free (README, "What `make test`
+## needs")
 test:
 	@scripts/warn-low-disk 6 "make test" "the suite"
 	@if command -v openssl >/dev/null 2>&1; then scripts/sume-vectors --check; \
 	else echo "openssl not installed: fixtures/sume/vectors not recomputed (the tests still read them)"; fi
 	$(CARGO) build --workspace --all-targets
+	@scripts/prev-release >/dev/null || true
+	@scripts/chromium ensure >/dev/null || true
+	@scripts/openapi-tools ensure >/dev/null || true
 	@scripts/devpg destroy target/devpg-test >/dev/null 2>&1 || true
 	@DEVPG_DIR=target/devpg-test scripts/with-devpg $(CARGO) test --workspace --no-fail-fast
 	@scripts/devpg destroy target/devpg-test >/dev/null 2>&1 || true

@@ -241,7 +241,7 @@ impl Daemon {
             task,
         };
         let url = d.url("/healthz");
-        wait_for("daemon serving", Duration::from_secs(30), || async {
+        wait_for("daemon serving", START_DEADLINE, || async {
             match reqwest::get(&url).await {
                 Ok(r) if r.status() == 200 => {
                     !r.text().await.unwrap_or_default().starts_with("starting: ")
@@ -253,10 +253,10 @@ impl Daemon {
         d
     }
 
-    /// Waits (30 seconds at most) until `/readyz` on the webhook listener answers 200.
+    /// Waits ([`START_DEADLINE`] at most) until `/readyz` on the webhook listener answers 200.
     async fn wait_ready(&self) {
         let url = self.url("/readyz");
-        wait_for("daemon ready", Duration::from_secs(30), || async {
+        wait_for("daemon ready", START_DEADLINE, || async {
             matches!(reqwest::get(&url).await, Ok(r) if r.status() == 200)
         })
         .await;
@@ -287,6 +287,11 @@ pub fn unix_now() -> i64 {
         .unwrap()
         .as_secs() as i64
 }
+
+/// How long a test waits for a daemon (in process or a binary) to serve after it starts:
+/// generous, for a debug build migrating a new database while the rest of the suite holds both
+/// cores; a daemon that is ready sooner is seen as soon as it is.
+pub const START_DEADLINE: Duration = Duration::from_secs(120);
 
 /// Polls `check` until it holds; panics with `what` after `deadline`.
 pub async fn wait_for<F, Fut>(what: &str, deadline: Duration, mut check: F)

@@ -269,7 +269,7 @@ impl Logged {
             logs,
         };
         let ready = format!("{}/readyz", daemon.webhook);
-        wait_for("the daemon ready", Duration::from_secs(30), || async {
+        wait_for("the daemon ready", START_DEADLINE, || async {
             matches!(reqwest::get(&ready).await, Ok(r) if r.status() == 200)
         })
         .await;

@@ -6,6 +6,7 @@
 //! bodies sent a byte a chunk hold what they sent, not the buffers they came in.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -35,8 +36,10 @@ impl Binary {
         Binary::start_with(db, env, |_| {}).await
     }
 
-    /// As [`Binary::start`], with `adjust` applied to the command before it is spawned (its
-    /// output goes nowhere unless `adjust` sends it somewhere).
+    /// As [`Binary::start`], with `adjust` applied to the command before it is spawned. Its
+    /// stderr goes to a file under the test target's temporary directory unless `adjust` sends
+    /// it somewhere else; when the daemon exits or is not ready in time, the test fails with
+    /// the exit status and the end of that file.
     pub(super) async fn start_with(
         db: &TestDb,
         env: &[(&str, &str)],
@@ -46,6 +49,11 @@ impl Binary {
             format!("127.0.0.1:{}", free_port()).parse().unwrap(),
             format!("127.0.0.1:{}", free_port()).parse().unwrap(),
         );
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "binary-{}-{}.log",
+            std::process::id(),
+            listen.port()
+        ));
         let mut command = Command::new(env!("CARGO_BIN_EXE_sume-inbox"));
         command
             .arg("serve")
@@ -55,16 +63,39 @@ impl Binary {
             .env("ADMIN_ADDR", admin.to_string())
             .envs(env.iter().copied())
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()));
         adjust(&mut command);
-        let child = command.spawn().unwrap();
-        let daemon = Binary(child);
-        wait_for("binary ready", Duration::from_secs(30), || async {
-            matches!(reqwest::get(format!("http://{listen}/readyz")).await, Ok(r) if r.status() == 200)
-        })
-        .await;
+        let mut daemon = Binary(command.spawn().unwrap());
+        let end = tokio::time::Instant::now() + START_DEADLINE;
+        loop {
+            let ready = reqwest::get(format!("http://{listen}/readyz")).await;
+            if matches!(ready, Ok(r) if r.status() == 200) {
+                break;
+            }
+            if let Some(status) = daemon.0.try_wait().unwrap() {
+                panic!(
+                    "the daemon exited ({status}) before it was ready:\n{}",
+                    tail(&log)
+                );
+            }
+            if tokio::time::Instant::now() > end {
+                panic!(
+                    "the daemon was not ready in {START_DEADLINE:?}:\n{}",
+                    tail(&log)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = std::fs::remove_file(&log);
         (daemon, listen, admin)
     }
+}
+
+/// The last lines of a daemon's stderr, for a failure's message.
+fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
 impl Drop for Binary {

@@ -22,7 +22,7 @@ async fn sigterm_under_load_exits_zero_and_loses_nothing_acknowledged() {
     assert!(String::from_utf8_lossy(&message[..n]).starts_with("READY=1"));
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
-    wait_for("binary ready", Duration::from_secs(30), || async {
+    wait_for("binary ready", START_DEADLINE, || async {
         matches!(http.get(format!("{base}/readyz")).send().await, Ok(r) if r.status() == 200)
     })
     .await;
@@ -60,9 +60,7 @@ pub(crate) fn notify_socket(port: u16) -> (PathBuf, UnixDatagram) {
     let path = std::env::temp_dir().join(format!("sume-notify-{}-{port}", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let socket = UnixDatagram::bind(&path).unwrap();
-    socket
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
+    socket.set_read_timeout(Some(START_DEADLINE)).unwrap();
     (path, socket)
 }
 
