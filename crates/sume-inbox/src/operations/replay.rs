@@ -116,7 +116,7 @@ pub async fn replay_event(
     }
     let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;
     Ok(done(
-        if report.events_applied > 0 {
+        if applied_now(store, &d.id, report.events_applied).await? {
             format!("applied to job {job_id}")
         } else {
             format!("back in the inbox, waiting for job {job_id}'s row")
@@ -203,7 +203,8 @@ async fn replay_letter(
     }
     store.dead_letters_mark_replayed(&d.id).await?;
     let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;
-    let fate = match (written.first(), report.events_applied > 0) {
+    let applied = applied_now(store, &event.event_id, report.events_applied).await?;
+    let fate = match (written.first(), applied) {
         (Some(EventFate::New { .. }), true) => "stored and applied",
         (Some(EventFate::New { .. }), false) => "stored; waiting for its job row",
         _ => "its event was already in the inbox",
@@ -215,6 +216,17 @@ async fn replay_letter(
         ok: true,
         not_verified: false,
     })
+}
+
+/// Whether the event under `event_id` is applied, after an attach of its job that applied
+/// `applied_here` events: by that attach, or by an instance's attach task that the event's
+/// return to the inbox woke first (which leaves this one nothing to apply).
+async fn applied_now(store: &Store, event_id: &str, applied_here: usize) -> Result<bool, DbError> {
+    if applied_here > 0 {
+        return Ok(true);
+    }
+    let stored = store.events_get(event_id).await?;
+    Ok(stored.is_some_and(|e| e.applied.is_some()))
 }
 
 /// A dead letter whose event id is still stored for another job or status: nothing applied, and
