@@ -49,7 +49,10 @@ pub struct JobObject {
 /// mended, nothing kept that holds a NUL or could not be read back. Times and `object` that do
 /// not read are left out. A key sent twice (`"status"` twice) is read as its last value, as a
 /// webhook body's is ([`crate::parse_event`]) and as JavaScript's `JSON.parse` reads it, not
-/// refused: a refused answer once left a job Sume called completed to be given up.
+/// refused: a refused answer once left a job Sume called completed to be given up. An answer
+/// wrapped as Sume's create calls answer, `{"object":"video_generation","job":{...}}`, is read
+/// as its `job` when the top level has no string `id` and `status` of its own (a flat answer
+/// comes first), by the same rules; one level only.
 struct ReadJob {
     id: String,
     status: String,
@@ -87,11 +90,24 @@ impl From<ReadJob> for JobObject {
 
 impl<'de> Deserialize<'de> for ReadJob {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<ReadJob, D::Error> {
-        deserializer.deserialize_map(ReadJobVisitor)
+        deserializer.deserialize_map(ReadJobVisitor { wrapped: true })
     }
 }
 
-struct ReadJobVisitor;
+/// Reads a job object; `wrapped` when a `job` object inside it may stand for it.
+struct ReadJobVisitor {
+    wrapped: bool,
+}
+
+/// The job object a wrapped answer holds under `job`, read as a flat one (not wrapped again);
+/// `None` when it is none.
+fn inner_job(raw: &RawValue) -> Option<ReadJob> {
+    use serde::Deserializer as _;
+    let mut reader = serde_json::Deserializer::from_str(raw.get());
+    reader
+        .deserialize_map(ReadJobVisitor { wrapped: false })
+        .ok()
+}
 
 impl<'de> serde::de::Visitor<'de> for ReadJobVisitor {
     type Value = ReadJob;
@@ -105,7 +121,7 @@ impl<'de> serde::de::Visitor<'de> for ReadJobVisitor {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ReadJob, A::Error> {
         use serde::de::Error;
         let (mut id, mut status, mut object, mut created_at) = (None, None, None, None);
-        let (mut completed_at, mut result, mut error) = (None, None, None);
+        let (mut completed_at, mut result, mut error, mut job) = (None, None, None, None);
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let slot = match &*key {
                 "id" => &mut id,
@@ -115,6 +131,7 @@ impl<'de> serde::de::Visitor<'de> for ReadJobVisitor {
                 "completed_at" => &mut completed_at,
                 "result" => &mut result,
                 "error" => &mut error,
+                "job" if self.wrapped => &mut job,
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                     continue;
@@ -127,11 +144,17 @@ impl<'de> serde::de::Visitor<'de> for ReadJobVisitor {
             serde_json::from_str::<String>(raw.get())
                 .map_err(|e| A::Error::custom(format_args!("{name}: {e}")))
         };
+        let (id, status) = (text(id, "id"), text(status, "status"));
+        if id.is_err() || status.is_err() {
+            if let Some(inner) = job.as_deref().and_then(inner_job) {
+                return Ok(inner);
+            }
+        }
         // A `null` is absent.
         let present = |raw: Option<Box<RawValue>>| raw.filter(|r| r.get() != "null");
         Ok(ReadJob {
-            id: text(id, "id")?,
-            status: text(status, "status")?,
+            id: id?,
+            status: status?,
             object: present(object),
             created_at: present(created_at),
             completed_at: present(completed_at),

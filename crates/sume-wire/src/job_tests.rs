@@ -1,4 +1,5 @@
-//! The job object read as Sume answers it: odd results, keys sent twice, what a webhook keeps.
+//! The job object read as Sume answers it: odd results, keys sent twice, what a webhook keeps,
+//! a wrapped answer.
 
 use super::*;
 use serde_json::json;
@@ -116,3 +117,50 @@ fn a_status_answer_keeps_the_outcome_a_webhook_keeps() {
     }
 }
 
+/// A status answer wrapped as Sume's create calls answer (`{"object":"video_generation",
+/// "job":{...}}`) was refused (`missing field id`), so every poll failed and a job Sume called
+/// completed was given up: its `job` is read by the flat answer's rules, a flat answer first.
+#[test]
+fn a_wrapped_answer_is_read_as_its_job_a_flat_one_first() {
+    for (answer, id, status, result) in [
+        (
+            r#"{"object":"video_generation","job":{"id":"job_x","status":"completed","result":{"url":"u"}}}"#,
+            "job_x",
+            "completed",
+            Some(json!({"url": "u"})),
+        ),
+        (
+            r#"{"id":"req_1","job":{"id":"job_x","status":"running","status":"failed","error":{"code":"e"}}}"#,
+            "job_x",
+            "failed",
+            Some(json!({"error": {"code": "e"}})),
+        ),
+        (
+            r#"{"job":{"id":"job_old","status":"queued"},"status":7,"job":{"id":"job_x","status":"completed"}}"#,
+            "job_x",
+            "completed",
+            None,
+        ),
+        (
+            r#"{"id":"job_flat","status":"completed","job":{"id":"job_x","status":"failed"}}"#,
+            "job_flat",
+            "completed",
+            None,
+        ),
+    ] {
+        let job: JobObject = serde_json::from_str(answer).expect(answer);
+        assert_eq!((job.id.as_str(), job.status.as_str()), (id, status));
+        assert_eq!(job.outcome_value(), result, "{answer}");
+        assert_eq!(job.object, "job", "{answer}");
+    }
+    // A `job` that is no job, or a wrapping twice, is still refused.
+    for body in [
+        r#"{"object":"video_generation","job":{"id":"job_x"}}"#,
+        r#"{"object":"video_generation","job":"job_x"}"#,
+        r#"{"object":"video_generation","job":{"id":"job_x","status":null}}"#,
+        r#"{"job":{"job":{"id":"job_x","status":"completed"}}}"#,
+        r#"{"job":{"id":"job_x","status":"completed"},"job":null}"#,
+    ] {
+        assert!(serde_json::from_str::<JobObject>(body).is_err(), "{body}");
+    }
+}

@@ -1,7 +1,8 @@
 //! Sume's status answers holding what no reader here could take (a result with a number past
 //! `f64`, nested past the reader's 128 levels, a body past the client's 1 MiB cap): the job
 //! takes the status Sume gave, without the result, as it does when a webhook says the same;
-//! and an answer that names no status is no answer, never a status Sume did not give.
+//! and an answer that names no status is no answer, never a status Sume did not give. An
+//! answer wrapped as a create call's is read as its job.
 
 use std::time::Duration;
 
@@ -210,4 +211,51 @@ async fn a_status_answer_repeating_a_key_is_read_by_its_last_value() {
         (state.as_str(), by.as_deref(), answer.as_str()),
         ("failed", Some("poll"), "200 failed")
     );
+}
+
+/// `200 {"object":"video_generation","job":{"id":"job_wrapped","status":"completed",...}}`,
+/// the shape of Sume's create answers, did not read (`missing field id`): every poll recorded
+/// it as unreadable and the job Sume called completed was given up as `expired`. Its `job` is
+/// read: the job closes `completed` by the poll with its result. A wrapped job that is another
+/// is still no answer about the one asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_status_answer_wrapped_as_a_create_answer_is_read_as_its_job() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let bodies = vec![
+        (
+            "job_wrapped",
+            r#"{"object":"video_generation","job":{"id":"job_wrapped","status":"completed","result":{"url":"u"}}}"#
+                .to_owned(),
+        ),
+        (
+            "job_wrapped_other",
+            r#"{"object":"video_generation","job":{"id":"job_someone_else","status":"completed"}}"#
+                .to_owned(),
+        ),
+    ];
+    for (job, _) in &bodies {
+        register(&db, job).await;
+    }
+    let api = stand_in_api(answering(bodies)).await;
+    let sweep = sweep_at(&db, &api).await;
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (polled.requests, polled.closed_by_poll),
+        (2, 1),
+        "{polled:?}"
+    );
+    let (state, by, result, answer) = closed(&db, "job_wrapped").await;
+    assert_eq!(
+        (state.as_str(), by.as_deref(), result, answer.as_str()),
+        (
+            "completed",
+            Some("poll"),
+            Some(json!({"url": "u"})),
+            "200 completed"
+        )
+    );
+    let (state, by, _, answer) = closed(&db, "job_wrapped_other").await;
+    assert_eq!((state.as_str(), by), ("open", None));
+    assert_eq!(answer, r#"200 about another job, "job_someone_else""#);
 }
