@@ -8,7 +8,9 @@
 //! Redirects are not followed. Sume's API answers at its own URL; a `3xx` comes from something
 //! in front of it (a proxy, a CDN, a moved or mistyped `SUME_API_URL`), and whatever answers at
 //! the place it names says nothing about Sume's jobs: a 404 there is no verdict. A `3xx` is
-//! reported as such, with its `Location`, and counts as no answer.
+//! reported as such, with its `Location`, and counts as no answer. A `304 Not Modified` is none:
+//! it answers a request holding a validator, which this client never sends, and is recorded as
+//! what it is, no answer.
 
 use std::time::Duration;
 
@@ -120,6 +122,8 @@ impl StatusClient {
             StatusCode::UNAUTHORIZED => StatusOutcome::Unauthorized,
             StatusCode::TOO_MANY_REQUESTS => StatusOutcome::RateLimited,
             s if s.is_server_error() => StatusOutcome::ServerError,
+            // No validator was sent, so a 304 (a cache in front of Sume) answers nothing.
+            StatusCode::NOT_MODIFIED => StatusOutcome::Unexpected(NOT_MODIFIED.into()),
             // A redirect says where it pointed; anything else, its code.
             s => StatusOutcome::Unexpected(redirect.unwrap_or_else(|| s.as_u16().to_string())),
         };
@@ -163,8 +167,7 @@ impl StatusClient {
         let status = response.status();
         let rate = RateLimit::from_headers(response.headers());
         let header_id = response.headers().get("x-request-id").cloned();
-        let redirect = status
-            .is_redirection()
+        let redirect = (status.is_redirection() && status != StatusCode::NOT_MODIFIED)
             .then(|| redirected(status, response.headers().get(http::header::LOCATION)));
         let body_kind = crate::shown::body_kind(response.headers());
         let (body, cut) = read_capped(response, MAX_ANSWER_BYTES).await?;
@@ -324,6 +327,11 @@ struct Answered {
     /// sent ([`crate::shown::body_kind`]).
     body_kind: Option<String>,
 }
+
+/// What a `304 Not Modified` is recorded as: the client sends no validator (`If-None-Match`,
+/// `If-Modified-Since`), so it is no answer, from something in front of Sume.
+pub(crate) const NOT_MODIFIED: &str =
+    "304 Not Modified to a request that sent no validator: no answer";
 
 /// Reads at most `limit` bytes of a body, and whether more came; the rest is dropped unread
 /// (the connection closes).

@@ -284,6 +284,10 @@ fn no_page(reply: &sume_wire::ListReply) -> String {
                 .map(|k| format!("{k}, "))
                 .unwrap_or_default()
         ),
+        None if reply.http_status == 304 => format!(
+            "the list answered 304 Not Modified, though it sent no validator (request_id \
+             {request_id}): something in front of Sume answers for it; check SUME_API_URL"
+        ),
         None => format!(
             "Sume answered {} (request_id {request_id})",
             reply.http_status

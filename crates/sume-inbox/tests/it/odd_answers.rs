@@ -3,7 +3,7 @@
 //! takes the status Sume gave, without the result, as it does when a webhook says the same;
 //! and an answer that names no status is no answer, never a status Sume did not give. An
 //! answer wrapped as a create call's is read as its job; one that cannot be read (compressed,
-//! a web page) says how it came.
+//! a web page) says how it came, and a 304 is said as no answer, not as a redirect.
 
 use std::time::Duration;
 
@@ -364,4 +364,29 @@ async fn an_unreadable_200_names_the_encoding_and_type_it_came_as() {
             "{job}"
         );
     }
+}
+
+/// A `304 Not Modified` to a status call (which sends no `If-None-Match` or
+/// `If-Modified-Since`) was recorded and logged as a redirect (`304 with no Location`, "check
+/// SUME_API_URL"). It is said as what it is, no answer, and the job stays open.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_304_to_a_status_call_is_no_answer_not_a_redirect() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    register(&db, "job_304").await;
+    let etag = vec![("etag", "\"v1\"".to_owned())];
+    let api = stand_in_api(answering_raw(vec![("job_304", 304, etag, Vec::new())])).await;
+    let sweep = sweep_at(&db, &api).await;
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (polled.requests, polled.closed_by_poll),
+        (1, 0),
+        "{polled:?}"
+    );
+    let (state, by, _, answer) = closed(&db, "job_304").await;
+    assert_eq!((state.as_str(), by), ("open", None));
+    assert_eq!(
+        answer,
+        "304 Not Modified to a request that sent no validator: no answer"
+    );
 }

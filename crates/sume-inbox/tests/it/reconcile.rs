@@ -679,7 +679,8 @@ async fn a_page_holding_an_entry_that_is_no_job_is_read_without_it() {
 
 /// A list page answered as a web page (`Content-Type: text/html`, a login page in front of
 /// Sume) or compressed (`Content-Encoding: gzip`) stopped the run saying only that it "does
-/// not read as a page of jobs". The stop now names how the page came.
+/// not read as a page of jobs"; a `304 Not Modified` was said to be a redirect. The stop now
+/// names how the page came, and a 304 as what it is.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_list_page_that_is_no_json_stops_the_run_saying_how_it_came() {
     let db = TestDb::new().await;
@@ -696,6 +697,11 @@ async fn a_list_page_that_is_no_json_stops_the_run_saying_how_it_came() {
             ("content-encoding", "gzip"),
             "Sume answered 200 with a body that does not read as a page of jobs \
              (Content-Encoding gzip, request_id -)",
+        ),
+        (
+            304,
+            ("etag", "\"v1\""),
+            "the list answered 304 Not Modified, though it sent no validator",
         ),
     ] {
         let app = axum::Router::new().fallback(move || async move {
