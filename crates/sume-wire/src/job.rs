@@ -49,7 +49,10 @@ pub struct JobObject {
 /// mended, nothing kept that holds a NUL or could not be read back. Times and `object` that do
 /// not read are left out. A key sent twice (`"status"` twice) is read as its last value, as a
 /// webhook body's is ([`crate::parse_event`]) and as JavaScript's `JSON.parse` reads it, not
-/// refused: a refused answer once left a job Sume called completed to be given up.
+/// refused: a refused answer once left a job Sume called completed to be given up. An answer
+/// wrapped as Sume's create calls answer, `{"object":"video_generation","job":{...}}`, is read
+/// as its `job` when the top level has no string `id` and `status` of its own (a flat answer
+/// comes first), by the same rules; one level only.
 struct ReadJob {
     id: String,
     status: String,
@@ -87,11 +90,24 @@ impl From<ReadJob> for JobObject {
 
 impl<'de> Deserialize<'de> for ReadJob {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<ReadJob, D::Error> {
-        deserializer.deserialize_map(ReadJobVisitor)
+        deserializer.deserialize_map(ReadJobVisitor { wrapped: true })
     }
 }
 
-struct ReadJobVisitor;
+/// Reads a job object; `wrapped` when a `job` object inside it may stand for it.
+struct ReadJobVisitor {
+    wrapped: bool,
+}
+
+/// The job object a wrapped answer holds under `job`, read as a flat one (not wrapped again);
+/// `None` when it is none.
+fn inner_job(raw: &RawValue) -> Option<ReadJob> {
+    use serde::Deserializer as _;
+    let mut reader = serde_json::Deserializer::from_str(raw.get());
+    reader
+        .deserialize_map(ReadJobVisitor { wrapped: false })
+        .ok()
+}
 
 impl<'de> serde::de::Visitor<'de> for ReadJobVisitor {
     type Value = ReadJob;
@@ -105,7 +121,7 @@ impl<'de> serde::de::Visitor<'de> for ReadJobVisitor {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ReadJob, A::Error> {
         use serde::de::Error;
         let (mut id, mut status, mut object, mut created_at) = (None, None, None, None);
-        let (mut completed_at, mut result, mut error) = (None, None, None);
+        let (mut completed_at, mut result, mut error, mut job) = (None, None, None, None);
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let slot = match &*key {
                 "id" => &mut id,
@@ -115,6 +131,7 @@ impl<'de> serde::de::Visitor<'de> for ReadJobVisitor {
                 "completed_at" => &mut completed_at,
                 "result" => &mut result,
                 "error" => &mut error,
+                "job" if self.wrapped => &mut job,
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                     continue;
@@ -127,11 +144,17 @@ impl<'de> serde::de::Visitor<'de> for ReadJobVisitor {
             serde_json::from_str::<String>(raw.get())
                 .map_err(|e| A::Error::custom(format_args!("{name}: {e}")))
         };
+        let (id, status) = (text(id, "id"), text(status, "status"));
+        if id.is_err() || status.is_err() {
+            if let Some(inner) = job.as_deref().and_then(inner_job) {
+                return Ok(inner);
+            }
+        }
         // A `null` is absent.
         let present = |raw: Option<Box<RawValue>>| raw.filter(|r| r.get() != "null");
         Ok(ReadJob {
-            id: text(id, "id")?,
-            status: text(status, "status")?,
+            id: id?,
+            status: status?,
             object: present(object),
             created_at: present(created_at),
             completed_at: present(completed_at),
@@ -246,120 +269,5 @@ pub(crate) fn value_has_nul(v: &Value) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn job(status: &str, result: Value) -> JobObject {
-        serde_json::from_value(json!({"id": "job_1", "status": status, "result": result})).unwrap()
-    }
-
-    #[test]
-    fn what_no_database_can_store_is_dropped_or_refused() {
-        let ok = job("completed", json!({"url": "https://cdn.example/a.mp4"}));
-        assert_eq!(ok.clone().storable(), Some(ok));
-        let kept = job("completed", json!({"note": "a\u{0}b"}))
-            .storable()
-            .unwrap();
-        assert_eq!((kept.status.as_str(), kept.result), ("completed", None));
-        assert_eq!(job("complet\u{0}ed", Value::Null).storable(), None);
-        let long = job(&"x".repeat(900_000), Value::Null).storable().unwrap();
-        assert_eq!(long.status.chars().count(), MAX_STATUS_CHARS + 1);
-        assert!(long.status.ends_with('…'));
-    }
-
-    /// A status answer whose `result` no reader here could take (a number past `f64`, nesting
-    /// past the reader's 128 levels) once failed to read at all, so its status closed nothing
-    /// and the job was given up: the status is read, the result left out.
-    #[test]
-    fn an_odd_result_costs_the_result_never_the_status() {
-        for result in [
-            r#"{"n":1e400}"#.to_owned(),
-            format!("{}{}", "[".repeat(200), "]".repeat(200)),
-            r#"{"n":1e-20000}"#.to_owned(),
-        ] {
-            let body = format!(r#"{{"id":"job_1","status":"completed","result":{result}}}"#);
-            let job: JobObject = serde_json::from_str(&body).expect(&body);
-            assert_eq!(
-                (job.id.as_str(), job.status.as_str()),
-                ("job_1", "completed")
-            );
-            assert_eq!((job.result, job.error), (None, None), "{body}");
-        }
-        let odd_times =
-            r#"{"id":"j","status":"failed","object":7,"created_at":1e400,"error":{"code":"x"}}"#;
-        let job: JobObject = serde_json::from_str(odd_times).unwrap();
-        assert_eq!((job.object.as_str(), &job.created_at), ("job", &None));
-        assert_eq!(job.outcome_value(), Some(json!({"error": {"code": "x"}})));
-    }
-
-    /// A key sent twice was refused (`duplicate field`), so a status answer repeating one
-    /// closed nothing and its job was given up: the last value is read, as a webhook body's
-    /// is, whatever the earlier one held.
-    #[test]
-    fn a_key_sent_twice_is_read_as_its_last_value_as_a_webhooks() {
-        for (fields, status, result) in [
-            (
-                r#""status":"running","status":"completed""#,
-                "completed",
-                None,
-            ),
-            (r#""status":7,"status":"failed""#, "failed", None),
-            (r#""id":"job_1","status":"completed""#, "completed", None),
-            (
-                r#""status":"completed","result":{"a":1},"result":{"b":2}"#,
-                "completed",
-                Some(json!({"b": 2})),
-            ),
-        ] {
-            let answer = format!(r#"{{"id":"job_1",{fields}}}"#);
-            let job: JobObject = serde_json::from_str(&answer).expect(&answer);
-            assert_eq!((job.id.as_str(), job.status.as_str()), ("job_1", status));
-            assert_eq!(job.outcome_value(), result, "{answer}");
-            let webhook =
-                format!(r#"{{"job_id":"job_1",{fields}}}"#).replace(r#""id":"#, r#""job_id":"#);
-            let event = crate::parse_event(webhook.as_bytes()).unwrap();
-            assert_eq!(event.status.as_deref(), Some(status), "{webhook}");
-        }
-        // What is not a job object is still refused: no id or status, or another type last.
-        for body in [
-            r#"{"id":"job_1"}"#,
-            r#"{"id":"job_1","status":"completed","status":null}"#,
-            r#"["job_1","completed"]"#,
-            r#""completed""#,
-        ] {
-            assert!(serde_json::from_str::<JobObject>(body).is_err(), "{body}");
-        }
-    }
-
-    /// What a status answer keeps of a job's outcome is what a webhook body saying the same
-    /// keeps, case by case: one rule, not two.
-    #[test]
-    fn a_status_answer_keeps_the_outcome_a_webhook_keeps() {
-        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
-        let cases = [
-            r#""result":{"url":"https://cdn.example/a.mp4","n":[1,2.5,-3e5]}"#.to_owned(),
-            r#""result":{"caption":"cut \ud83d"}"#.to_owned(),
-            r#""result":{"t":"a\u0000b"},"error":{"code":"x"}"#.to_owned(),
-            r#""result":{"n":1e400},"error":{"code":"x"}"#.to_owned(),
-            r#""result":null,"error":{"code":"nsfw","message":"\udfff"}"#.to_owned(),
-            format!(r#""error":{}"#, deep(crate::MAX_RESULT_DEPTH)),
-            format!(r#""error":{}"#, deep(crate::MAX_RESULT_DEPTH - 1)),
-            format!(r#""result":{}"#, deep(crate::MAX_RESULT_DEPTH)),
-            r#""error":"e""#.to_owned(),
-            r#""result":{"n":0.5e-16383}"#.to_owned(),
-            String::new(),
-        ];
-        for fields in cases {
-            let sep = if fields.is_empty() { "" } else { "," };
-            let answer = format!(r#"{{"id":"job_1","status":"completed"{sep}{fields}}}"#);
-            let webhook = format!(r#"{{"job_id":"job_1","status":"completed"{sep}{fields}}}"#);
-            let job: JobObject = serde_json::from_str(&answer).expect(&answer);
-            let event = crate::parse_event(webhook.as_bytes()).unwrap();
-            let kept = event
-                .result
-                .map(|r| serde_json::from_str::<Value>(&r).unwrap());
-            assert_eq!(job.outcome_value(), kept, "{fields}");
-        }
-    }
-}
+#[path = "job_tests.rs"]
+mod tests;

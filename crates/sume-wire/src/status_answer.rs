@@ -17,8 +17,16 @@ use crate::status_client::{read_json, MAX_ANSWER_BYTES, MAX_SHOWN_CHARS};
 use crate::{mend_lone_surrogates, JobObject, StatusOutcome};
 
 /// What a 200 about `job_id` says, and what of it was left out (`None` when it was read
-/// whole); `cut` when the body was cut at [`MAX_ANSWER_BYTES`].
-pub(crate) fn read_job(body: &[u8], cut: bool, job_id: &str) -> (StatusOutcome, Option<String>) {
+/// whole); `cut` when the body was cut at [`MAX_ANSWER_BYTES`]. `body_kind` names the answer's
+/// `Content-Encoding` and `Content-Type` when they say it may not be JSON as sent
+/// ([`crate::shown::body_kind`]): a body that does not read is said to have come so.
+pub(crate) fn read_job(
+    body: &[u8],
+    cut: bool,
+    job_id: &str,
+    body_kind: Option<&str>,
+) -> (StatusOutcome, Option<String>) {
+    let came = body_kind.map(|k| format!(" ({k})")).unwrap_or_default();
     let (read, left_out) = match read_json::<JobObject>(body) {
         Ok(job) => (Ok(job), None),
         Err(_) if cut => match head_of_cut(body) {
@@ -31,7 +39,7 @@ pub(crate) fn read_job(body: &[u8], cut: bool, job_id: &str) -> (StatusOutcome, 
             None => {
                 return (
                     StatusOutcome::Unexpected(format!(
-                        "200 with a body past {MAX_ANSWER_BYTES} bytes, cut before its job's id and status"
+                        "200 with a body past {MAX_ANSWER_BYTES} bytes{came}, cut before its job's id and status"
                     )),
                     None,
                 )
@@ -48,7 +56,7 @@ pub(crate) fn read_job(body: &[u8], cut: bool, job_id: &str) -> (StatusOutcome, 
         Ok(None) => {
             StatusOutcome::Unexpected("200 with a NUL character in the job's id or status".into())
         }
-        Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body: {e}")),
+        Err(e) => StatusOutcome::Unexpected(format!("200 with unreadable body{came}: {e}")),
     };
     (outcome, None)
 }
@@ -130,7 +138,7 @@ mod tests {
             r#"{ "object" : "job", "status":"completed", "meta":[1e400,{"a":[[]]}], "id":"job_1" , "#,
             r#"{"id":"job_1","status":"failed","status":"completed","#,
         ] {
-            let (outcome, left_out) = read_job(&cut(head), true, "job_1");
+            let (outcome, left_out) = read_job(&cut(head), true, "job_1", None);
             let StatusOutcome::Found(job) = outcome else {
                 panic!("{head}: {outcome:?}");
             };
@@ -149,12 +157,17 @@ mod tests {
         body.extend_from_slice(
             &"é".repeat(MAX_ANSWER_BYTES).as_bytes()[..MAX_ANSWER_BYTES - body.len() - 1],
         );
-        let (outcome, _) = read_job(&body, true, "job_1");
+        let (outcome, _) = read_job(&body, true, "job_1", None);
         assert!(
             matches!(&outcome, StatusOutcome::Found(j) if j.status == "ready\u{fffd}"),
             "{outcome:?}"
         );
-        let (other, _) = read_job(&cut(r#"{"id":"job_2","status":"failed","#), true, "job_1");
+        let (other, _) = read_job(
+            &cut(r#"{"id":"job_2","status":"failed","#),
+            true,
+            "job_1",
+            None,
+        );
         assert_eq!(
             other,
             StatusOutcome::Unexpected("200 about another job, \"job_2\"".into())
@@ -173,7 +186,7 @@ mod tests {
             r#"[{"id":"job_1","status":"completed"},"#,
             r#"{"id":"job_1","result":{"status":"completed","#,
         ] {
-            let (outcome, left_out) = read_job(&cut(head), true, "job_1");
+            let (outcome, left_out) = read_job(&cut(head), true, "job_1", None);
             let StatusOutcome::Unexpected(what) = &outcome else {
                 panic!("{head}: {outcome:?}");
             };
@@ -184,7 +197,12 @@ mod tests {
             assert_eq!(left_out, None);
         }
         // The same head in a body not cut is an unreadable body, as before.
-        let (outcome, _) = read_job(br#"{"id":"job_1","status":"completed","#, false, "job_1");
+        let (outcome, _) = read_job(
+            br#"{"id":"job_1","status":"completed","#,
+            false,
+            "job_1",
+            None,
+        );
         assert!(
             matches!(&outcome, StatusOutcome::Unexpected(w) if w.starts_with("200 with unreadable body")),
             "{outcome:?}"

@@ -8,14 +8,16 @@
 //! Redirects are not followed. Sume's API answers at its own URL; a `3xx` comes from something
 //! in front of it (a proxy, a CDN, a moved or mistyped `SUME_API_URL`), and whatever answers at
 //! the place it names says nothing about Sume's jobs: a 404 there is no verdict. A `3xx` is
-//! reported as such, with its `Location`, and counts as no answer.
+//! reported as such, with its `Location`, and counts as no answer. A `304 Not Modified` is none:
+//! it answers a request holding a validator, which this client never sends, and is recorded as
+//! what it is, no answer.
 
 use std::time::Duration;
 
 use http::StatusCode;
 use thiserror::Error;
 
-use crate::shown::cut_chars;
+use crate::shown::{redirected, shown_request_id};
 use crate::{mend_lone_surrogates, RateLimit, Secret, StatusOutcome, StatusReply};
 
 /// The most of an answer's body read: a job object or an error envelope is a few KiB, so
@@ -99,11 +101,13 @@ impl StatusClient {
             request_id,
             body,
             cut,
+            body_kind,
         } = self.get(key, &["jobs", job_id, "status"], &[]).await?;
         let mut left_out = None;
         let outcome = match status {
             StatusCode::OK => {
-                let (outcome, left) = crate::status_answer::read_job(&body, cut, job_id);
+                let (outcome, left) =
+                    crate::status_answer::read_job(&body, cut, job_id, body_kind.as_deref());
                 left_out = left;
                 outcome
             }
@@ -118,6 +122,8 @@ impl StatusClient {
             StatusCode::UNAUTHORIZED => StatusOutcome::Unauthorized,
             StatusCode::TOO_MANY_REQUESTS => StatusOutcome::RateLimited,
             s if s.is_server_error() => StatusOutcome::ServerError,
+            // No validator was sent, so a 304 (a cache in front of Sume) answers nothing.
+            StatusCode::NOT_MODIFIED => StatusOutcome::Unexpected(NOT_MODIFIED.into()),
             // A redirect says where it pointed; anything else, its code.
             s => StatusOutcome::Unexpected(redirect.unwrap_or_else(|| s.as_u16().to_string())),
         };
@@ -161,9 +167,9 @@ impl StatusClient {
         let status = response.status();
         let rate = RateLimit::from_headers(response.headers());
         let header_id = response.headers().get("x-request-id").cloned();
-        let redirect = status
-            .is_redirection()
+        let redirect = (status.is_redirection() && status != StatusCode::NOT_MODIFIED)
             .then(|| redirected(status, response.headers().get(http::header::LOCATION)));
+        let body_kind = crate::shown::body_kind(response.headers());
         let (body, cut) = read_capped(response, MAX_ANSWER_BYTES).await?;
         let request_id = header_id
             .and_then(|v| v.to_str().ok().map(|v| v.trim().to_owned()))
@@ -177,6 +183,7 @@ impl StatusClient {
             request_id,
             body,
             cut,
+            body_kind,
         })
     }
 
@@ -252,6 +259,7 @@ impl StatusClient {
             redirect,
             request_id,
             body,
+            body_kind,
             ..
         } = self.get(key, &["jobs"], &query).await?;
         let page = (status == StatusCode::OK)
@@ -263,6 +271,7 @@ impl StatusClient {
             rate,
             request_id,
             redirect,
+            body_kind,
         })
     }
 }
@@ -282,6 +291,9 @@ pub struct ListReply {
     pub request_id: Option<String>,
     /// For a `3xx`, not followed: the status and where it pointed (`"307 to \"...\""`).
     pub redirect: Option<String>,
+    /// Its `Content-Encoding` and `Content-Type` when they say the body may not be JSON as
+    /// sent (`"Content-Type text/html"`): why a 200 may hold no page.
+    pub body_kind: Option<String>,
 }
 
 /// What [`StatusClient::check_key`] found.
@@ -311,28 +323,15 @@ struct Answered {
     body: Vec<u8>,
     /// Whether more came than [`MAX_ANSWER_BYTES`]: `body` holds only the first of it.
     cut: bool,
+    /// Its `Content-Encoding` and `Content-Type`, when they say the body may not be JSON as
+    /// sent ([`crate::shown::body_kind`]).
+    body_kind: Option<String>,
 }
 
-/// An answer's id as kept for logs, spans and reports: Sume's are short (`req_...`); a longer
-/// one (a front's, or an envelope's `request_id` of a megabyte) is cut at [`MAX_SHOWN_CHARS`],
-/// so no answer makes every line that quotes it that long.
-fn shown_request_id(id: String) -> String {
-    match cut_chars(&id, MAX_SHOWN_CHARS) {
-        (_, "") => id,
-        (cut, more) => format!("{cut}{more}"),
-    }
-}
-
-/// A redirect as recorded: its status and where it pointed, cut at [`MAX_SHOWN_CHARS`].
-fn redirected(status: StatusCode, location: Option<&http::HeaderValue>) -> String {
-    match location.map(|v| String::from_utf8_lossy(v.as_bytes())) {
-        Some(l) => {
-            let (cut, more) = cut_chars(&l, MAX_SHOWN_CHARS);
-            format!("{} to {cut:?}{more}", status.as_u16())
-        }
-        None => format!("{} with no Location", status.as_u16()),
-    }
-}
+/// What a `304 Not Modified` is recorded as: the client sends no validator (`If-None-Match`,
+/// `If-Modified-Since`), so it is no answer, from something in front of Sume.
+pub(crate) const NOT_MODIFIED: &str =
+    "304 Not Modified to a request that sent no validator: no answer";
 
 /// Reads at most `limit` bytes of a body, and whether more came; the rest is dropped unread
 /// (the connection closes).

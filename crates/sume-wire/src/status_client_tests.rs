@@ -94,6 +94,24 @@ async fn a_redirect_is_reported_not_followed() {
     );
 }
 
+/// A `304 Not Modified` (to calls that send no validator) was reported as a redirect with no
+/// `Location`: it is said as what it is, no answer, and no call calls it a redirect.
+#[tokio::test]
+async fn a_304_is_no_answer_and_no_redirect() {
+    let answer = "HTTP/1.1 304 Not Modified\r\netag: \"x\"\r\n\r\n".to_owned();
+    let (addr, _) = answering(answer, 3).await;
+    let client = StatusClient::new(&format!("http://{addr}/v1"), Duration::from_secs(5)).unwrap();
+    let key = Secret::new("sk_test");
+    let status = client.job_status(&key, "job_1").await.unwrap();
+    assert_eq!(status.http_status, 304);
+    let said = "304 Not Modified to a request that sent no validator: no answer";
+    assert_eq!(status.outcome, StatusOutcome::Unexpected(said.into()));
+    let check = client.check_key(&key).await.unwrap();
+    assert_eq!((check.usable, check.redirect), (false, None));
+    let list = client.list_jobs(&key, 100, None, None).await.unwrap();
+    assert_eq!((list.http_status, list.redirect), (304, None));
+}
+
 /// A 200 whose job is not the one asked about (a cache in front of Sume keyed wrongly, say)
 /// is not an answer about the job asked: its status must not close it.
 #[tokio::test]

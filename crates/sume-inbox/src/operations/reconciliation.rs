@@ -276,8 +276,17 @@ fn no_page(reply: &sume_wire::ListReply) -> String {
              is not Sume's API): check SUME_API_URL"
         ),
         None if reply.http_status == 200 => format!(
-            "Sume answered 200 with a body that does not read as a page of jobs (request_id \
-             {request_id}): check SUME_API_URL"
+            "Sume answered 200 with a body that does not read as a page of jobs ({}request_id \
+             {request_id}): check SUME_API_URL",
+            reply
+                .body_kind
+                .as_deref()
+                .map(|k| format!("{k}, "))
+                .unwrap_or_default()
+        ),
+        None if reply.http_status == 304 => format!(
+            "the list answered 304 Not Modified, though it sent no validator (request_id \
+             {request_id}): something in front of Sume answers for it; check SUME_API_URL"
         ),
         None => format!(
             "Sume answered {} (request_id {request_id})",

@@ -114,6 +114,9 @@ impl StatusReader {
             "200" => {
                 tracing::error!(%url, key = %key.name, request_id, "SUME_API_URL looks wrong: listing jobs answered 200 with something that is not a list of jobs; no job is set aside or given up until it answers one")
             }
+            "304" => {
+                tracing::error!(%url, key = %key.name, request_id, "listing jobs answered 304 Not Modified, though the check sent no validator: something in front of Sume answers for it; no job is set aside or given up until it answers 200")
+            }
             c if c.starts_with('3') => {
                 tracing::error!(%url, key = %key.name, redirect = error, "SUME_API_URL answered a redirect, which is not followed (what answers where it points says nothing about Sume's jobs): set SUME_API_URL to the address Sume's API answers at; no job is set aside or given up until it answers 200")
             }
@@ -353,6 +356,9 @@ impl StatusReader {
             }
             403 => {
                 tracing::error!(key = %key.name, job_id, request_id, "Sume answered 403 (the key lacks the scope) to a status read: the job stays as it is and is asked again later; check SUME_API_KEYS")
+            }
+            304 => {
+                tracing::warn!(key = %key.name, job_id, request_id, "a status call was answered 304 Not Modified, though it sent no validator (If-None-Match, If-Modified-Since): something in front of Sume answers for it; no answer about the job, it is asked again later")
             }
             300..=399 => {
                 let answer = match &r.outcome {

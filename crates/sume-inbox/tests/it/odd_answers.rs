@@ -1,7 +1,9 @@
 //! Sume's status answers holding what no reader here could take (a result with a number past
 //! `f64`, nested past the reader's 128 levels, a body past the client's 1 MiB cap): the job
 //! takes the status Sume gave, without the result, as it does when a webhook says the same;
-//! and an answer that names no status is no answer, never a status Sume did not give.
+//! and an answer that names no status is no answer, never a status Sume did not give. An
+//! answer wrapped as a create call's is read as its job; one that cannot be read (compressed,
+//! a web page) says how it came, and a 304 is said as no answer, not as a redirect.
 
 use std::time::Duration;
 
@@ -209,5 +211,182 @@ async fn a_status_answer_repeating_a_key_is_read_by_its_last_value() {
     assert_eq!(
         (state.as_str(), by.as_deref(), answer.as_str()),
         ("failed", Some("poll"), "200 failed")
+    );
+}
+
+/// `200 {"object":"video_generation","job":{"id":"job_wrapped","status":"completed",...}}`,
+/// the shape of Sume's create answers, did not read (`missing field id`): every poll recorded
+/// it as unreadable and the job Sume called completed was given up as `expired`. Its `job` is
+/// read: the job closes `completed` by the poll with its result. A wrapped job that is another
+/// is still no answer about the one asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_status_answer_wrapped_as_a_create_answer_is_read_as_its_job() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let bodies = vec![
+        (
+            "job_wrapped",
+            r#"{"object":"video_generation","job":{"id":"job_wrapped","status":"completed","result":{"url":"u"}}}"#
+                .to_owned(),
+        ),
+        (
+            "job_wrapped_other",
+            r#"{"object":"video_generation","job":{"id":"job_someone_else","status":"completed"}}"#
+                .to_owned(),
+        ),
+    ];
+    for (job, _) in &bodies {
+        register(&db, job).await;
+    }
+    let api = stand_in_api(answering(bodies)).await;
+    let sweep = sweep_at(&db, &api).await;
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (polled.requests, polled.closed_by_poll),
+        (2, 1),
+        "{polled:?}"
+    );
+    let (state, by, result, answer) = closed(&db, "job_wrapped").await;
+    assert_eq!(
+        (state.as_str(), by.as_deref(), result, answer.as_str()),
+        (
+            "completed",
+            Some("poll"),
+            Some(json!({"url": "u"})),
+            "200 completed"
+        )
+    );
+    let (state, by, _, answer) = closed(&db, "job_wrapped_other").await;
+    assert_eq!((state.as_str(), by), ("open", None));
+    assert_eq!(answer, r#"200 about another job, "job_someone_else""#);
+}
+
+/// A status answer as a stand-in sends it: the job it is about, its status code, its headers
+/// and its body.
+type RawAnswer = (&'static str, u16, Vec<(&'static str, String)>, Vec<u8>);
+
+/// A stand-in for Sume answering each job's status with the headers and body given (the
+/// status `code`), and an empty list elsewhere.
+fn answering_raw(answers: Vec<RawAnswer>) -> axum::Router {
+    axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let answers = answers.clone();
+        async move {
+            let Some(path) = uri.path().strip_suffix("/status") else {
+                return axum::Json(json!({"data": [], "has_more": false})).into_response();
+            };
+            let id = path.rsplit('/').next().unwrap_or_default();
+            let Some((_, code, headers, body)) = answers.into_iter().find(|(job, ..)| *job == id)
+            else {
+                return axum::http::StatusCode::NOT_FOUND.into_response();
+            };
+            let mut response = Response::new(axum::body::Body::from(body));
+            *response.status_mut() = axum::http::StatusCode::from_u16(code).unwrap();
+            for (name, value) in headers {
+                response.headers_mut().append(name, value.parse().unwrap());
+            }
+            response
+        }
+    })
+}
+
+/// A 200 that is gzip or brotli (a front compressing what was never asked to be), or a
+/// maintenance or login page (`text/html`), was recorded and logged as the JSON parser's
+/// words alone (`200 with unreadable body: expected value at line 1 column 1`). The answer
+/// now names the `Content-Encoding` and `Content-Type` that came, cut short; it is still no
+/// answer, and the job stays open to be asked again.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreadable_200_names_the_encoding_and_type_it_came_as() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let json = || ("content-type", "application/json".to_owned());
+    let gzip = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xabV\xca".to_vec();
+    let long_type = format!("text/html; profile={}", "x".repeat(100));
+    let page = b"<!doctype html><title>Down for maintenance</title>".to_vec();
+    let answers = vec![
+        (
+            "job_gzip",
+            200,
+            vec![json(), ("content-encoding", "gzip".into())],
+            gzip,
+        ),
+        (
+            "job_br",
+            200,
+            vec![("content-encoding", "br".into())],
+            b"\x8b\x05\x80{}\x03".to_vec(),
+        ),
+        (
+            "job_html",
+            200,
+            vec![("content-type", "text/html; charset=utf-8".into())],
+            page.clone(),
+        ),
+        (
+            "job_long_type",
+            200,
+            vec![("content-type", long_type)],
+            page,
+        ),
+    ];
+    let jobs: Vec<_> = answers.iter().map(|(job, ..)| *job).collect();
+    for job in &jobs {
+        register(&db, job).await;
+    }
+    let api = stand_in_api(answering_raw(answers)).await;
+    let sweep = sweep_at(&db, &api).await;
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (polled.requests, polled.closed_by_poll),
+        (4, 0),
+        "{polled:?}"
+    );
+    let parser = "expected value at line 1 column 1";
+    for (job, came) in [
+        (
+            "job_gzip",
+            "Content-Encoding gzip, Content-Type application/json".to_owned(),
+        ),
+        ("job_br", "Content-Encoding br".to_owned()),
+        (
+            "job_html",
+            "Content-Type text/html; charset=utf-8".to_owned(),
+        ),
+        (
+            "job_long_type",
+            format!("Content-Type text/html; profile={}...", "x".repeat(45)),
+        ),
+    ] {
+        let (state, by, _, answer) = closed(&db, job).await;
+        assert_eq!((state.as_str(), by), ("open", None), "{job}");
+        assert_eq!(
+            answer,
+            format!("200 with unreadable body ({came}): {parser}"),
+            "{job}"
+        );
+    }
+}
+
+/// A `304 Not Modified` to a status call (which sends no `If-None-Match` or
+/// `If-Modified-Since`) was recorded and logged as a redirect (`304 with no Location`, "check
+/// SUME_API_URL"). It is said as what it is, no answer, and the job stays open.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_304_to_a_status_call_is_no_answer_not_a_redirect() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    register(&db, "job_304").await;
+    let etag = vec![("etag", "\"v1\"".to_owned())];
+    let api = stand_in_api(answering_raw(vec![("job_304", 304, etag, Vec::new())])).await;
+    let sweep = sweep_at(&db, &api).await;
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (polled.requests, polled.closed_by_poll),
+        (1, 0),
+        "{polled:?}"
+    );
+    let (state, by, _, answer) = closed(&db, "job_304").await;
+    assert_eq!((state.as_str(), by), ("open", None));
+    assert_eq!(
+        answer,
+        "304 Not Modified to a request that sent no validator: no answer"
     );
 }

@@ -676,3 +676,53 @@ async fn a_page_holding_an_entry_that_is_no_job_is_read_without_it() {
         "{shown}"
     );
 }
+
+/// A list page answered as a web page (`Content-Type: text/html`, a login page in front of
+/// Sume) or compressed (`Content-Encoding: gzip`) stopped the run saying only that it "does
+/// not read as a page of jobs"; a `304 Not Modified` was said to be a redirect. The stop now
+/// names how the page came, and a 304 as what it is.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_page_that_is_no_json_stops_the_run_saying_how_it_came() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    for (code, header, said) in [
+        (
+            200,
+            ("content-type", "text/html; charset=utf-8"),
+            "Sume answered 200 with a body that does not read as a page of jobs \
+             (Content-Type text/html; charset=utf-8, request_id -)",
+        ),
+        (
+            200,
+            ("content-encoding", "gzip"),
+            "Sume answered 200 with a body that does not read as a page of jobs \
+             (Content-Encoding gzip, request_id -)",
+        ),
+        (
+            304,
+            ("etag", "\"v1\""),
+            "the list answered 304 Not Modified, though it sent no validator",
+        ),
+    ] {
+        let app = axum::Router::new().fallback(move || async move {
+            let body = match code {
+                200 => "<!doctype html><title>Sign in</title>",
+                _ => "",
+            };
+            let mut response = axum::response::Response::new(axum::body::Body::from(body));
+            *response.status_mut() = axum::http::StatusCode::from_u16(code).unwrap();
+            response
+                .headers_mut()
+                .insert(header.0, header.1.parse().unwrap());
+            response
+        });
+        let api = stand_in_api(app).await;
+        let report = reconcile_at(&db, &api, 1000)
+            .run(Duration::from_secs(3600), Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert!(!report.complete(), "{report:?}");
+        let stopped = report.keys[0].stopped.as_deref().unwrap_or("");
+        assert!(stopped.starts_with(said), "{stopped}");
+    }
+}
