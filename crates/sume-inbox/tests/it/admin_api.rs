@@ -469,6 +469,32 @@ async fn a_replay_of_an_unknown_event_is_recorded_as_failed() {
     api.daemon.stop().await;
 }
 
+/// The 404 of a replay naming no event speaks the API's terms: it said "dead letters are
+/// replayed with --dead-letters", a flag of the command, not of the API. An id longer than any
+/// event's is answered the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replay_of_an_unknown_event_says_so_in_the_apis_terms() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let long = format!("/v1/events/{}/replay", "e".repeat(600));
+    for path in ["/v1/events/evt_nobody/replay", long.as_str()] {
+        let (s, body) = api.post(path, json!({})).await;
+        assert_eq!(s, 404, "{body}");
+        assert_eq!(body["error"]["code"], "not_found");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("--"), "{message}");
+        assert!(
+            message.starts_with("no such event: no event is stored under this event_id"),
+            "{message}"
+        );
+        assert!(
+            message.contains("POST /v1/dead-letters/replay"),
+            "{message}"
+        );
+    }
+    api.daemon.stop().await;
+}
+
 /// `X-Actor` names who acts in the audit log: UTF-8 is kept, control characters left out, a
 /// long one cut to 64 characters (marked), never dropped in silence.
 #[tokio::test(flavor = "multi_thread")]
