@@ -189,13 +189,32 @@ async fn open(v: &Values) -> Result<Source, CliError> {
     ))
 }
 
+/// Runs `work` on the command's source ([`open`]); on the database, a refusal for want of a
+/// privilege names the role refused ([`super::denied::naming_role`]).
+async fn with_source<T, Fut>(v: &Values, work: impl FnOnce(Source) -> Fut) -> Result<T, CliError>
+where
+    Fut: std::future::Future<Output = Result<T, CliError>>,
+{
+    let done = match open(v).await {
+        Ok(source) => work(source).await,
+        Err(e) => Err(e),
+    };
+    match done {
+        Err(e @ CliError::Db(_)) if v.text(&SUME_INBOX_ADMIN_URL).is_none() => {
+            let url = v.postgres_url(&DATABASE_URL)?;
+            Err(super::denied::naming_role(url.expose(), e).await)
+        }
+        done => done,
+    }
+}
+
 /// `jobs show ID`: fails when nothing at all is known about the id.
 pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> {
     super::check_id("a job id", job_id, MAX_ID_LEN)?;
-    let detail = open(admin.settings.values())
-        .await?
-        .job_detail(job_id)
-        .await?;
+    let detail = with_source(admin.settings.values(), |source| async move {
+        source.job_detail(job_id).await
+    })
+    .await?;
     let (out, known) = render::render_job_detail(&detail, admin.json);
     // Nothing known: the text would repeat the error line; the JSON still says it to a script.
     if known || admin.json {
@@ -212,10 +231,10 @@ pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> 
 /// `inbox ls`.
 pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
     let older_than = super::duration_flag("--older-than", older_than)?;
-    let mut rows = open(admin.settings.values())
-        .await?
-        .inbox(older_than, one_more(limit))
-        .await?;
+    let mut rows = with_source(admin.settings.values(), |source| async move {
+        source.inbox(older_than, one_more(limit)).await
+    })
+    .await?;
     let cut = cut_at(&mut rows, limit);
     super::print(&render::render_inbox(&rows, admin.json))?;
     say_cut(cut, limit, "or raise --older-than to list fewer");
@@ -224,10 +243,10 @@ pub async fn inbox_ls(older_than: &str, limit: i64, admin: &AdminArgs) -> Result
 
 /// `dead-letters ls`.
 pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
-    let mut rows = open(admin.settings.values())
-        .await?
-        .dead_letters(one_more(limit))
-        .await?;
+    let mut rows = with_source(admin.settings.values(), |source| async move {
+        source.dead_letters(one_more(limit)).await
+    })
+    .await?;
     let cut = cut_at(&mut rows, limit);
     super::print(&render::render_dead_letters(&rows, admin.json))?;
     say_cut(cut, limit, "or drop those handled");
@@ -242,10 +261,11 @@ pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), 
     // An id named twice is dropped, said and counted once.
     let mut seen = std::collections::HashSet::new();
     let ids: Vec<String> = ids.iter().filter(|i| seen.insert(*i)).cloned().collect();
-    let dropped = open(admin.settings.values())
-        .await?
-        .drop_dead_letters(&ids)
-        .await?;
+    let asked = &ids;
+    let dropped = with_source(admin.settings.values(), |source| async move {
+        source.drop_dead_letters(asked).await
+    })
+    .await?;
     let missing: Vec<&String> = ids.iter().filter(|id| !dropped.contains(id)).collect();
     super::print(&render::render_dropped(&dropped, &missing, admin.json))?;
     if !missing.is_empty() {
@@ -266,21 +286,22 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
         super::check_id("an event id", id, MAX_EVENT_ID_LEN)?;
     }
     let v = args.settings.values();
-    let source = open(v).await?;
-    let secrets = match (&source, v.text(&SUME_WEBHOOK_SECRET)) {
-        (Source::Api(_), _) => Vec::new(),
-        (Source::Db(_), Some(_)) => v.secrets(&SUME_WEBHOOK_SECRET)?,
-        (Source::Db(_), None) => {
-            return Err(ConfigError::new(
-                SUME_WEBHOOK_SECRET.name,
-                "is required to replay from the database: set SUME_WEBHOOK_SECRET (or its _FILE), or use --admin-url",
-            )
-            .into())
-        }
-    };
-    let items = source
-        .replay(args.event_id.as_deref(), args.limit, &secrets)
-        .await?;
+    let (event_id, limit) = (args.event_id.as_deref(), args.limit);
+    let items = with_source(v, |source| async move {
+        let secrets = match (&source, v.text(&SUME_WEBHOOK_SECRET)) {
+            (Source::Api(_), _) => Vec::new(),
+            (Source::Db(_), Some(_)) => v.secrets(&SUME_WEBHOOK_SECRET)?,
+            (Source::Db(_), None) => {
+                return Err(ConfigError::new(
+                    SUME_WEBHOOK_SECRET.name,
+                    "is required to replay from the database: set SUME_WEBHOOK_SECRET (or its _FILE), or use --admin-url",
+                )
+                .into())
+            }
+        };
+        source.replay(event_id, limit, &secrets).await
+    })
+    .await?;
     super::print(&render::render_replayed(&items, args.json))?;
     if args.event_id.is_some() && !items.iter().all(|r| r.ok) {
         return Err(CliError::Failed("replay failed".into()));
@@ -305,15 +326,20 @@ pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
 
 /// `stats`.
 pub async fn stats(admin: &AdminArgs) -> Result<(), CliError> {
-    let st = open(admin.settings.values()).await?.stats().await?;
+    let st = with_source(admin.settings.values(), |source| async move {
+        source.stats().await
+    })
+    .await?;
     super::print(&render::render_stats(&st, admin.json))?;
     Ok(())
 }
 
 /// `audit ls`.
 pub async fn audit_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliError> {
-    let source = open(admin.settings.values()).await?;
-    let mut entries = source.audit(one_more(limit)).await?;
+    let mut entries = with_source(admin.settings.values(), |source| async move {
+        source.audit(one_more(limit)).await
+    })
+    .await?;
     let cut = cut_at(&mut entries, limit);
     super::print(&render::render_audit(&entries, admin.json))?;
     say_cut(cut, limit, "they are listed newest first");

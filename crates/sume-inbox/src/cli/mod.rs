@@ -10,6 +10,7 @@
 //! answers a [`CliError`], whose [`CliError::exit_code`] the binary exits with.
 
 pub mod admin;
+mod denied;
 pub mod healthcheck;
 pub mod reconcile;
 pub mod render;

@@ -97,11 +97,16 @@ pub async fn reconcile(args: ReconcileArgs) -> Result<(), CliError> {
     let database_url = args.settings.values().postgres_url(&DATABASE_URL)?;
     // The schema there, and this version's: said as the other admin commands say it.
     let pooler = config::pooler(args.settings.values())?;
-    super::admin::open_store(database_url.expose(), pooler).await?;
-    let report = run
-        .run(since, max_wait)
-        .await
-        .map_err(|e| super::admin::reaching(database_url.expose(), e))?;
+    let url = database_url.expose();
+    let done = match super::admin::open_store(url, pooler).await {
+        Ok(_) => (run.run(since, max_wait).await)
+            .map_err(|e| CliError::from(super::admin::reaching(url, e))),
+        Err(e) => Err(e),
+    };
+    let report = match done {
+        Ok(report) => report,
+        Err(e) => return Err(super::denied::naming_role(url, e).await),
+    };
     let out = if args.json {
         let json = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::Failed(format!("the report does not serialize: {e}")))?;

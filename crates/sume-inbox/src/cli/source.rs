@@ -68,6 +68,16 @@ fn segment(s: &str) -> Result<String, CliError> {
         .replace('+', "%20"))
 }
 
+/// `d` as the API's durations read it, to the nanosecond: whole seconds as `90s`, else in
+/// nanoseconds (`1500ms` is `1500000000ns`; ten years are 3.2e17 of them, well within what it
+/// reads).
+fn exact_duration(d: Duration) -> String {
+    match d.subsec_nanos() {
+        0 => format!("{}s", d.as_secs()),
+        _ => format!("{}ns", d.as_nanos()),
+    }
+}
+
 impl Remote {
     /// A client of the admin API at `base` (e.g. `http://127.0.0.1:9090`).
     pub fn new(base: &str, token: Option<sume_wire::Secret>) -> Result<Remote, CliError> {
@@ -196,8 +206,8 @@ impl Source {
                 .await?),
             Source::Api(api) => {
                 let path = format!(
-                    "/v1/inbox?older_than={}s&limit={}",
-                    older_than.as_secs(),
+                    "/v1/inbox?older_than={}&limit={}",
+                    exact_duration(older_than),
                     limit
                 );
                 api.rows(&path, "events").await
@@ -314,5 +324,29 @@ impl Source {
                 r
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::config::setting::MAX_DURATION;
+
+    /// What the command sends reads back, through the API's parser, as the duration given.
+    #[test]
+    fn a_duration_is_sent_as_the_api_reads_it_back_exactly() {
+        let last = MAX_DURATION - Duration::from_nanos(1);
+        for d in [
+            Duration::ZERO,
+            Duration::from_millis(1500),
+            Duration::from_nanos(1),
+            Duration::from_secs(600),
+            last,
+            MAX_DURATION,
+        ] {
+            let sent = super::exact_duration(d);
+            assert_eq!(humantime::parse_duration(&sent), Ok(d), "{sent}");
+        }
     }
 }

@@ -35,16 +35,31 @@ impl fmt::Display for FeedCursor {
     }
 }
 
-/// A cursor that is neither `0` nor `<xid>-<seq>` of two non-negative integers.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a feed cursor is \"0\" or the next_cursor of an earlier answer, not {0:?}")]
-pub struct BadCursor(pub String);
+/// PostgreSQL's first normal transaction id: 0 to 2 are reserved, so no close carries them.
+const FIRST_XID: i64 = 3;
 
+/// A cursor no answer can have given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadCursor {
+    /// Neither `0` nor `<xid>-<seq>` of two non-negative integers.
+    #[error("a feed cursor is \"0\" or the next_cursor of an earlier answer, not {0:?}")]
+    Form(String),
+    /// `<xid>-<seq>` with a transaction id below 3, PostgreSQL's first normal one (`0-5`).
+    #[error(
+        "the feed cursor {0:?} names transaction {1}, which no close carries (PostgreSQL's \
+         transaction ids start at 3), so no answer gave it: resume from 0"
+    )]
+    Reserved(String, i64),
+}
+
+/// Read as numbers, leading zeros and all (`007-1` is `7-1`); the answer's cursors are written
+/// without them.
 impl FromStr for FeedCursor {
     type Err = BadCursor;
 
     fn from_str(s: &str) -> Result<FeedCursor, BadCursor> {
-        let bad = || BadCursor(s.chars().take(64).collect());
+        let shown = || s.chars().take(64).collect::<String>();
+        let bad = || BadCursor::Form(shown());
         if s == "0" {
             return Ok(FeedCursor::START);
         }
@@ -55,10 +70,11 @@ impl FromStr for FeedCursor {
             }
             t.parse().map_err(|_| bad())
         };
-        Ok(FeedCursor {
-            xid: number(xid)?,
-            seq: number(seq)?,
-        })
+        let (xid, seq) = (number(xid)?, number(seq)?);
+        if xid < FIRST_XID {
+            return Err(BadCursor::Reserved(shown(), xid));
+        }
+        Ok(FeedCursor { xid, seq })
     }
 }
 
@@ -181,5 +197,37 @@ mod tests {
             assert!(bad.parse::<FeedCursor>().is_err(), "{bad}");
         }
         assert!(FeedCursor { xid: 5, seq: 9 } < FeedCursor { xid: 6, seq: 1 });
+    }
+
+    /// Transaction ids 0 to 2 are PostgreSQL's reserved ones: a cursor naming one was taken
+    /// and echoed as `next_cursor`, though no answer can have given it.
+    #[test]
+    fn a_cursor_of_a_reserved_transaction_id_is_refused_saying_to_resume_from_0() {
+        for (reserved, xid) in [
+            ("0-5", 0),
+            ("1-1", 1),
+            ("2-999", 2),
+            ("000-5", 0),
+            ("0-0", 0),
+        ] {
+            let e = reserved.parse::<FeedCursor>().unwrap_err();
+            assert_eq!(e, BadCursor::Reserved(reserved.into(), xid));
+            let said = e.to_string();
+            assert!(said.contains(&format!("{reserved:?}")), "{said}");
+            assert!(said.ends_with("resume from 0"), "{said}");
+        }
+        assert_eq!("3-0".parse(), Ok(FeedCursor { xid: 3, seq: 0 }));
+    }
+
+    /// A cursor written with leading zeros reads as its numbers, and is written back without.
+    #[test]
+    fn leading_zeros_read_as_the_cursor_they_pad() {
+        let c: FeedCursor = "007-01".parse().unwrap();
+        assert_eq!(c, FeedCursor { xid: 7, seq: 1 });
+        assert_eq!(c.to_string(), "7-1");
+        assert_eq!(
+            "00".parse::<FeedCursor>(),
+            Err(BadCursor::Form("00".into()))
+        );
     }
 }

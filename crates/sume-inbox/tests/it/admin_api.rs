@@ -241,6 +241,45 @@ async fn a_json_content_type_is_read_as_a_media_type() {
     api.daemon.stop().await;
 }
 
+/// `Content-Type` is a singleton (RFC 9110, 5.3): a write carrying two is refused 415 before
+/// anything is stored, whichever comes first and whatever they say, as a proxy in front may
+/// have read the other; the first one was read, in silence.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_with_two_content_types_is_refused() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    for (i, two) in [
+        ["application/json", "text/plain"],
+        ["text/plain", "application/json"],
+        ["application/json", "application/json"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let job = format!("job_two_ct_{i}");
+        let r = api
+            .http
+            .post(api.daemon.admin_url("/v1/jobs"))
+            .bearer_auth(APP)
+            .header("content-type", two[0])
+            .header("content-type", two[1])
+            .body(json!({ "job_id": job }).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 415, "{two:?}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "unsupported_media_type", "{body}");
+        let message = body["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            message.contains("one Content-Type header, this one carries 2"),
+            "{message}"
+        );
+        assert_eq!(job_state(&db, &job).await, None, "{two:?}");
+    }
+    api.daemon.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     let db = TestDb::new().await;
@@ -427,6 +466,32 @@ async fn a_replay_of_an_unknown_event_is_recorded_as_failed() {
     let detail: serde_json::Value = row.get(1);
     assert_eq!(detail["event_id"], "evt_nobody");
     assert_eq!(detail["result"]["ok"], false);
+    api.daemon.stop().await;
+}
+
+/// The 404 of a replay naming no event speaks the API's terms: it said "dead letters are
+/// replayed with --dead-letters", a flag of the command, not of the API. An id longer than any
+/// event's is answered the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replay_of_an_unknown_event_says_so_in_the_apis_terms() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    let long = format!("/v1/events/{}/replay", "e".repeat(600));
+    for path in ["/v1/events/evt_nobody/replay", long.as_str()] {
+        let (s, body) = api.post(path, json!({})).await;
+        assert_eq!(s, 404, "{body}");
+        assert_eq!(body["error"]["code"], "not_found");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("--"), "{message}");
+        assert!(
+            message.starts_with("no such event: no event is stored under this event_id"),
+            "{message}"
+        );
+        assert!(
+            message.contains("POST /v1/dead-letters/replay"),
+            "{message}"
+        );
+    }
     api.daemon.stop().await;
 }
 

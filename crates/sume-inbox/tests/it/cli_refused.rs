@@ -80,7 +80,7 @@ async fn an_admin_command_refused_by_the_database_says_so_and_exits_78() {
 }
 
 /// DATABASE_URL, and what replay and reconcile need besides.
-fn settings(url: &str) -> Vec<(&str, &str)> {
+pub(crate) fn settings(url: &str) -> Vec<(&str, &str)> {
     vec![
         ("DATABASE_URL", url),
         ("SUME_WEBHOOK_SECRET", "whsec_x"),

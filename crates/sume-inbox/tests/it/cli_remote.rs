@@ -261,3 +261,47 @@ async fn only_the_routes_own_not_found_reads_as_no_such_event_or_job() {
     }
     daemon.stop().await;
 }
+
+/// `inbox ls --older-than 1500ms` through the API sent `older_than=1s`, its whole seconds: the
+/// listing held events 1 to 1.5 seconds old that the same command on the database leaves out.
+/// The age is sent as the API reads it back, to the nanosecond (asked of a stand-in for the API
+/// that keeps the query, then of the daemon, which takes it).
+#[tokio::test(flavor = "multi_thread")]
+async fn inbox_ls_sends_its_age_to_the_api_without_cutting_it() {
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = asked.clone();
+    let app = axum::Router::new().route(
+        "/v1/inbox",
+        axum::routing::get(move |uri: axum::http::Uri| async move {
+            kept.lock()
+                .unwrap()
+                .push(uri.query().unwrap_or("").to_owned());
+            axum::Json(serde_json::json!({ "events": [], "next_after": null }))
+        }),
+    );
+    let stand_in = stand_in_api(app).await;
+    let base = stand_in.trim_end_matches("/v1");
+    for (flag, want) in [
+        ("1500ms", Duration::from_millis(1500)),
+        ("2m", Duration::from_secs(120)),
+        ("1s 1ns", Duration::new(1, 1)),
+    ] {
+        let (ok, _, err) = remote_at(base, TOKEN, &["inbox", "ls", "--older-than", flag]);
+        assert!(ok, "{flag}: {err}");
+        let query = asked.lock().unwrap().pop().expect("the command asked");
+        let sent = url::form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == "older_than")
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_else(|| panic!("{flag}: no older_than in {query:?}"));
+        assert_eq!(
+            humantime::parse_duration(&sent),
+            Ok(want),
+            "{flag}: {query}"
+        );
+    }
+    let db = TestDb::new().await;
+    let daemon = with_admin_token(&db).await;
+    let (ok, out, err) = remote(&daemon, TOKEN, &["inbox", "ls", "--older-than", "1500ms"]);
+    assert!(ok, "{out}{err}");
+    daemon.stop().await;
+}

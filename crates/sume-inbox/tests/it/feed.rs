@@ -298,3 +298,44 @@ async fn a_cursor_ahead_of_the_database_is_refused() {
     }
     daemon.stop().await;
 }
+
+/// A cursor of transaction id 0, 1 or 2 (PostgreSQL's reserved ids, which no close carries) was
+/// answered an empty page and echoed back as `next_cursor`, so a consumer kept it. It is refused
+/// naming it and saying to resume from `0`; a cursor written with leading zeros reads as its
+/// numbers, and the answer's cursor is written without them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cursor_no_close_can_carry_is_refused_and_padded_ones_come_back_plain() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    register(&db, &["padded"]).await;
+    db.client()
+        .await
+        .execute(CLOSE, &[&"padded"])
+        .await
+        .unwrap();
+    let mut consumer = Consumer::new();
+    consumer.drain_until(&daemon, 1).await;
+    let real = consumer.cursor.clone();
+    let http = reqwest::Client::new();
+    let read = |cursor: String| {
+        let http = http.clone();
+        let url = daemon.admin_url(&format!("/v1/jobs?closed_after={cursor}"));
+        async move { http.get(url).send().await.unwrap() }
+    };
+    for reserved in ["0-5", "1-1", "2-9", "000-5"] {
+        let r = read(reserved.to_owned()).await;
+        assert_eq!(r.status(), 400, "{reserved}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_query", "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("\"{reserved}\"")), "{message}");
+        assert!(message.contains("resume from 0"), "{message}");
+    }
+    let (xid, seq) = real.split_once('-').unwrap();
+    let r = read(format!("00{xid}-000{seq}")).await;
+    assert_eq!(r.status(), 200);
+    let page: Value = r.json().await.unwrap();
+    assert_eq!(page["closes"], serde_json::json!([]), "{page}");
+    assert_eq!(page["next_cursor"], real.as_str(), "{page}");
+    daemon.stop().await;
+}

@@ -173,7 +173,59 @@ async fn a_runtime_role_granted_before_the_fleets_tables_fails_only_what_reads_t
     let out = run_as("stats", &url, &[]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(78), "{said}");
-    assert!(said.contains(grants), "{said}");
+    assert!(said.contains(&grants.replace("ROLE", runtime)), "{said}");
+}
+
+/// An admin command the database refuses for want of a privilege (42501) names the role it
+/// refused, and writes the grants for it: it said "the database role lacks a grant ... to
+/// ROLE", leaving the operator to work out which role a URL, a pooler or a default user ended
+/// up as. Read from the server (`current_user`), whether the statement refused is the first
+/// (no usage on the schema) or a later one (a table without its grant), for `reconcile`, and
+/// for a write the role may not audit.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_admin_command_refused_for_a_privilege_names_the_role_refused() {
+    let db = TestDb::new().await;
+    let roles = Roles::create(&db).await;
+    let mut m = connect(&as_role(&db.url, &roles.migrator)).await;
+    sume_inbox::db::migrate::migrate(&mut m).await.unwrap();
+    let runtime = &roles.runtime;
+    let url = as_role(&db.url, runtime);
+    let grants = [
+        format!("the role {runtime} lacks a grant"),
+        format!("grant usage on schema sume to {runtime};"),
+    ];
+    let named = |args: &[&str], words: &[String]| {
+        let out = crate::cli_refused::run(args, &crate::cli_refused::settings(&url));
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(78), "{args:?}: {said}");
+        for words in words {
+            assert!(said.contains(words), "{args:?}: {said}");
+        }
+        assert!(
+            said.contains("retrying cannot fix this"),
+            "{args:?}: {said}"
+        );
+        assert!(!said.contains("ROLE"), "{args:?}: {said}");
+    };
+    // Never granted anything: the first statement, the schema's version, is refused.
+    named(&["stats"], &grants);
+    named(
+        &["reconcile", "--sume-api-url", "http://127.0.0.1:9"],
+        &grants,
+    );
+    // Granted all but the dead letters' table and writing the audit log: a later statement is
+    // refused, and a write that could not be audited is not made.
+    m.batch_execute(&format!(
+        "grant usage on schema sume to {runtime};
+         grant select, insert, update, delete on all tables in schema sume to {runtime};
+         revoke all on sume.dead_letters from {runtime};
+         revoke insert on sume.audit_log from {runtime};"
+    ))
+    .await
+    .unwrap();
+    named(&["dead-letters", "ls"], &grants);
+    let audit = format!("the role {runtime} may not write the audit log");
+    named(&["replay", "evt_x"], &[audit]);
 }
 
 /// The same role, on an instance with keys: its inbox check reads the keys the fleet holds,

@@ -6,8 +6,8 @@
 //!    rebinding (a page whose name resolves to 127.0.0.1), so only the admin address itself,
 //!    `localhost` on its port and the names of ADMIN_HOSTS are answered (the authority of an
 //!    absolute-form target stands for `Host`, and two `Host` headers are refused);
-//! 3. writes must say `Content-Type: application/json` (a browser cannot send that to another
-//!    origin without asking first), and one whose `Content-Length` is over
+//! 3. writes must say `Content-Type: application/json`, once (a browser cannot send that to
+//!    another origin without asking first), and one whose `Content-Length` is over
 //!    [`super::MAX_WRITE_BYTES`] is refused at once, its body left unread and its connection
 //!    closed;
 //! 4. the token and its scope: with ADMIN_TOKEN set, the operator's token opens every route,
@@ -292,13 +292,8 @@ fn check(access: &Access, request: &Request) -> Result<Scope, ApiError> {
     let scope = access.scope(request.headers())?;
     // Every write of the API is a POST; another method is the router's 405, whatever its body.
     let write = request.method() == Method::POST;
-    let json = header(header::CONTENT_TYPE).is_some_and(is_json);
-    if write && !json {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "a write must be sent with Content-Type: application/json",
-        ));
+    if write {
+        super::content_type::json_content_type(request.headers())?;
     }
     let encoding = header(header::CONTENT_ENCODING).map(str::trim);
     if let Some(coding) = encoding.filter(|c| write && !c.eq_ignore_ascii_case("identity")) {
@@ -336,14 +331,6 @@ pub(crate) fn host_check(access: &Access, request: &Request) -> Result<(), ApiEr
         ));
     }
     Ok(())
-}
-
-/// Whether a `Content-Type` names JSON: its type and subtype `application/json`, in any case,
-/// whatever parameters follow, with the spaces RFC 9110 allows around their `;`
-/// (`application/json ; charset=utf-8`).
-fn is_json(content_type: &str) -> bool {
-    let essence = content_type.split(';').next().unwrap_or("").trim();
-    essence.eq_ignore_ascii_case("application/json")
 }
 
 /// The host a request names, for the `Host` check: the authority of an absolute-form target

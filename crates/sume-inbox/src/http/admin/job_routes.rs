@@ -111,7 +111,9 @@ pub(super) async fn show(
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
-    /// The feed of closes after this cursor (`0`: from the start); takes only `limit`.
+    /// The feed of closes after this cursor (`0`: from the start, else a `cursor` or
+    /// `next_cursor` an answer gave); takes only `limit`. One no answer can have given (of
+    /// transaction id 0 to 2, or ahead of this database) is 400 `invalid_query`: resume from `0`.
     #[param(nullable = false, example = "0")]
     closed_after: Option<String>,
     /// Rows per page, 1 to 1000 (default 100).

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use sume_wire::Secret;
 
 pub mod access;
+mod content_type;
 mod feed;
 mod instance_routes;
 mod job_routes;

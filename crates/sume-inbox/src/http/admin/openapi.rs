@@ -211,7 +211,7 @@ fn describe(op: &mut Operation, path: &str, write: bool) {
             ("400", "The body is not JSON (`invalid_body`)"),
             (
                 "415",
-                "Not sent as Content-Type: application/json, or sent compressed \
+                "Not sent with one Content-Type, application/json, or sent compressed \
                  (`unsupported_media_type`)",
             ),
             (

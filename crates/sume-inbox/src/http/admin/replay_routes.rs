@@ -76,7 +76,7 @@ pub(super) async fn replay_event(
     _: JsonBody<ReplayEvent>,
 ) -> Response {
     if !crate::db::text_can_hold(&event_id) || event_id.len() > MAX_EVENT_ID_LEN {
-        return ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such event").into_response();
+        return no_such_event().into_response();
     }
     // Audited found or not (`"ok": false` for an unknown event), as `sume-inbox replay` does.
     let (store, secrets) = (&state.store, &state.secrets);
@@ -89,9 +89,20 @@ pub(super) async fn replay_event(
         Err(Unrecorded::Audit(e)) => return unavailable("recording the audit entry failed", &e),
     };
     if replayed.job_id.is_none() {
-        return ApiError::new(StatusCode::NOT_FOUND, "not_found", replayed.result).into_response();
+        return no_such_event().into_response();
     }
     Json(replayed).into_response()
+}
+
+/// The 404 of a replay naming no stored event, in the API's terms (the command's own words
+/// name its flag).
+fn no_such_event() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such event: no event is stored under this event_id (a dead letter is replayed with \
+         POST /v1/dead-letters/replay)",
+    )
 }
 
 /// The body of `POST /v1/dead-letters/replay`.
