@@ -25,12 +25,11 @@ serve:
 ## the suite drives from outside is built or installed once (the previous release's binary,
 ## Chromium, the OpenAPI generators: scripts/prev-release, chromium, openapi-tools), so that no
 ## build or install competes with the suite's timing for the cores (a failure there is said
-## again by the test that needs it); then the workspace's `it` suites again (the core's and the
-## end-to-end one, whose daemons run behind PgBouncer in transaction mode, scripts/devbouncer;
-## and the simulator's, seconds long: naming the packages instead would build three crates again
-## for other features), skipped with DATABASE_URL set, on a new cluster: the first pass's
-## databases are thrown away first, so the two passes never hold the disk at once. Warns when
-## under 6 GiB is free (README, "What `make test` needs")
+## again by the test that needs it); then the core and end-to-end suites again with their
+## daemons behind PgBouncer in transaction mode (scripts/devbouncer; skipped with DATABASE_URL
+## set), on a new cluster: the first pass's databases are thrown away first, so the two passes
+## never hold the disk at once. Warns when under 6 GiB is free (README, "What `make test`
+## needs")
 test:
 	@scripts/warn-low-disk 6 "make test" "the suite"
 	@if command -v openssl >/dev/null 2>&1; then scripts/sume-vectors --check; \
@@ -43,7 +42,7 @@ test:
 	@DEVPG_DIR=target/devpg-test scripts/with-devpg $(CARGO) test --workspace --no-fail-fast
 	@scripts/devpg destroy target/devpg-test >/dev/null 2>&1 || true
 	@DEVPG_DIR=target/devpg-test DEVPG_POOLER=1 scripts/with-devpg \
-		$(CARGO) test --workspace --test it --no-fail-fast
+		$(CARGO) test -p sume-inbox -p sume-dev --test it --no-fail-fast
 
 ## screenshots: refreshes docs/console/*.png from the console's browser test (headless
 ## Chromium, installed by scripts/chromium when missing); the test alone writes under target/
