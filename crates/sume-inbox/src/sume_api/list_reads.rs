@@ -63,7 +63,19 @@ impl StatusReader {
                 }
                 ListAnswer::Page(page)
             }
-            None => ListAnswer::Failed(reply.redirect.unwrap_or(code)),
+            None => ListAnswer::Failed(no_page(reply, code)),
         }))
+    }
+}
+
+/// Why an answer held no page, as the walk logs it: the redirect not followed, how a 200 that
+/// did not read came (`Content-Type text/html`), else the status.
+fn no_page(reply: sume_wire::ListReply, code: String) -> String {
+    match (reply.redirect, reply.body_kind) {
+        (Some(moved), _) => moved,
+        (None, Some(kind)) if reply.http_status == 200 => {
+            format!("200 with a body that is no page of jobs ({kind})")
+        }
+        _ => code,
     }
 }

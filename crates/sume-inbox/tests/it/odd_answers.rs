@@ -366,6 +366,38 @@ async fn an_unreadable_200_names_the_encoding_and_type_it_came_as() {
     }
 }
 
+/// The list walk's page that came as a web page was logged as `200` alone ("a list page was
+/// not read"): it names the type it came as, as a status answer does.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_page_that_came_as_a_web_page_says_so_to_the_walk() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let page = "<!doctype html><title>Down for maintenance</title>";
+    let app = axum::Router::new().fallback(move || async move {
+        ([("content-type", "text/html; charset=utf-8")], page).into_response()
+    });
+    let api = stand_in_api(app).await;
+    let sweep = sweep_at(&db, &api).await;
+    let store = sume_inbox::db::Store::new(&db.url, 1).unwrap();
+    store.rate_buckets_ensure("main", 10.0).await.unwrap();
+    let reader = sume_inbox::sume_api::StatusReader::new(
+        store,
+        sweep.metrics.clone(),
+        sume_wire::StatusClient::new(&api, Duration::from_secs(5)).unwrap(),
+        vec![main_key()],
+        sweep.config.read_rate,
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let answer = reader.list_page(&main_key(), None, deadline).await.unwrap();
+    let Some(sume_inbox::sume_api::ListAnswer::Failed(why)) = answer else {
+        panic!("{answer:?}");
+    };
+    assert_eq!(
+        why,
+        "200 with a body that is no page of jobs (Content-Type text/html; charset=utf-8)"
+    );
+}
+
 /// A `304 Not Modified` to a status call (which sends no `If-None-Match` or
 /// `If-Modified-Since`) was recorded and logged as a redirect (`304 with no Location`, "check
 /// SUME_API_URL"). It is said as what it is, no answer, and the job stays open.
