@@ -558,7 +558,8 @@ async fn an_id_longer_than_any_stored_one_in_a_form_names_nothing_and_is_not_aud
 
 /// The set-aside replay form on an event that does not exist answers 404 and, as the admin
 /// API's `POST /v1/events/{id}/replay` and `sume-inbox replay` do, records `replay_event` with
-/// `"ok": false` in the audit log (it recorded nothing).
+/// `"ok": false` in the audit log (it recorded nothing). Its page speaks the console's terms,
+/// not the command's (it named `--dead-letters`).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_replay_of_an_unknown_event_from_the_form_is_recorded_as_failed() {
     let db = TestDb::new().await;
@@ -567,8 +568,21 @@ async fn a_replay_of_an_unknown_event_from_the_form_is_recorded_as_failed() {
     let (_, _, page) = console.get("/console/dead-letters").await;
     let csrf = csrf_of(&page);
     let form = [("csrf", csrf.as_str()), ("event_id", "evt_nobody")];
-    let (s, _) = console.post("/console/set-aside/replay", &form).await;
-    assert_eq!(s, 404);
+    let answer = console
+        .http
+        .post(console.daemon.admin_url("/console/set-aside/replay"))
+        .header(
+            COOKIE,
+            format!("sume_console={}", console.session.clone().unwrap()),
+        )
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 404);
+    let page = answer.text().await.unwrap();
+    assert!(!page.contains("--dead-letters"), "{page}");
+    assert!(page.contains("Dead letters page"), "{page}");
     let row = db
         .client()
         .await

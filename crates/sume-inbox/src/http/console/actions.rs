@@ -141,8 +141,13 @@ pub async fn replay_event(
         Err(Unrecorded::Replay(e)) => return failed("Replay", &e),
         Err(Unrecorded::Audit(e)) => return unrecorded(&e),
     };
+    // In the console's terms: the operation's own words name the command's flag.
     let Some(job_id) = replayed.job_id else {
-        return layout::message(StatusCode::NOT_FOUND, "No such event", &replayed.result);
+        return layout::message(
+            StatusCode::NOT_FOUND,
+            "No such event",
+            "No event is stored under this id; a dead letter is replayed from the Dead letters page.",
+        );
     };
     Redirect::to(&format!("/console/jobs?q={}", urlencode(&job_id))).into_response()
 }
