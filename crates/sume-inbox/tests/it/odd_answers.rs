@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
+use sume_inbox::actors::sweep::PollStats;
 use sume_inbox::config::SweepConfig;
 
 use crate::support::*;
@@ -45,6 +46,15 @@ pub(crate) async fn sweep_at(db: &TestDb, api: &str) -> Sweep {
     let sweep = Sweep::with_keys(db, api, config, vec![main_key()]).await;
     sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
     sweep
+}
+
+/// Registers `jobs`, serves `sume` in Sume's place and runs one poll of them, when due.
+async fn poll_through(db: &TestDb, jobs: &[&str], sume: axum::Router) -> PollStats {
+    for job in jobs {
+        register(db, job).await;
+    }
+    let api = stand_in_api(sume).await;
+    sweep_at(db, &api).await.poll_once().await
 }
 
 /// The job's state, who closed it, its result and the last poll's answer as recorded.
@@ -90,12 +100,8 @@ async fn a_job_sume_calls_completed_closes_though_its_result_cannot_be_read() {
             r#"{"id":"job_plain","status":"completed","result":{"url":"u"}}"#.to_owned(),
         ),
     ];
-    for (job, _) in &bodies {
-        register(&db, job).await;
-    }
-    let api = stand_in_api(answering(bodies)).await;
-    let sweep = sweep_at(&db, &api).await;
-    let polled = sweep.poll_once().await;
+    let jobs: Vec<_> = bodies.iter().map(|(job, _)| *job).collect();
+    let polled = poll_through(&db, &jobs, answering(bodies)).await;
     assert_eq!(
         (polled.requests, polled.closed_by_poll),
         (4, 4),
@@ -138,12 +144,8 @@ async fn a_status_answer_past_the_cap_is_read_up_to_its_status() {
             format!(r#"{{"result":{{"text":"{text}"}},"id":"job_big_late","status":"completed"}}"#),
         ),
     ];
-    for (job, _) in &bodies {
-        register(&db, job).await;
-    }
-    let api = stand_in_api(answering(bodies)).await;
-    let sweep = sweep_at(&db, &api).await;
-    let polled = sweep.poll_once().await;
+    let jobs: Vec<_> = bodies.iter().map(|(job, _)| *job).collect();
+    let polled = poll_through(&db, &jobs, answering(bodies)).await;
     assert_eq!(
         (polled.requests, polled.closed_by_poll),
         (2, 1),
@@ -186,12 +188,8 @@ async fn a_status_answer_repeating_a_key_is_read_by_its_last_value() {
                 .to_owned(),
         ),
     ];
-    for (job, _) in &bodies {
-        register(&db, job).await;
-    }
-    let api = stand_in_api(answering(bodies)).await;
-    let sweep = sweep_at(&db, &api).await;
-    let polled = sweep.poll_once().await;
+    let jobs: Vec<_> = bodies.iter().map(|(job, _)| *job).collect();
+    let polled = poll_through(&db, &jobs, answering(bodies)).await;
     assert_eq!(
         (polled.requests, polled.closed_by_poll),
         (2, 2),
@@ -235,12 +233,8 @@ async fn a_status_answer_wrapped_as_a_create_answer_is_read_as_its_job() {
                 .to_owned(),
         ),
     ];
-    for (job, _) in &bodies {
-        register(&db, job).await;
-    }
-    let api = stand_in_api(answering(bodies)).await;
-    let sweep = sweep_at(&db, &api).await;
-    let polled = sweep.poll_once().await;
+    let jobs: Vec<_> = bodies.iter().map(|(job, _)| *job).collect();
+    let polled = poll_through(&db, &jobs, answering(bodies)).await;
     assert_eq!(
         (polled.requests, polled.closed_by_poll),
         (2, 1),
@@ -329,12 +323,7 @@ async fn an_unreadable_200_names_the_encoding_and_type_it_came_as() {
         ),
     ];
     let jobs: Vec<_> = answers.iter().map(|(job, ..)| *job).collect();
-    for job in &jobs {
-        register(&db, job).await;
-    }
-    let api = stand_in_api(answering_raw(answers)).await;
-    let sweep = sweep_at(&db, &api).await;
-    let polled = sweep.poll_once().await;
+    let polled = poll_through(&db, &jobs, answering_raw(answers)).await;
     assert_eq!(
         (polled.requests, polled.closed_by_poll),
         (4, 0),
@@ -405,11 +394,9 @@ async fn a_list_page_that_came_as_a_web_page_says_so_to_the_walk() {
 async fn a_304_to_a_status_call_is_no_answer_not_a_redirect() {
     let db = TestDb::new().await;
     migrate(&db).await;
-    register(&db, "job_304").await;
     let etag = vec![("etag", "\"v1\"".to_owned())];
-    let api = stand_in_api(answering_raw(vec![("job_304", 304, etag, Vec::new())])).await;
-    let sweep = sweep_at(&db, &api).await;
-    let polled = sweep.poll_once().await;
+    let answers = vec![("job_304", 304, etag, Vec::new())];
+    let polled = poll_through(&db, &["job_304"], answering_raw(answers)).await;
     assert_eq!(
         (polled.requests, polled.closed_by_poll),
         (1, 0),
