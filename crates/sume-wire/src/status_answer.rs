@@ -65,13 +65,7 @@ pub(crate) fn read_job(
 /// and everything before it is valid JSON (the reading ends at the cut, not at an error),
 /// with lone surrogates mended as in a whole answer. Nothing else of it is kept.
 fn head_of_cut(body: &[u8]) -> Option<JobObject> {
-    let text = match std::str::from_utf8(body) {
-        Ok(text) => text,
-        // Cut inside a character: the text before it.
-        Err(e) if e.error_len().is_none() => std::str::from_utf8(&body[..e.valid_up_to()]).ok()?,
-        Err(_) => return None,
-    };
-    let text = mend_lone_surrogates(text);
+    let text = text_of_cut(body)?;
     let mut head = Head::default();
     let mut reader = serde_json::Deserializer::from_str(&text);
     match serde::Deserializer::deserialize_map(&mut reader, &mut head) {
@@ -88,6 +82,18 @@ fn head_of_cut(body: &[u8]) -> Option<JobObject> {
         error: None,
         kept_text: None,
     })
+}
+
+/// The text of a body cut short, up to the last whole character when the cut fell inside one,
+/// with lone surrogates mended as in a whole answer; `None` when it is no UTF-8 before the cut.
+pub(crate) fn text_of_cut(body: &[u8]) -> Option<Cow<'_, str>> {
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => text,
+        // Cut inside a character: the text before it.
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&body[..e.valid_up_to()]).ok()?,
+        Err(_) => return None,
+    };
+    Some(mend_lone_surrogates(text))
 }
 
 /// The `id` and `status` met so far at the top level of a job object.

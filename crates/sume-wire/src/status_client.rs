@@ -237,7 +237,8 @@ fn reads_as_a_list(v: &serde_json::Value) -> bool {
 impl StatusClient {
     /// One page of the workspace's jobs, `GET {base}/jobs?limit=&cursor=` (and `status=` when
     /// given), newest first. Every HTTP answer is `Ok`; [`ListReply::page`] is `Some` only for
-    /// a 200 whose body reads as a list.
+    /// a 200 whose body reads as a list, or, cut at [`MAX_ANSWER_BYTES`], whose `data` began
+    /// before the cut ([`JobPage::cut`]: the entries whole before it, and no next page).
     pub async fn list_jobs(
         &self,
         key: &Secret,
@@ -260,10 +261,10 @@ impl StatusClient {
             request_id,
             body,
             body_kind,
-            ..
+            cut,
         } = self.get(key, &["jobs"], &query).await?;
         let page = (status == StatusCode::OK)
-            .then(|| read_json::<JobPage>(&body).ok())
+            .then(|| JobPage::read(&body, cut))
             .flatten();
         Ok(ListReply {
             http_status: status.as_u16(),
@@ -283,7 +284,7 @@ pub use crate::job_page::JobPage;
 pub struct ListReply {
     /// The status code as answered.
     pub http_status: u16,
-    /// The page, for a 200 that reads as one.
+    /// The page, for a 200 that reads as one (or as one cut: [`JobPage::cut`]).
     pub page: Option<JobPage>,
     /// The rate-limit headers of the answer.
     pub rate: RateLimit,

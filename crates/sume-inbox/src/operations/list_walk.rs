@@ -139,7 +139,18 @@ impl ListWalk {
 
     /// What follows a page that `reached` the cutoff or not.
     fn next(&mut self, page: &JobPage, reached: bool, report: &KeyReport) -> Next {
-        if (reached && report.out_of_order.is_none()) || !page.has_more {
+        if reached && report.out_of_order.is_none() {
+            return Next::Done;
+        }
+        if page.cut {
+            return Next::Stop(format!(
+                "a page of Sume's list was past 1 MiB and cut: the {} entries whole before the \
+                 cut were read, and no cursor of a cut page is trusted, so the jobs after them \
+                 were not looked at (the sweep reads them by themselves)",
+                page.data.len() + page.unread
+            ));
+        }
+        if !page.has_more {
             return Next::Done;
         }
         let Some(cursor) = page.next_cursor.clone().filter(|c| !c.is_empty()) else {

@@ -726,3 +726,56 @@ async fn a_list_page_that_is_no_json_stops_the_run_saying_how_it_came() {
         assert!(stopped.starts_with(said), "{stopped}");
     }
 }
+
+/// A page of the list past 1 MiB (a hundred jobs with results of 12 KB) did not read at all:
+/// the run stopped there, "a body that does not read as a page of jobs", no job on it closed.
+/// The jobs whole before the cut are closed, and the run stops there saying so: the page's
+/// `has_more: false` came after the cut, so it is no word that the listing is complete.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_past_one_mib_closes_what_came_before_the_cut_and_stops_saying_so() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let text = "x".repeat(12_000);
+    let ids: Vec<String> = (0..100).map(|n| format!("job_big{n:03}")).collect();
+    for id in &ids {
+        register(&db, id).await;
+    }
+    let entries: Vec<String> = ids
+        .iter()
+        .map(|id| json!({"id": id, "status": "completed", "result": {"text": text}}).to_string())
+        .collect();
+    let page = format!(r#"{{"data":[{}],"has_more":false}}"#, entries.join(","));
+    let mut end = r#"{"data":["#.len();
+    let whole = entries
+        .iter()
+        .take_while(|e| {
+            end += e.len() + 1;
+            end <= sume_wire::status_client::MAX_ANSWER_BYTES
+        })
+        .count();
+    let app = axum::Router::new().fallback(move || {
+        let page = page.clone();
+        async move {
+            use axum::response::IntoResponse;
+            ([("content-type", "application/json")], page).into_response()
+        }
+    });
+    let api = stand_in_api(app).await;
+    let report = reconcile_at(&db, &api, 1000)
+        .run(Duration::from_secs(3600), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(!report.complete(), "{report:?}");
+    assert_eq!(
+        (report.keys[0].pages, report.keys[0].closed),
+        (1, whole),
+        "{report:?}"
+    );
+    let stopped = report.keys[0].stopped.as_deref().unwrap_or("");
+    let said = format!("a page of Sume's list was past 1 MiB and cut: the {whole} entries");
+    assert!(stopped.starts_with(&said), "{stopped}");
+    let open = db
+        .scalar("select count(*) from sume.jobs where state = 'open'")
+        .await;
+    assert_eq!(open, (100 - whole) as i64);
+}

@@ -383,3 +383,81 @@ async fn a_list_page_holding_an_entry_that_is_no_job_settles_the_others() {
         assert_eq!(job_state(&db, job).await.as_deref(), Some(state), "{job}");
     }
 }
+
+/// A list page past 1 MiB (a hundred jobs with results of 12 KB) did not read at all: the walk
+/// stopped there and every job on it was read by itself, a hundred reads instead of one. The
+/// page is now read up to the cut: the jobs whole before it settle by the list (with their
+/// results), the one cut in the middle and those after it by reads of their own.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_page_past_the_cap_settles_the_jobs_whole_before_the_cut() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let text = "x".repeat(12_000);
+    let ids: Vec<String> = (0..100).map(|n| format!("job_big{n:03}")).collect();
+    for id in &ids {
+        register(&db, id).await;
+    }
+    let entries: Vec<String> = ids
+        .iter()
+        .map(|id| json!({"id": id, "status": "completed", "result": {"text": text}}).to_string())
+        .collect();
+    let page = format!(r#"{{"data":[{}],"has_more":false}}"#, entries.join(","));
+    assert!(page.len() > sume_wire::status_client::MAX_ANSWER_BYTES);
+    // The entries whose `,` after them comes before the cut.
+    let mut end = r#"{"data":["#.len();
+    let whole = entries
+        .iter()
+        .take_while(|e| {
+            end += e.len() + 1;
+            end <= sume_wire::status_client::MAX_ANSWER_BYTES
+        })
+        .count();
+    assert!((80..100).contains(&whole), "{whole}");
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let page = page.clone();
+        async move {
+            use axum::response::IntoResponse;
+            match uri.path().strip_suffix("/status") {
+                Some(path) => {
+                    let id = path.rsplit('/').next().unwrap_or_default().to_owned();
+                    axum::Json(json!({"id": id, "status": "failed"})).into_response()
+                }
+                None => ([("content-type", "application/json")], page).into_response(),
+            }
+        }
+    });
+    let api = stand_in_api(app).await;
+    let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![crate::sweep::main_key()]).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let polled = sweep.poll_once().await;
+    assert_eq!(
+        (
+            polled.list_pages,
+            polled.seen_in_list,
+            polled.closed_by_poll,
+            polled.requests
+        ),
+        (1, whole, 100, 100 - whole),
+        "{polled:?}"
+    );
+    // The list said `completed` (with the result), a read of its own `failed`.
+    let states: Vec<(String, String, bool)> = db
+        .client()
+        .await
+        .query(
+            "select job_id, state, result is not null from sume.jobs order by job_id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let by_list = states.iter().take_while(|s| s.1 == "completed").count();
+    assert_eq!(by_list, whole, "{states:?}");
+    assert!(states[..whole].iter().all(|s| s.2), "{states:?}");
+    assert!(
+        states[whole..].iter().all(|s| s.1 == "failed"),
+        "{states:?}"
+    );
+}

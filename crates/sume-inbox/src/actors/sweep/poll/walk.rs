@@ -125,7 +125,8 @@ impl Poll {
     }
 
     /// Reads `key`'s list until every claimed job was seen, the list ends, `cap` pages were
-    /// read, a page answers badly, or the budget has nothing before `deadline`.
+    /// read, a page answers badly or was cut at 1 MiB (its entries whole before the cut are
+    /// taken, and nothing after it can be trusted), or the budget has nothing before `deadline`.
     async fn read_pages(
         &self,
         key: &ApiKey,
@@ -178,6 +179,11 @@ impl Poll {
             self.metrics.list_page_settled.observe(settled as f64);
             if settled > 0 {
                 walked.useful_pages = walked.pages;
+            }
+            if page.cut {
+                let entries = page.data.len() + page.unread;
+                tracing::warn!(key = %key.name, entries, "a list page past 1 MiB was cut: {entries} entries read, the rest are read by themselves");
+                break;
             }
             cursor = page.next_cursor.filter(|c| !c.is_empty());
             if let Some(again) = cursor.as_ref().filter(|c| !cursors.insert((*c).clone())) {
