@@ -735,24 +735,7 @@ async fn a_list_page_that_is_no_json_stops_the_run_saying_how_it_came() {
 async fn a_page_past_one_mib_closes_what_came_before_the_cut_and_stops_saying_so() {
     let db = TestDb::new().await;
     migrate(&db).await;
-    let text = "x".repeat(12_000);
-    let ids: Vec<String> = (0..100).map(|n| format!("job_big{n:03}")).collect();
-    for id in &ids {
-        register(&db, id).await;
-    }
-    let entries: Vec<String> = ids
-        .iter()
-        .map(|id| json!({"id": id, "status": "completed", "result": {"text": text}}).to_string())
-        .collect();
-    let page = format!(r#"{{"data":[{}],"has_more":false}}"#, entries.join(","));
-    let mut end = r#"{"data":["#.len();
-    let whole = entries
-        .iter()
-        .take_while(|e| {
-            end += e.len() + 1;
-            end <= sume_wire::status_client::MAX_ANSWER_BYTES
-        })
-        .count();
+    let (page, whole) = crate::walks::page_past_the_cap(&db).await;
     let app = axum::Router::new().fallback(move || {
         let page = page.clone();
         async move {

@@ -384,18 +384,14 @@ async fn a_list_page_holding_an_entry_that_is_no_job_settles_the_others() {
     }
 }
 
-/// A list page past 1 MiB (a hundred jobs with results of 12 KB) did not read at all: the walk
-/// stopped there and every job on it was read by itself, a hundred reads instead of one. The
-/// page is now read up to the cut: the jobs whole before it settle by the list (with their
-/// results), the one cut in the middle and those after it by reads of their own.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_list_page_past_the_cap_settles_the_jobs_whole_before_the_cut() {
-    let db = TestDb::new().await;
-    migrate(&db).await;
+/// A hundred jobs registered, and a list page of them all with results of 12 KB each, past the
+/// client's 1 MiB cap; with the number of entries whole before the cut (the `,` after them
+/// within it).
+pub(crate) async fn page_past_the_cap(db: &TestDb) -> (String, usize) {
     let text = "x".repeat(12_000);
     let ids: Vec<String> = (0..100).map(|n| format!("job_big{n:03}")).collect();
     for id in &ids {
-        register(&db, id).await;
+        register(db, id).await;
     }
     let entries: Vec<String> = ids
         .iter()
@@ -403,7 +399,6 @@ async fn a_list_page_past_the_cap_settles_the_jobs_whole_before_the_cut() {
         .collect();
     let page = format!(r#"{{"data":[{}],"has_more":false}}"#, entries.join(","));
     assert!(page.len() > sume_wire::status_client::MAX_ANSWER_BYTES);
-    // The entries whose `,` after them comes before the cut.
     let mut end = r#"{"data":["#.len();
     let whole = entries
         .iter()
@@ -413,6 +408,18 @@ async fn a_list_page_past_the_cap_settles_the_jobs_whole_before_the_cut() {
         })
         .count();
     assert!((80..100).contains(&whole), "{whole}");
+    (page, whole)
+}
+
+/// A list page past 1 MiB (a hundred jobs with results of 12 KB) did not read at all: the walk
+/// stopped there and every job on it was read by itself, a hundred reads instead of one. The
+/// page is now read up to the cut: the jobs whole before it settle by the list (with their
+/// results), the one cut in the middle and those after it by reads of their own.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_page_past_the_cap_settles_the_jobs_whole_before_the_cut() {
+    let db = TestDb::new().await;
+    migrate(&db).await;
+    let (page, whole) = page_past_the_cap(&db).await;
     let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
         let page = page.clone();
         async move {
