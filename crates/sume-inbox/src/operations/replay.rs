@@ -203,11 +203,12 @@ async fn replay_letter(
     }
     store.dead_letters_mark_replayed(&d.id).await?;
     let report = store.attach_jobs(std::slice::from_ref(&job_id)).await?;
-    let applied = applied_now(store, &event.event_id, report.events_applied).await?;
-    let fate = match (written.first(), applied) {
-        (Some(EventFate::New { .. }), true) => "stored and applied",
-        (Some(EventFate::New { .. }), false) => "stored; waiting for its job row",
-        _ => "its event was already in the inbox",
+    let fate = if !matches!(written.first(), Some(EventFate::New { .. })) {
+        "its event was already in the inbox"
+    } else if applied_now(store, &event.event_id, report.events_applied).await? {
+        "stored and applied"
+    } else {
+        "stored; waiting for its job row"
     };
     Ok(Replayed {
         id: d.id,
