@@ -245,22 +245,7 @@ async fn a_job_listed_twice_saying_two_things_is_read_by_itself() {
         {"id": "job_w2", "status": "completed"},
         {"id": "job_w3", "status": "completed"},
     ], "has_more": false});
-    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
-        let list = list.clone();
-        async move {
-            match uri.path().strip_suffix("/status") {
-                Some(path) => {
-                    let id = path.rsplit('/').next().unwrap_or_default().to_owned();
-                    axum::Json(json!({"id": id, "status": "running"}))
-                }
-                None => axum::Json(list),
-            }
-        }
-    });
-    let api = stand_in_api(app).await;
-    let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![crate::sweep::main_key()]).await;
-    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
-    let polled = sweep.poll_once().await;
+    let polled = walk_once(&db, list.to_string(), "running").await;
     assert_eq!(
         (polled.list_pages, polled.closed_by_poll, polled.requests),
         (1, 2, 1),
@@ -285,20 +270,7 @@ async fn a_list_page_holding_an_odd_result_settles_every_job_on_it() {
         {"id":"job_o2","status":"failed","error":{"code":"x"}},
         {"id":"job_o3","status":"completed","result":{"url":"u"}}
     ],"has_more":false}"#;
-    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| async move {
-        use axum::response::IntoResponse;
-        match uri.path().strip_suffix("/status") {
-            Some(path) => {
-                let id = path.rsplit('/').next().unwrap_or_default().to_owned();
-                axum::Json(json!({"id": id, "status": "running"})).into_response()
-            }
-            None => ([("content-type", "application/json")], page).into_response(),
-        }
-    });
-    let api = stand_in_api(app).await;
-    let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![crate::sweep::main_key()]).await;
-    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
-    let polled = sweep.poll_once().await;
+    let polled = walk_once(&db, page.to_owned(), "running").await;
     assert_eq!(
         (
             polled.list_pages,
@@ -352,20 +324,7 @@ async fn a_list_page_holding_an_entry_that_is_no_job_settles_the_others() {
         {"id":"job_w1","status":"completed"}, null, {"id":"job_w2"},
         {"id":"job_w3","status":"running","status":"failed"}
     ],"has_more":false}"#;
-    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| async move {
-        use axum::response::IntoResponse;
-        match uri.path().strip_suffix("/status") {
-            Some(path) => {
-                let id = path.rsplit('/').next().unwrap_or_default().to_owned();
-                axum::Json(json!({"id": id, "status": "running"})).into_response()
-            }
-            None => ([("content-type", "application/json")], page).into_response(),
-        }
-    });
-    let api = stand_in_api(app).await;
-    let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![crate::sweep::main_key()]).await;
-    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
-    let polled = sweep.poll_once().await;
+    let polled = walk_once(&db, page.to_owned(), "running").await;
     assert_eq!(
         (
             polled.list_pages,
@@ -382,6 +341,28 @@ async fn a_list_page_holding_an_entry_that_is_no_job_settles_the_others() {
     ] {
         assert_eq!(job_state(&db, job).await.as_deref(), Some(state), "{job}");
     }
+}
+
+/// One poll of the registered jobs through a stand-in for Sume whose list is `page` (one page,
+/// as sent) and whose status reads answer `status` for any job, the walk on.
+async fn walk_once(db: &TestDb, page: String, status: &'static str) -> PollStats {
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let page = page.clone();
+        async move {
+            use axum::response::IntoResponse;
+            match uri.path().strip_suffix("/status") {
+                Some(path) => {
+                    let id = path.rsplit('/').next().unwrap_or_default().to_owned();
+                    axum::Json(json!({"id": id, "status": status})).into_response()
+                }
+                None => ([("content-type", "application/json")], page).into_response(),
+            }
+        }
+    });
+    let api = stand_in_api(app).await;
+    let sweep = Sweep::with_keys(db, &api, clocked_config(), vec![crate::sweep::main_key()]).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    sweep.poll_once().await
 }
 
 /// A hundred jobs registered, and a list page of them all with results of 12 KB each, past the
@@ -420,23 +401,7 @@ async fn a_list_page_past_the_cap_settles_the_jobs_whole_before_the_cut() {
     let db = TestDb::new().await;
     migrate(&db).await;
     let (page, whole) = page_past_the_cap(&db).await;
-    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
-        let page = page.clone();
-        async move {
-            use axum::response::IntoResponse;
-            match uri.path().strip_suffix("/status") {
-                Some(path) => {
-                    let id = path.rsplit('/').next().unwrap_or_default().to_owned();
-                    axum::Json(json!({"id": id, "status": "failed"})).into_response()
-                }
-                None => ([("content-type", "application/json")], page).into_response(),
-            }
-        }
-    });
-    let api = stand_in_api(app).await;
-    let sweep = Sweep::with_keys(&db, &api, clocked_config(), vec![crate::sweep::main_key()]).await;
-    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
-    let polled = sweep.poll_once().await;
+    let polled = walk_once(&db, page, "failed").await;
     assert_eq!(
         (
             polled.list_pages,
