@@ -84,8 +84,9 @@ pub struct Metrics {
     reads_left_today: Family<KeyLabels, Gauge>,
     /// Connections open on the public port now.
     pub port_connections_open: Gauge,
-    /// Connections closed at MAX_CONNECTIONS because they were still sending (or had not
-    /// started) their request headers, to make room for a new one.
+    /// Connections closed at MAX_CONNECTIONS because they lingered after an answer given with
+    /// their body unread, or were still sending (or had not started) their request headers, to
+    /// make room for a new one.
     pub port_connections_shed: Counter,
     /// New connections closed at once at MAX_CONNECTIONS, when none could be shed.
     pub port_connections_refused: Counter,
@@ -95,6 +96,11 @@ pub struct Metrics {
     pub port_in_flight_refused: Counter,
     /// Connections opened with a protocol the port does not speak, answered 505 and closed.
     pub port_protocols_refused: Family<ProtocolLabels, Counter>,
+    /// Connections answered with their request body unread, reading what the client still
+    /// sends before they close ([`crate::http::linger`]).
+    pub port_lingering: Gauge,
+    /// Those lingers ended, by what ended them.
+    pub port_lingers: Family<LingerLabels, Counter>,
     /// Webhooks answered 503 because their next bytes did not fit in MAX_BODY_MEMORY and no
     /// other body still being read could make room.
     pub port_body_memory_refused: Counter,
@@ -168,6 +174,8 @@ impl Metrics {
             port_timeouts: Family::default(),
             port_in_flight_refused: Counter::default(),
             port_protocols_refused: Family::default(),
+            port_lingering: Gauge::default(),
+            port_lingers: Family::default(),
             port_body_memory_refused: Counter::default(),
             port_bodies_shed: Counter::default(),
             admin_port: PortMetrics::default(),

@@ -37,6 +37,7 @@ pub async fn open_store(
         conns,
         config: config.port.clone(),
         bound_bodies: false,
+        body_limit: config.max_body_bytes,
         retry_after_secs,
         // Nobody scrapes them: the admin port serves once the start is over.
         metrics: PortMetrics::default(),

@@ -218,6 +218,7 @@ impl Wiring {
             conns,
             config: c.port.clone(),
             bound_bodies: false,
+            body_limit: c.max_body_bytes,
             retry_after_secs: c.ingest.retry_after_secs,
             metrics: self.metrics.public_port(),
         }
@@ -239,6 +240,7 @@ impl Wiring {
                 ..c.port.clone()
             },
             bound_bodies: true,
+            body_limit: crate::http::admin::MAX_WRITE_BYTES,
             retry_after_secs: c.ingest.retry_after_secs,
             metrics: self.metrics.admin_port.clone(),
         }

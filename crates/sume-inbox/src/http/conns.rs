@@ -1,17 +1,20 @@
 //! A port's open connections, oldest first, against its cap (MAX_CONNECTIONS on the public
 //! port, MAX_ADMIN_CONNECTIONS on the admin one), for [`super::server`]:
-//! - at the cap, room is made for a newcomer by closing the oldest connection still waiting for
-//!   (or reading) a request head; else by shedding the webhook that has been reading its body
-//!   the longest ([`super::body_readers`]), whose handler answers it 503 with `Retry-After` and
-//!   closes its connection; else the newcomer is closed at once. No other request being handled
-//!   is dropped for a newcomer, and a delivery verified and waiting for its commit never is;
+//! - at the cap, room is made for a newcomer by closing the oldest connection lingering (answered
+//!   with its body unread, reading what its client still sends: [`super::linger`]); else the
+//!   oldest still waiting for (or reading) a request head; else by shedding the webhook that has
+//!   been reading its body the longest ([`super::body_readers`]), whose handler answers it 503
+//!   with `Retry-After` and closes its connection; else the newcomer is closed at once. No other
+//!   request being handled is dropped for a newcomer, and a delivery verified and waiting for
+//!   its commit never is;
 //! - a connection shed counts against the cap no more, but holds its descriptor until its task
 //!   has run and closed it. A burst of newcomers, each shedding the one before, piles those up
 //!   faster than their tasks run (some 200 beside a cap of 112 on two busy cores: a process
 //!   under `ulimit -n 400` ran out of descriptors, and accepted nothing on either port), so the
 //!   port accepts no more while [`MAX_CLOSING`] are still open ([`Conns::until_few_closing`]):
 //!   newcomers wait in the listen queue meanwhile. A shed body reader's connection, which
-//!   answers first, is dropped if it has not closed within 500 ms;
+//!   answers first, closes then without lingering, and is dropped if it has not closed within
+//!   500 ms;
 //! - one registry counts a port's connections for the process's whole life: the server that
 //!   answers on LISTEN_ADDR while the daemon starts ([`super::server::serve_until`]) and the
 //!   daemon's own, which takes the listener over, share it, so that the connections still open
@@ -112,16 +115,17 @@ impl Conns {
     }
 }
 
-/// At the cap: closes the oldest connection still waiting for its request head, else sheds the
-/// webhook of `body_readers` that has been reading its body the longest (counted in
-/// `port_bodies_shed` by its handler, which answers it). False when neither is there.
+/// At the cap: closes the oldest connection lingering, else the oldest still waiting for its
+/// request head, else sheds the webhook of `body_readers` that has been reading its body the
+/// longest (counted in `port_bodies_shed` by its handler, which answers it). False when none is
+/// there.
 fn make_room(state: &mut Open, body_readers: &BodyReaders, metrics: &PortMetrics) -> bool {
-    let oldest = state
-        .open
-        .iter()
-        .find(|(_, c)| c.awaiting_head())
-        .map(|(id, _)| *id);
-    if let Some(shed) = oldest.and_then(|id| state.open.remove(&id)) {
+    let oldest = |sheddable: fn(&ConnState) -> bool| {
+        let found = state.open.iter().find(|(_, c)| sheddable(c));
+        found.map(|(id, _)| *id)
+    };
+    let closable = oldest(ConnState::is_lingering).or_else(|| oldest(ConnState::awaiting_head));
+    if let Some(shed) = closable.and_then(|id| state.open.remove(&id)) {
         shed.shed.cancel();
         metrics.connections_shed.inc();
         state.closing += 1;
@@ -135,9 +139,42 @@ fn make_room(state: &mut Open, body_readers: &BodyReaders, metrics: &PortMetrics
         return false;
     };
     state.closing += 1;
+    shed.closing();
     tokio::spawn(async move {
         tokio::time::sleep(CLOSE_GRACE).await;
         shed.shed.cancel();
     });
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Admits a connection into `conns`, which must have room for it.
+    fn admit(conns: &Conns, metrics: &PortMetrics) -> (u64, Arc<ConnState>) {
+        conns.admit(&BodyReaders::default(), metrics).expect("room")
+    }
+
+    /// At the cap, the oldest connection lingering goes first, then the oldest waiting for a
+    /// head; one busy with a request never does.
+    #[test]
+    fn at_the_cap_lingering_connections_are_shed_before_those_awaiting_a_head() {
+        let (conns, metrics) = (Conns::new(3), PortMetrics::default());
+        let (_, head) = admit(&conns, &metrics);
+        let (_, busy) = admit(&conns, &metrics);
+        let (_, lingering) = admit(&conns, &metrics);
+        busy.request_started(true);
+        lingering.lingering();
+        let (_, newcomer) = admit(&conns, &metrics);
+        assert!(lingering.shed.is_cancelled());
+        assert!(!head.shed.is_cancelled() && !busy.shed.is_cancelled());
+        admit(&conns, &metrics);
+        assert!(
+            head.shed.is_cancelled(),
+            "then the oldest awaiting its head"
+        );
+        assert!(!busy.shed.is_cancelled() && !newcomer.shed.is_cancelled());
+        assert_eq!(metrics.connections_shed.get(), 2);
+    }
 }

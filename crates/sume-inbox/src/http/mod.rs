@@ -4,7 +4,8 @@
 //! the console ([`console`]). Handlers only translate HTTP to messages and store calls. Both
 //! ports are served by one loop, [`server`], each with its own connection cap ([`conns`]), whose
 //! connections keep their timeouts in [`timed_io`] (and the admin port's request bodies theirs
-//! in [`timed_body`]); the webhook bodies the public port holds are bounded by
+//! in [`timed_body`]) and close through [`linger`], which reads what a client still sends after
+//! an answer given with its body unread; the webhook bodies the public port holds are bounded by
 //! [`body_budget`], and shed through [`body_readers`]. While the daemon starts, the public port
 //! answers from [`starting`] alone.
 
@@ -13,6 +14,7 @@ pub mod body_budget;
 pub mod body_readers;
 pub mod conns;
 pub mod console;
+pub mod linger;
 pub mod misrouted;
 pub mod probes;
 pub mod server;

@@ -10,14 +10,14 @@
 //!   `header_read_timeout` is set to HEADER_TIMEOUT + IDLE_TIMEOUT, a backstop the socket's
 //!   timers always beat.
 //! - The connection cap (MAX_CONNECTIONS; MAX_ADMIN_CONNECTIONS), kept by [`super::conns`]: at
-//!   the limit, the oldest connection still waiting for (or reading) a request head is closed
-//!   to make room; when every connection is busy with a request, the webhook that has been
-//!   reading its body the longest is shed ([`super::body_readers`]: answered 503 with
-//!   `Retry-After`, its connection closed), so stalled uploads can never hold every
-//!   connection; when none is reading one, the new connection is closed at once. No other
-//!   request being handled is ever dropped for a newcomer, and a delivery verified and waiting
-//!   for its commit never is. While many connections shed are still to close, the loop waits
-//!   before it accepts the next.
+//!   the limit, the oldest connection lingering (below) is closed to make room, else the oldest
+//!   still waiting for (or reading) a request head; when every connection is busy with a
+//!   request, the webhook that has been reading its body the longest is shed
+//!   ([`super::body_readers`]: answered 503 with `Retry-After`, its connection closed), so
+//!   stalled uploads can never hold every connection; when none is reading one, the new
+//!   connection is closed at once. No other request being handled is ever dropped for a
+//!   newcomer, and a delivery verified and waiting for its commit never is. While many
+//!   connections shed are still to close, the loop waits before it accepts the next.
 //! - MAX_IN_FLIGHT: requests handled at once (on the admin port, its connection cap). At the
 //!   limit, the webhook that has been reading its body the longest is shed
 //!   ([`super::body_readers`]) and the newcomer takes its slot; when no request is reading a
@@ -26,6 +26,12 @@
 //! - Every request carries its peer's address ([`axum::extract::ConnectInfo`]) and the
 //!   connection it came on ([`super::body_readers::Connection`]); the per-request part (the
 //!   MAX_IN_FLIGHT shedding, the routes) is the `request` submodule's.
+//! - The close: once hyper is done with a connection (its client closed, or an answer said
+//!   `Connection: close`), one whose last request's body was not read whole, or whose head
+//!   hyper refused (400, 414, 431), lingers ([`super::linger`]): its write side is shut, and
+//!   what its client still sends is read and discarded within a time and a byte bound, so that
+//!   a client writing its whole body before it reads still reads the answer. Any other
+//!   connection closes at once.
 //! - HTTP/1.1 alone: a connection that opens with HTTP/2's preface (prior knowledge) is answered
 //!   an HTTP/1.1 `505` saying so, counted and logged, then closed.
 //! - Accept errors (out of descriptors, say) are logged at a bounded rate and the loop goes on
@@ -55,6 +61,7 @@ use tokio_util::task::TaskTracker;
 
 use super::body_readers::{BodyReaders, Connection};
 use super::conns::Conns;
+use super::linger;
 use super::timed_io::{ConnState, TimedIo};
 use crate::config::PortConfig;
 use crate::metrics::{PortMetrics, RefusedProtocol};
@@ -86,6 +93,7 @@ struct Server {
     name: &'static str,
     config: PortConfig,
     body_timeout: Option<Duration>,
+    body_limit: usize,
     retry_after_secs: u64,
     metrics: PortMetrics,
     in_flight: Arc<Semaphore>,
@@ -112,6 +120,10 @@ pub struct Port {
     /// Whether the server bounds request bodies by BODY_TIMEOUT (answered 408): where the
     /// handlers read them through extractors, not where a handler bounds its own.
     pub bound_bodies: bool,
+    /// The largest request body its routes read (MAX_BODY_BYTES; the admin API's 2 MiB): a
+    /// connection answered with a body unread reads a few times this before it closes
+    /// ([`super::linger`]).
+    pub body_limit: usize,
     /// `Retry-After` of its 503s.
     pub retry_after_secs: u64,
     /// Where its refusals and timeouts are counted.
@@ -197,6 +209,7 @@ impl Server {
             conns,
             config,
             bound_bodies,
+            body_limit,
             retry_after_secs,
             metrics,
         } = port;
@@ -211,6 +224,7 @@ impl Server {
             body_readers,
             conns,
             body_timeout: bound_bodies.then_some(config.body_timeout),
+            body_limit,
             config,
             retry_after_secs,
             metrics,
@@ -259,7 +273,9 @@ impl Server {
         listener.accept().await
     }
 
-    /// Serves one connection until it closes, times out, is shed, or drains at shutdown.
+    /// Serves one connection until it closes, times out, is shed, or drains at shutdown; once
+    /// answered, it closes at once, or lingers when its last request's body (or head) was left
+    /// unread ([`super::linger`]).
     async fn connection(
         self: Arc<Self>,
         stream: TcpStream,
@@ -276,15 +292,21 @@ impl Server {
         ));
         let service = {
             let (server, conn, on) = (self.clone(), conn.clone(), Connection(id));
-            service_fn(move |request| server.clone().handle(request, conn.clone(), peer, on))
+            // Boxed, so that hyper can end the connection without shutting its socket, which
+            // the close below does instead.
+            service_fn(move |request| {
+                Box::pin(server.clone().handle(request, conn.clone(), peer, on))
+            })
         };
         let mut http = self.http.serve_connection(io, service);
         let mut draining = false;
         let served = loop {
             tokio::select! {
-                served = std::pin::Pin::new(&mut http) => break served,
+                served = std::future::poll_fn(|cx| http.poll_without_shutdown(cx)) => {
+                    break Some(served);
+                }
                 // Dropping the connection closes the socket.
-                _ = conn.shed.cancelled() => break Ok(()),
+                _ = conn.shed.cancelled() => break None,
                 _ = shutdown.cancelled(), if !draining => {
                     std::pin::Pin::new(&mut http).graceful_shutdown();
                     draining = true;
@@ -292,16 +314,33 @@ impl Server {
             }
         };
         match served {
-            Ok(()) => {}
-            Err(e) if e.is_parse_version_h2() => {
+            None => {}
+            Some(Err(e)) if e.is_parse_version_h2() => {
                 self.refuse_http2(http.into_parts().io.into_inner(), peer)
                     .await;
             }
-            Err(e) => {
-                tracing::debug!(error = %e, port = self.name, "connection ended on an error");
+            Some(served) => {
+                if let Some(unread) = self.answered(served, &conn) {
+                    let stream = http.into_parts().io.into_inner().into_inner();
+                    linger::close(stream, &conn, unread, self.body_limit, &self.metrics).await;
+                }
             }
         }
         self.conns.forget(id, &self.metrics);
+    }
+
+    /// Whether a connection that hyper has done with ended on an answer, and if so whether
+    /// that answer left bytes of the request unread: its body, or for an answer hyper gave to
+    /// a head it could not parse (400, 414, 431), the rest of that head.
+    fn answered(&self, served: hyper::Result<()>, conn: &ConnState) -> Option<bool> {
+        match served {
+            Ok(()) => Some(conn.body_unread()),
+            Err(e) if e.is_parse() => Some(true),
+            Err(e) => {
+                tracing::debug!(error = %e, port = self.name, "connection ended on an error");
+                None
+            }
+        }
     }
 
     /// A connection that opened with HTTP/2's preface (a client with prior knowledge, as

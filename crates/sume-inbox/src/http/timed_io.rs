@@ -4,8 +4,9 @@
 //! the header timeout).
 //!
 //! [`ConnState`] knows where a connection stands: waiting for (or reading) a request head, busy
-//! with a request, or idle after a response. The server loop moves it to busy when hyper hands
-//! a request to the service and to idle when the response body, a [`Tracked`], is dropped
+//! with a request, idle after a response, or lingering as it closes; and whether the last
+//! request's body was read to its end. The server loop moves it to busy when hyper hands a
+//! request to the service and to idle when the response body, a [`Tracked`], is dropped
 //! (written); the socket moves it from idle to reading a head when a byte arrives. [`TimedIo`]
 //! fails a read with `TimedOut` once the deadline of that state has passed:
 //! - reading a head: HEADER_TIMEOUT from the accept, or from the first byte of a later request
@@ -14,7 +15,9 @@
 //!   such a client as it bounds one that sends nothing);
 //! - idle: IDLE_TIMEOUT from the end of the last response;
 //! - busy: none here (a body read is bounded by BODY_TIMEOUT elsewhere, and the rest of a
-//!   request is the server's own time: a `?wait=` on the admin port holds it up to MAX_WAIT).
+//!   request is the server's own time: a `?wait=` on the admin port holds it up to MAX_WAIT);
+//! - lingering, answered and closing with its last body left unread: none here, the socket is
+//!   read without these timers, on the bounds of [`super::linger`].
 //!
 //! A write that makes no progress for BODY_TIMEOUT (a client that does not read its answers)
 //! fails the same way. Each timeout is counted in the port's `..._timeouts` series.
@@ -22,6 +25,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -46,12 +50,22 @@ enum Phase {
     Busy,
     /// The last response was written at `since`; no byte of the next request yet.
     Idle { since: Instant },
+    /// Answered and closing: what the client still sends is read and discarded
+    /// ([`super::linger`]); the socket is no longer read through [`TimedIo`].
+    Lingering,
 }
 
 /// One open connection, shared by its socket, its service and the server's registry.
 #[derive(Debug)]
 pub struct ConnState {
     phase: Mutex<Phase>,
+    /// Whether the last request's body is still (in part) on the wire: set when a request with
+    /// a body starts, cleared once the body has been read to its end
+    /// ([`super::linger::ReadToEnd`]).
+    body_unread: AtomicBool,
+    /// Set when the server sheds this connection at the cap while it reads a body: no longer
+    /// counted there, it closes as soon as it has answered, without lingering.
+    closing: AtomicBool,
     /// Cancelled when the server sheds this connection to make room for a new one.
     pub shed: CancellationToken,
 }
@@ -63,6 +77,8 @@ impl ConnState {
             phase: Mutex::new(Phase::Head {
                 since: Instant::now(),
             }),
+            body_unread: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             shed: CancellationToken::new(),
         }
     }
@@ -71,9 +87,42 @@ impl ConnState {
         f(&mut self.phase.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Hyper has read a request head and handed the request to the service.
-    pub fn request_started(&self) {
+    /// Hyper has read a request head and handed the request to the service; `with_body`: the
+    /// request has a body, not read yet.
+    pub fn request_started(&self, with_body: bool) {
+        self.body_unread.store(with_body, Ordering::Relaxed);
         self.with_phase(|p| *p = Phase::Busy);
+    }
+
+    /// Whether the last request left its body, or part of it, unread: answered before it was
+    /// read, or while it was.
+    pub fn body_unread(&self) -> bool {
+        self.body_unread.load(Ordering::Relaxed)
+    }
+
+    /// The last request's body has been read to its end.
+    pub fn body_read(&self) {
+        self.body_unread.store(false, Ordering::Relaxed);
+    }
+
+    /// Shed at the cap while it reads a body: it answers, then closes at once.
+    pub fn closing(&self) {
+        self.closing.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether it was shed at the cap while it read a body ([`ConnState::closing`]).
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
+    }
+
+    /// The connection is answered and closing, reading what its client still sends.
+    pub fn lingering(&self) {
+        self.with_phase(|p| *p = Phase::Lingering);
+    }
+
+    /// Answered and closing ([`ConnState::lingering`]): the first to go at the connection cap.
+    pub fn is_lingering(&self) -> bool {
+        self.with_phase(|p| matches!(p, Phase::Lingering))
     }
 
     /// The response has been written (its body dropped): the idle timer starts.
@@ -87,7 +136,7 @@ impl ConnState {
 
     /// Waiting for or reading a request head, so it may be shed: no request would be lost.
     pub fn awaiting_head(&self) -> bool {
-        self.with_phase(|p| !matches!(p, Phase::Busy))
+        self.with_phase(|p| matches!(p, Phase::Head { .. } | Phase::Idle { .. }))
     }
 
     fn bytes_arrived(&self) {
@@ -104,7 +153,7 @@ impl ConnState {
         self.with_phase(|p| match *p {
             Phase::Head { since } => Some((since + timeouts.header, TimeoutKind::header)),
             Phase::Idle { since } => Some((since + timeouts.idle, TimeoutKind::idle)),
-            Phase::Busy => None,
+            Phase::Busy | Phase::Lingering => None,
         })
     }
 }
@@ -147,6 +196,12 @@ impl TimedIo {
             read_timer: None,
             write_timer: None,
         }
+    }
+
+    /// The stream, without its timers: for a close that reads on its own bounds
+    /// ([`super::linger`]).
+    pub fn into_inner(self) -> TcpStream {
+        self.inner
     }
 
     fn timed_out(&self, kind: TimeoutKind) -> io::Error {

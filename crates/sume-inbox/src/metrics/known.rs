@@ -14,9 +14,9 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
 use super::{
-    ApiLabels, ClosedLabels, Metrics, OutcomeLabels, ProtocolLabels, ReadLabels, ReadWay,
-    RecheckLabels, RecheckOutcome, RefusedProtocol, SecretLabels, StatusSource, StatusSourceLabels,
-    TimeoutKind, TimeoutLabels, WebhookOutcome,
+    ApiLabels, ClosedLabels, LingerEnd, LingerLabels, Metrics, OutcomeLabels, ProtocolLabels,
+    ReadLabels, ReadWay, RecheckLabels, RecheckOutcome, RefusedProtocol, SecretLabels,
+    StatusSource, StatusSourceLabels, TimeoutKind, TimeoutLabels, WebhookOutcome,
 };
 
 impl Metrics {
@@ -68,6 +68,10 @@ impl Metrics {
         for kind in TimeoutKind::ALL {
             zero(&self.port_timeouts, &TimeoutLabels { kind });
             zero(&self.admin_port.timeouts, &TimeoutLabels { kind });
+        }
+        for by in LingerEnd::ALL {
+            zero(&self.port_lingers, &LingerLabels { by });
+            zero(&self.admin_port.lingers, &LingerLabels { by });
         }
         for protocol in RefusedProtocol::ALL {
             zero(&self.port_protocols_refused, &ProtocolLabels { protocol });

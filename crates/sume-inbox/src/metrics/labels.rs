@@ -103,6 +103,39 @@ pub struct ProtocolLabels {
     pub protocol: RefusedProtocol,
 }
 
+/// What ended a connection's linger, the reading of what its client still sent after an
+/// answer given with its body unread (the `by` label of `sume_inbox_port_lingers`; see
+/// [`crate::http::linger`]).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum LingerEnd {
+    /// The client closed (or reset) its side: it had read the answer, or gave up.
+    client,
+    /// The time bound passed with the client still connected.
+    time,
+    /// The byte bound was read: the client was sending far more than the port takes.
+    bytes,
+    /// Shed at the connection cap for a newcomer.
+    shed,
+}
+
+impl LingerEnd {
+    /// Every end (each counted from 0 at start).
+    pub const ALL: [LingerEnd; 4] = [
+        LingerEnd::client,
+        LingerEnd::time,
+        LingerEnd::bytes,
+        LingerEnd::shed,
+    ];
+}
+
+/// The label of `sume_inbox_port_lingers`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LingerLabels {
+    /// What ended it.
+    pub by: LingerEnd,
+}
+
 /// The label of `sume_inbox_webhooks`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {

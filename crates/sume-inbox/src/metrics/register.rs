@@ -136,7 +136,7 @@ impl Metrics {
         );
         r.register(
             "port_connections_shed",
-            "Connections still sending their request headers, closed at MAX_CONNECTIONS to make room",
+            "Connections lingering after an answer given with their body unread, or still sending their request headers, closed at MAX_CONNECTIONS to make room",
             self.port_connections_shed.clone(),
         );
         r.register(
@@ -158,6 +158,16 @@ impl Metrics {
             "port_protocols_refused",
             "Connections opened with a protocol LISTEN_ADDR does not speak (HTTP/2 with prior knowledge), answered 505 and closed",
             self.port_protocols_refused.clone(),
+        );
+        r.register(
+            "port_lingering_connections",
+            "Connections on LISTEN_ADDR answered with their request body unread, reading what the client still sends before they close",
+            self.port_lingering.clone(),
+        );
+        r.register(
+            "port_lingers",
+            "Connections on LISTEN_ADDR that read what their client sent after an answer given with the body unread, by what ended it: client (closed its side), time, bytes, shed",
+            self.port_lingers.clone(),
         );
         r.register(
             "port_body_memory_refused",

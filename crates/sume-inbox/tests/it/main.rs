@@ -39,6 +39,7 @@ mod pooler;
 mod port;
 mod port_bodies;
 mod port_fd_limit;
+mod port_linger;
 mod port_memory;
 mod property;
 mod reconcile;

@@ -141,6 +141,12 @@ fn series_counted_from_zero() -> Vec<String> {
             r#"sume_inbox_give_up_rechecks_total{{outcome="{outcome}"}}"#
         ));
     }
+    for port in ["port", "admin_port"] {
+        for by in ["client", "time", "bytes", "shed"] {
+            want.push(format!(r#"sume_inbox_{port}_lingers_total{{by="{by}"}}"#));
+        }
+        want.push(format!("sume_inbox_{port}_lingering_connections"));
+    }
     want.push("sume_inbox_orphan_events_expired_total".into());
     want
 }

@@ -7,6 +7,7 @@
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use crate::port_linger::{signed, urllib};
 use crate::port_memory::metric;
 use crate::shutdown::{notify_socket, serve_command, sigterm_and_wait_for_exit};
 use crate::support::*;
@@ -104,6 +105,10 @@ async fn while_the_start_waits_for_the_migrations_lock_the_port_says_so_then_ser
     assert_eq!(refused.status(), 503);
     assert_eq!(refused.headers()["retry-after"], "5");
     assert_eq!(refused.headers()["connection"], "close");
+    // A client that writes its whole body before it reads (urllib) reads that answer too.
+    let size = 2 << 20;
+    let answered = urllib(&webhooks, 10, size, 503, &signed(unix_now(), size)).await;
+    assert_eq!(answered, 10);
 
     release(&holder).await;
     wait_for(

@@ -55,7 +55,7 @@ declare! { PUBLIC_PORT, "Public port (webhooks)",
         flag: Some("max-connections"),
         default: Some("10000"),
         form: Form::Count { min: 1, max: 1_000_000 },
-        about: "open connections on `LISTEN_ADDR`, more than `MAX_IN_FLIGHT` (each request in flight holds one); beyond, the oldest one still sending (or not yet sending) its headers is closed to make room, else the webhook that has been reading its body the longest is shed (503 with `Retry-After`), else the new one is closed; cut at start to what the open-file limit leaves beside the pool and the admin port's floor (a warning says so)",
+        about: "open connections on `LISTEN_ADDR`, more than `MAX_IN_FLIGHT` (each request in flight holds one); beyond, the oldest one lingering after an answer given with its body unread is closed to make room, else the oldest one still sending (or not yet sending) its headers, else the webhook that has been reading its body the longest is shed (503 with `Retry-After`), else the new one is closed; cut at start to what the open-file limit leaves beside the pool and the admin port's floor (a warning says so)",
     }
     /// Requests handled at once.
     MAX_IN_FLIGHT {
@@ -107,7 +107,7 @@ declare! { ADMIN_PORT, "Admin port (admin API, console, metrics)",
         flag: Some("max-admin-connections"),
         default_note: Some("`MAX_WAITERS` + 100"),
         form: Form::Count { min: 1, max: 1_000_000 },
-        about: "open connections on `ADMIN_ADDR`, more than `MAX_WAITERS` (each `?wait=` holds one); beyond, the oldest one sending no request (headers pending, or idle) is closed to make room, or the new one if every connection is busy with a request; cut at start to what the open-file limit leaves beside the public port's cap and the pool",
+        about: "open connections on `ADMIN_ADDR`, more than `MAX_WAITERS` (each `?wait=` holds one); beyond, the oldest one lingering after an answer given with its body unread is closed to make room, else the oldest one sending no request (headers pending, or idle), or the new one if every connection is busy with a request; cut at start to what the open-file limit leaves beside the public port's cap and the pool",
     }
     /// Requests waiting for a close.
     MAX_WAITERS {

@@ -1,7 +1,8 @@
 //! One request on a port's connection ([`super::Server::handle`]): MAX_IN_FLIGHT (a webhook
 //! reading its body shed for the newcomer at the limit, else `503` with `Retry-After`), the
 //! probes outside it, and the routes, with the request's peer, its connection and, on the admin
-//! port, its body bounded by BODY_TIMEOUT.
+//! port, its body bounded by BODY_TIMEOUT. Whether the request's body was read to its end is
+//! told to its connection, whose close lingers when it was not ([`crate::http::linger`]).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -19,6 +20,7 @@ use tokio::time::Instant;
 
 use super::Server;
 use crate::http::body_readers::Connection;
+use crate::http::linger::ReadToEnd;
 use crate::http::timed_body::{self, Expired, TimedBody};
 use crate::http::timed_io::{ConnState, ResponseDone, Tracked};
 use crate::metrics::TimeoutKind;
@@ -35,12 +37,12 @@ impl Server {
         peer: SocketAddr,
         on: Connection,
     ) -> Result<Response<Tracked>, Infallible> {
-        conn.request_started();
-        let done = ResponseDone::new(conn);
+        conn.request_started(!hyper::body::Body::is_end_stream(request.body()));
+        let done = ResponseDone::new(conn.clone());
         // The probes answer from memory: MAX_IN_FLIGHT deliveries waiting on a slow database
         // must not fail the liveness probe (an orchestrator would restart a healthy process).
         if is_probe(&request) {
-            let response = self.route(request, peer, on).await;
+            let response = self.route(request, peer, on, conn).await;
             return Ok(response.map(|body| Tracked::new(body, done)));
         }
         let permit = match self.in_flight.clone().try_acquire_owned() {
@@ -48,7 +50,7 @@ impl Server {
             Err(_) => self.shed_a_body_reader().await,
         };
         let response = match permit {
-            Some(_permit) => self.route(request, peer, on).await,
+            Some(_permit) => self.route(request, peer, on, conn).await,
             None => {
                 self.metrics.in_flight_refused.inc();
                 overloaded(self.retry_after_secs)
@@ -59,12 +61,14 @@ impl Server {
 
     /// Hands the request to the routes, with its peer's address, the connection it came on
     /// and, where the server keeps BODY_TIMEOUT, its body bounded (a body cut by it is answered
-    /// 408, whatever the handler made of the error, and the connection closed).
+    /// 408, whatever the handler made of the error, and the connection closed). The body tells
+    /// `conn` once it is read to its end: one left unread makes the close linger.
     async fn route(
         &self,
         request: Request<Incoming>,
         peer: SocketAddr,
         on: Connection,
+        conn: Arc<ConnState>,
     ) -> Response<Body> {
         let (mut parts, body) = request.into_parts();
         parts.extensions.insert(ConnectInfo(peer));
@@ -72,9 +76,9 @@ impl Server {
         let (body, expired) = match self.body_timeout {
             Some(timeout) => {
                 let (body, expired) = TimedBody::new(body, Instant::now() + timeout);
-                (Body::new(body), expired)
+                (Body::new(ReadToEnd::new(body, conn)), expired)
             }
-            None => (Body::new(body), Expired::default()),
+            None => (Body::new(ReadToEnd::new(body, conn)), Expired::default()),
         };
         let routed =
             TowerToHyperService::new(self.app.clone()).call(Request::from_parts(parts, body));
