@@ -902,6 +902,52 @@ async fn an_after_is_checked_for_its_lists_form_and_read_as_a_position() {
     api.daemon.stop().await;
 }
 
+/// An empty `after` (what a client writing its URL from a template sends before it has a
+/// position) is the start, as no `after` is, on every list: it was refused 400 on every list
+/// but `/v1/jobs`, though the document allowed it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_after_is_the_start_on_every_list() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    db.client()
+        .await
+        .batch_execute(
+            "insert into sume.jobs (job_id) values ('job_e1'), ('job_e2');
+             insert into sume.disagreements (job_id, kept_state, seen_state, seen_status, source)
+             values ('job_e1', 'completed', 'failed', 'failed', 'poll');
+             insert into sume.inbox_checks (job_id, verdict) values ('job_eo', 'orphan');",
+        )
+        .await
+        .unwrap();
+    api.post("/v1/dead-letters/drop", json!({"ids": ["dl_e"]}))
+        .await;
+    let rows = |page: &Value| {
+        let rows = page.as_object().unwrap().values().find(|v| v.is_array());
+        rows.unwrap().as_array().unwrap().len()
+    };
+    for list in [
+        "/v1/jobs",
+        "/v1/inbox",
+        "/v1/set-aside",
+        "/v1/orphans",
+        "/v1/dead-letters",
+        "/v1/disagreements",
+        "/v1/audit",
+    ] {
+        let (s, from_start) = api.get(&format!("{list}?limit=3"), OPERATOR).await;
+        assert_eq!(s, 200, "{list}: {from_start}");
+        let (s, empty) = api.get(&format!("{list}?limit=3&after="), OPERATOR).await;
+        assert_eq!(s, 200, "{list}?after=: {empty}");
+        assert_eq!(rows(&empty), rows(&from_start), "{list}?after=: {empty}");
+        assert_eq!(empty["next_after"], from_start["next_after"], "{list}");
+    }
+    for list in ["/v1/jobs", "/v1/orphans", "/v1/disagreements", "/v1/audit"] {
+        let (_, page) = api.get(&format!("{list}?after="), OPERATOR).await;
+        assert!(rows(&page) > 0, "{list}?after=: {page}");
+    }
+    api.daemon.stop().await;
+}
+
 /// A 401 says the scheme it wants (`WWW-Authenticate`, which RFC 9110 requires of it), and that
 /// the token sent was refused when one was; a request carrying two `Authorization` headers is
 /// refused whichever holds the token, as a proxy in front may have read, or added, the other.

@@ -145,8 +145,8 @@ fn value_lists(schemas: &Value) {
     }
 }
 
-/// An age asked about is at most ten years, and a date-time filter in RFC 3339's years: past
-/// them a date overflowed, answered 503 as a database failure.
+/// An age asked about is at most ten years, and a date-time filter or position in RFC 3339's
+/// years: past them a date overflowed, answered 503 as a database failure.
 async fn ages_and_times(checked: &Checked<'_>) {
     for (query, status) in [
         ("/v1/inbox?older_than=3650d", 200),
@@ -161,6 +161,19 @@ async fn ages_and_times(checked: &Checked<'_>) {
         ("/v1/jobs?created_from=-10000-01-01T00:00:00Z", 400),
         ("/v1/jobs?created_to=%2B262000-01-01T00:00:00Z", 400),
         ("/v1/jobs?closed_from=-000001-01-01T00:00:00Z", 400),
+        // A list's position at the edges of its pattern (`TimeKey`): the first and the last
+        // instant it can write, February 29 of a leap year.
+        (
+            "/v1/dead-letters?after=0000-01-01T00:00:00%2B23:59%7Cx",
+            200,
+        ),
+        (
+            "/v1/orphans?after=9999-12-31T23:59:59.999999999-23:59%7Cx",
+            200,
+        ),
+        ("/v1/set-aside?after=2000-02-29T12:00:00Z%7C", 200),
+        ("/v1/set-aside?after=1900-02-29T12:00:00Z%7C", 400),
+        ("/v1/audit?after=999999999999999999", 200),
     ] {
         checked
             .expect(status, Call::new("get", query, Some(OPERATOR)))

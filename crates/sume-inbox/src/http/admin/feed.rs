@@ -5,7 +5,8 @@
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use super::job_routes::{bad_query, JobsAnswer};
+use super::job_routes::JobsAnswer;
+use super::paging::bad_query;
 use super::{unavailable, AdminState};
 use crate::db::FeedCursor;
 

@@ -15,11 +15,11 @@ use axum::Json;
 use chrono::{DateTime, Datelike, FixedOffset};
 use serde::{Deserialize, Serialize};
 
+use super::forms::Text;
 use super::openapi::ErrorBody;
+use super::paging::{bad_query, page_limit};
 use super::{unavailable, AdminState, PathId};
-use crate::db::{
-    CloserName, FeedPage, JobFilter, JobRow, JobStateName, CLOSERS, JOB_STATES, PAGE_LIMIT_MAX,
-};
+use crate::db::{CloserName, FeedPage, JobFilter, JobRow, JobStateName, CLOSERS, JOB_STATES};
 use crate::http::{error, ApiError};
 
 /// A page of the list of jobs.
@@ -119,15 +119,15 @@ pub struct ListQuery {
     /// Rows per page, 1 to 1000 (default 100).
     #[param(nullable = false, minimum = 1, maximum = 1000)]
     limit: Option<i64>,
-    /// The list: `next_after` of the previous page, a job id. Any id is a position: the jobs
-    /// after it in id order, whether or not a page ended there.
-    #[param(nullable = false)]
+    /// The list: `next_after` of the previous page, a job id; empty, the start. Any id is a
+    /// position: the jobs after it in id order, whether or not a page ended there.
+    #[param(nullable = false, value_type = Option<Text>)]
     after: Option<String>,
     /// The list: `open`, `completed`, `failed`, `canceled` or `expired`.
     #[param(nullable = false, value_type = Option<JobStateName>)]
     state: Option<String>,
     /// The list: the application's reference.
-    #[param(nullable = false)]
+    #[param(nullable = false, value_type = Option<Text>)]
     order_id: Option<String>,
     /// The list: `webhook`, `poll` or `give_up`.
     #[param(nullable = false, value_type = Option<CloserName>)]
@@ -144,23 +144,6 @@ pub struct ListQuery {
     /// The list: closed before.
     #[param(nullable = false)]
     closed_to: Option<DateTime<FixedOffset>>,
-}
-
-const DEFAULT_LIMIT: i64 = 100;
-
-pub(super) fn bad_query(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message)
-}
-
-/// `limit` when given, checked: 1 to [`PAGE_LIMIT_MAX`].
-pub(super) fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
-    match limit {
-        None => Ok(DEFAULT_LIMIT),
-        Some(n) if (1..=PAGE_LIMIT_MAX).contains(&n) => Ok(n),
-        Some(n) => Err(bad_query(format!(
-            "limit must be 1 to {PAGE_LIMIT_MAX}, not {n}"
-        ))),
-    }
 }
 
 fn one_of(field: &str, value: &Option<String>, allowed: &[&str]) -> Result<(), ApiError> {

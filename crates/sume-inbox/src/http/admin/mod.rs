@@ -2,8 +2,9 @@
 //! handlers live in a file per concern (`registration.rs`: registering jobs; `job_routes.rs`:
 //! reading and listing them, the feed of closes; `wait.rs`: waiting for a close;
 //! `operator.rs`: the operator's reads; `instance_routes.rs`: the fleet's instances and last
-//! hour; `replay_routes.rs`: the operator's writes and their audit); [`openapi`] describes them
-//! all. A query parameter a route does not take is refused (`invalid_query`) on every route
+//! hour; `replay_routes.rs`: the operator's writes and their audit; `paging.rs`: the lists'
+//! `limit` and `after`); [`openapi`] describes them all, `forms.rs` the forms of their text
+//! values. A query parameter a route does not take is refused (`invalid_query`) on every route
 //! but `/metrics`, whose scrapers may add their own.
 
 use std::sync::Arc;
@@ -21,10 +22,12 @@ use sume_wire::Secret;
 pub mod access;
 mod content_type;
 mod feed;
+mod forms;
 mod instance_routes;
 mod job_routes;
 pub mod openapi;
 mod operator;
+mod paging;
 mod registration;
 mod replay_routes;
 mod wait;

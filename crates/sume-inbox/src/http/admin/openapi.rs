@@ -15,7 +15,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa::openapi::{self as oa, Components, Content, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use super::{instance_routes, job_routes, operator, registration, replay_routes};
+use super::{forms, instance_routes, job_routes, operator, registration, replay_routes};
 
 /// Every error: `{"error":{"code","message"},"request_id"}`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -303,7 +303,7 @@ fn refused_before_the_route(op: &mut Operation, path: &str) {
         replay_routes::replay_event, replay_routes::replay_dead_letters, replay_routes::drop_dead_letters,
         super::metrics,
     ),
-    components(schemas(ErrorBody, ErrorDetail)),
+    components(schemas(ErrorBody, ErrorDetail, forms::Text, forms::TimeKey, forms::NumberKey)),
     modifiers(&Schemes),
     tags((name = "application", description = "The application's token suffices"),
          (name = "operator", description = "The operator's token only")),

@@ -1,0 +1,50 @@
+//! Values made from each pattern of [`super`], read by the reader the route uses: every one is
+//! taken. (Anchors are left out for the generator, which makes whole strings.)
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::db::PageKey;
+
+/// Strings of `pattern`, a `^...$` of [`super`].
+fn of(pattern: &str) -> impl Strategy<Value = String> {
+    let inner = pattern.strip_prefix('^').and_then(|p| p.strip_suffix('$'));
+    proptest::string::string_regex(inner.expect("anchored")).expect("a pattern proptest reads")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 2000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn text_is_what_postgresql_holds(s in of(TEXT)) {
+        prop_assert!(crate::db::text_can_hold(&s));
+    }
+
+    #[test]
+    fn time_keys_are_read_as_positions(s in of(TIME_KEY)) {
+        prop_assert!(s.is_empty() || PageKey::decode(&s).is_some(), "{s:?}");
+        prop_assert!(crate::db::text_can_hold(&s));
+    }
+
+    #[test]
+    fn number_keys_are_read_as_numbers(s in of(NUMBER_KEY)) {
+        prop_assert!(s.is_empty() || s.parse::<i64>().is_ok(), "{s:?}");
+    }
+}
+
+/// The edges of each pattern's bounds are read as the pattern says.
+#[test]
+fn the_bounds_of_the_patterns_are_the_readers() {
+    for leap in [
+        "2000-02-29T00:00:00Z|x",
+        "0000-02-29T00:00:00Z|x",
+        "2024-02-29T23:59:59.123456789+23:59|x",
+    ] {
+        assert!(PageKey::decode(leap).is_some(), "{leap}");
+    }
+    assert!(PageKey::decode("1900-02-29T00:00:00Z|x").is_none());
+}
