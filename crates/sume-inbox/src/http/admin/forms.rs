@@ -1,8 +1,10 @@
 //! The forms of the admin API's text values, as the document states them: each a
 //! document-only type (standing for its `String` field, as `db::value_names`' do) whose schema
 //! carries the pattern. A pattern states exactly what the value's reader takes, or a part of
-//! it, never more: a client that sends what the document allows is answered, never refused.
-//! The tests below read values made from each pattern with the reader the route uses.
+//! it (the reader may take more: `wait` reads any duration humantime does, the pattern states
+//! the usual forms), never more: a client that sends what the document allows is answered,
+//! never refused. The tests below read values made from each pattern with the reader the route
+//! uses.
 
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
@@ -25,6 +27,17 @@ pub const TIME_KEY: &str = concat!(
 
 /// A whole number of up to 18 digits, or empty.
 pub const NUMBER_KEY: &str = r"^([0-9]{1,18})?$";
+
+/// A whole number of milliseconds, seconds, minutes or hours, up to 9 digits.
+pub const WAIT: &str = r"^[0-9]{1,9}(ms|s|m|h)$";
+
+/// A whole number of nanoseconds, milliseconds, seconds, minutes, hours or days, at most 3650
+/// days: up to 17, 11, 8, 6 and 4 digits for the smaller units (each at most 1157 days), and
+/// 3650 days at most.
+pub const AGE: &str = concat!(
+    r"^([0-9]{1,17}ns|[0-9]{1,11}ms|[0-9]{1,8}s|[0-9]{1,6}m|[0-9]{1,4}h",
+    r"|([0-9]{1,3}|[0-2][0-9]{3}|3[0-5][0-9]{2}|36[0-4][0-9]|3650)d)$"
+);
 
 fn form(pattern: &str, example: &str, what: &str) -> ObjectBuilder {
     ObjectBuilder::new()
@@ -80,6 +93,26 @@ text_form!(
          empty, the start."
     )
 );
+text_form!(
+    /// [`WAIT`] in the document.
+    Wait, "Wait",
+    form(
+        WAIT,
+        "30s",
+        "How long to wait: a whole number of `ms`, `s`, `m` or `h`. A wait longer than the \
+         instance's MAX_WAIT (60s unless set) waits MAX_WAIT."
+    )
+);
+text_form!(
+    /// [`AGE`] in the document.
+    Age, "Age",
+    form(
+        AGE,
+        "10m",
+        "An age: a whole number of `ns`, `ms`, `s`, `m`, `h` or `d`, at most 3650 days."
+    )
+);
+
 #[cfg(test)]
 #[path = "forms_tests.rs"]
 mod tests;

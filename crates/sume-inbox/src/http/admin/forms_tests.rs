@@ -1,6 +1,8 @@
 //! Values made from each pattern of [`super`], read by the reader the route uses: every one is
 //! taken. (Anchors are left out for the generator, which makes whole strings.)
 
+use std::time::Duration;
+
 use proptest::prelude::*;
 
 use super::*;
@@ -34,11 +36,35 @@ proptest! {
     fn number_keys_are_read_as_numbers(s in of(NUMBER_KEY)) {
         prop_assert!(s.is_empty() || s.parse::<i64>().is_ok(), "{s:?}");
     }
+
+    #[test]
+    fn waits_are_read_as_durations(s in of(WAIT)) {
+        let max = Duration::from_secs(60);
+        prop_assert!(crate::http::admin::wait::parse_wait(&s, max).is_ok(), "{s:?}");
+    }
+
+    #[test]
+    fn ages_are_read_within_ten_years(s in of(AGE)) {
+        prop_assert!(crate::http::admin::operator::read_age(&s).is_ok(), "{s:?}");
+    }
 }
 
 /// The edges of each pattern's bounds are read as the pattern says.
 #[test]
 fn the_bounds_of_the_patterns_are_the_readers() {
+    let ten_years = crate::config::setting::MAX_DURATION;
+    for age in [
+        "3650d",
+        "99999999s",
+        "999999m",
+        "9999h",
+        "99999999999ms",
+        "99999999999999999ns",
+    ] {
+        let read = crate::http::admin::operator::read_age(age).unwrap();
+        assert!(read <= ten_years, "{age}");
+    }
+    assert!(crate::http::admin::operator::read_age("3651d").is_err());
     for leap in [
         "2000-02-29T00:00:00Z|x",
         "0000-02-29T00:00:00Z|x",

@@ -15,7 +15,7 @@ use axum::Json;
 use chrono::{DateTime, Datelike, FixedOffset};
 use serde::{Deserialize, Serialize};
 
-use super::forms::Text;
+use super::forms::{Text, Wait};
 use super::openapi::ErrorBody;
 use super::paging::{bad_query, page_limit};
 use super::{unavailable, AdminState, PathId};
@@ -46,8 +46,9 @@ pub enum JobsAnswer {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ShowQuery {
-    /// Wait up to this long (e.g. `30s`, at most MAX_WAIT) for the job to close.
-    #[param(nullable = false, example = "30s")]
+    /// Wait up to this long (e.g. `30s`) for the job to close; a wait longer than MAX_WAIT
+    /// (60s unless set) waits MAX_WAIT.
+    #[param(nullable = false, value_type = Option<Wait>, example = "30s")]
     wait: Option<String>,
 }
 

@@ -59,7 +59,7 @@ pub struct AdminState {
     pub health: crate::actors::supervision::Health,
     /// Requests waiting for a job to close (`?wait=`).
     pub waiters: crate::actors::close_waiters::Waiters,
-    /// MAX_WAIT: the longest wait a request may ask for.
+    /// MAX_WAIT: the longest a request waits; a longer `wait` waits this long.
     pub max_wait: std::time::Duration,
     /// Cancelled at shutdown: waiting requests are answered at once.
     pub shutdown: tokio_util::sync::CancellationToken,

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use super::forms::TimeKey;
+use super::forms::{Age, TimeKey};
 use super::openapi::ErrorBody;
 use super::paging::{
     bad_query, next, number_page, page_of, time_page, NumberPageQuery, TimePageQuery, TIME_KEY_FORM,
@@ -41,7 +41,7 @@ pub struct InboxQuery {
     #[param(nullable = false, value_type = Option<TimeKey>)]
     pub after: Option<String>,
     /// Events at least this old, e.g. `10m`; at most `3650d`.
-    #[param(nullable = false, example = "10m")]
+    #[param(nullable = false, value_type = Option<Age>, example = "10m")]
     pub older_than: Option<String>,
 }
 
@@ -94,6 +94,20 @@ page!(
     AuditEntry,
     "A page of the audit log, newest first."
 );
+
+/// `older_than` as given: a duration up to [`MAX_DURATION`] (3650 days: past it a date
+/// overflows).
+pub(super) fn read_age(raw: &str) -> Result<Duration, ApiError> {
+    match humantime::parse_duration(raw) {
+        Ok(d) if d <= MAX_DURATION => Ok(d),
+        _ => {
+            let longest = crate::config::setting::longest_text(MAX_DURATION);
+            Err(bad_query(format!(
+                "older_than must be a duration like 10m, at most {longest}"
+            )))
+        }
+    }
+}
 
 fn respond<T: Serialize>(what: &str, result: Result<T, DbError>) -> Response {
     match result {
@@ -149,14 +163,9 @@ pub(super) async fn inbox(
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let older_than = match q.older_than.as_deref().map(humantime::parse_duration) {
-        None => Duration::ZERO,
-        Some(Ok(d)) if d <= MAX_DURATION => d,
-        Some(_) => {
-            let longest = crate::config::setting::longest_text(MAX_DURATION);
-            let message = format!("older_than must be a duration like 10m, at most {longest}");
-            return bad_query(message).into_response();
-        }
+    let older_than = match q.older_than.as_deref().map(read_age).transpose() {
+        Ok(age) => age.unwrap_or(Duration::ZERO),
+        Err(e) => return e.into_response(),
     };
     let rows = state
         .store
