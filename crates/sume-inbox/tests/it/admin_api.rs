@@ -819,8 +819,9 @@ async fn an_id_named_twice_in_a_drop_is_said_once() {
 }
 
 /// `dead-letters drop` of a 20,000-byte id through the API kept the whole id in
-/// `sume.audit_log`: no dead letter's id is longer than an event's longest, so a longer one is
-/// refused before anything is recorded, and the longest still reads.
+/// `sume.audit_log`: no dead letter's id is longer than an event's longest (511 bytes), so one
+/// longer than that in characters (the document's count) is refused before anything is
+/// recorded, and the longest still reads.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_id_longer_than_any_dead_letters_is_refused_before_it_is_recorded() {
     let db = TestDb::new().await;
@@ -832,7 +833,7 @@ async fn an_id_longer_than_any_dead_letters_is_refused_before_it_is_recorded() {
     assert_eq!(s, 422, "{body}");
     assert_eq!(body["error"]["code"], "invalid_field");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("at most 511 bytes"), "{message}");
+    assert!(message.contains("at most 511 characters"), "{message}");
     assert_eq!(db.scalar("select count(*) from sume.audit_log").await, 0);
     let longest = "x".repeat(sume_wire::event::MAX_EVENT_ID_LEN);
     let (s, body) = api

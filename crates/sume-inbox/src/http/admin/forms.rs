@@ -1,12 +1,16 @@
 //! The forms of the admin API's text values, as the document states them: each a
 //! document-only type (standing for its `String` field, as `db::value_names`' do) whose schema
-//! carries the pattern. A pattern states exactly what the value's reader takes, or a part of
-//! it (the reader may take more: `wait` reads any duration humantime does, the pattern states
-//! the usual forms), never more: a client that sends what the document allows is answered,
-//! never refused. The tests below read values made from each pattern with the reader the route
-//! uses.
+//! carries the pattern, and the lengths where it has some. A pattern states exactly what the
+//! value's reader takes, or a part of it (the reader may take more: `wait` reads any duration
+//! humantime does, the pattern states the usual forms), never more: a client that sends what the
+//! document allows is answered, never refused. The tests below read values made from each
+//! pattern with the reader the route uses.
+//!
+//! JSON Schema counts a length in characters (Unicode code points), and so do the readers.
 
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::schema::{
+    Array, ArrayBuilder, Object, ObjectBuilder, Schema, SchemaType, Type,
+};
 use utoipa::openapi::RefOr;
 
 /// Any text without a NUL character (PostgreSQL's text cannot hold one).
@@ -38,6 +42,31 @@ pub const AGE: &str = concat!(
     r"^([0-9]{1,17}ns|[0-9]{1,11}ms|[0-9]{1,8}s|[0-9]{1,6}m|[0-9]{1,4}h",
     r"|([0-9]{1,3}|[0-2][0-9]{3}|3[0-5][0-9]{2}|36[0-4][0-9]|3650)d)$"
 );
+
+/// Not blank (a character that is not white space, as Rust's `trim` reads it) and no control
+/// character (Unicode's `Cc`).
+pub const NAME: &str = concat!(
+    r"^[^\u0000-\u001f\u007f-\u009f]*",
+    r"[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+    r"[^\u0000-\u001f\u007f-\u009f]*$"
+);
+
+/// Not blank (as [`NAME`]) and no NUL character.
+pub const NOT_BLANK: &str = concat!(
+    r"^[^\u0000]*",
+    r"[^\u0000\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]",
+    r"[^\u0000]*$"
+);
+
+/// The most characters of a registration's `job_id`, `order_id` and `api_key`.
+pub const NAME_MAX: usize = 255;
+
+/// The most characters of a dead letter's id a drop names: as many as the longest id's bytes
+/// ([`sume_wire::event::MAX_EVENT_ID_LEN`]), so every id is within it.
+pub const DEAD_LETTER_ID_MAX: usize = sume_wire::event::MAX_EVENT_ID_LEN;
+
+/// The most ids one drop names.
+pub const DROP_MAX: usize = 1000;
 
 fn form(pattern: &str, example: &str, what: &str) -> ObjectBuilder {
     ObjectBuilder::new()
@@ -112,6 +141,47 @@ text_form!(
         "An age: a whole number of `ns`, `ms`, `s`, `m`, `h` or `d`, at most 3650 days."
     )
 );
+
+/// A registration's `job_id`, `order_id` or `api_key`: [`NAME`], 1 to [`NAME_MAX`] characters
+/// (or `null`, when `nullable`: none given).
+pub fn name(what: &str, nullable: bool) -> Object {
+    let types = match nullable {
+        true => SchemaType::from_iter([Type::String, Type::Null]),
+        false => SchemaType::Type(Type::String),
+    };
+    ObjectBuilder::new()
+        .schema_type(types)
+        .min_length(Some(1))
+        .max_length(Some(NAME_MAX))
+        .pattern(Some(NAME))
+        .description(Some(what))
+        .build()
+}
+
+/// The ids a drop names: 1 to 1000 of them, each [`NOT_BLANK`] and 1 to [`DEAD_LETTER_ID_MAX`]
+/// characters.
+pub fn dead_letter_ids() -> Array {
+    let id = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(DEAD_LETTER_ID_MAX))
+        .pattern(Some(NOT_BLANK));
+    ArrayBuilder::new()
+        .items(id)
+        .min_items(Some(1))
+        .max_items(Some(DROP_MAX))
+        .description(Some(
+            "The dead letters' ids, 1 to 1000: each 1 to 511 characters (no dead letter's id is \
+             longer), not blank, with no NUL character.",
+        ))
+        .build()
+}
+
+/// Whether `s` is a usable registration value: 1 to [`NAME_MAX`] characters, not blank, no
+/// control character ([`NAME`]).
+pub fn usable_name(s: &str) -> bool {
+    !s.trim().is_empty() && s.chars().count() <= NAME_MAX && !s.chars().any(char::is_control)
+}
 
 #[cfg(test)]
 #[path = "forms_tests.rs"]

@@ -47,6 +47,18 @@ proptest! {
     fn ages_are_read_within_ten_years(s in of(AGE)) {
         prop_assert!(crate::http::admin::operator::read_age(&s).is_ok(), "{s:?}");
     }
+
+    #[test]
+    fn names_within_their_length_are_usable(s in of(NAME)) {
+        prop_assume!(s.chars().count() <= NAME_MAX);
+        prop_assert!(usable_name(&s), "{s:?}");
+    }
+
+    #[test]
+    fn dead_letter_ids_within_their_length_are_taken(s in of(NOT_BLANK)) {
+        prop_assume!(s.chars().count() <= DEAD_LETTER_ID_MAX);
+        prop_assert_eq!(crate::http::admin::replay_routes::refusal(&[s]), None);
+    }
 }
 
 /// The edges of each pattern's bounds are read as the pattern says.
@@ -72,5 +84,8 @@ fn the_bounds_of_the_patterns_are_the_readers() {
     ] {
         assert!(PageKey::decode(leap).is_some(), "{leap}");
     }
-    assert!(PageKey::decode("1900-02-29T00:00:00Z|x").is_none());
+    assert!(usable_name(&"é".repeat(NAME_MAX)));
+    assert!(!usable_name(&"é".repeat(NAME_MAX + 1)));
+    assert!(!usable_name(" \u{3000}"));
+    assert!(!usable_name("a\u{85}"));
 }
