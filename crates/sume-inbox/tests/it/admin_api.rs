@@ -290,7 +290,7 @@ async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     // One close in the feed, however many replays. The feed answers only closes below every
     // open transaction of the cluster (other tests' included), so it may take a moment.
     let closes = || async {
-        let (_, feed) = api.get("/v1/jobs?closed_after=0", APP).await;
+        let (_, feed) = api.get("/v1/closes", APP).await;
         feed["closes"].as_array().unwrap().len()
     };
     wait_for("the close in the feed", Duration::from_secs(20), || async {

@@ -32,6 +32,10 @@ pub const TIME_KEY: &str = concat!(
 /// A whole number of up to 18 digits, or empty.
 pub const NUMBER_KEY: &str = r"^([0-9]{1,18})?$";
 
+/// `0`, `<transaction id>-<sequence>` (the transaction id 3 or more: PostgreSQL's first normal
+/// one; leading zeros allowed, up to 18 digits each), or empty.
+pub const CURSOR: &str = r"^(0|0*([3-9]|[1-9][0-9]{1,17})-[0-9]{1,18})?$";
+
 /// A whole number of milliseconds, seconds, minutes or hours, up to 9 digits.
 pub const WAIT: &str = r"^[0-9]{1,9}(ms|s|m|h)$";
 
@@ -120,6 +124,17 @@ text_form!(
         "42",
         "A position in a list ordered by a number: a whole number, as `next_after` gives it; \
          empty, the start."
+    )
+);
+text_form!(
+    /// [`CURSOR`] in the document.
+    Cursor, "Cursor",
+    form(
+        CURSOR,
+        "5123-88",
+        "A position in the feed of closes: a `cursor` or `next_cursor` an answer gave \
+         (`<transaction id>-<sequence>`, read as its two numbers: `007-1` is `7-1`), or `0` \
+         or empty, the start."
     )
 );
 text_form!(

@@ -6,7 +6,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
-use crate::db::PageKey;
+use crate::db::{FeedCursor, PageKey};
 
 /// Strings of `pattern`, a `^...$` of [`super`].
 fn of(pattern: &str) -> impl Strategy<Value = String> {
@@ -35,6 +35,11 @@ proptest! {
     #[test]
     fn number_keys_are_read_as_numbers(s in of(NUMBER_KEY)) {
         prop_assert!(s.is_empty() || s.parse::<i64>().is_ok(), "{s:?}");
+    }
+
+    #[test]
+    fn cursors_are_read_as_cursors(s in of(CURSOR)) {
+        prop_assert!(s.is_empty() || s.parse::<FeedCursor>().is_ok(), "{s:?}");
     }
 
     #[test]
@@ -83,6 +88,13 @@ fn the_bounds_of_the_patterns_are_the_readers() {
         "2024-02-29T23:59:59.123456789+23:59|x",
     ] {
         assert!(PageKey::decode(leap).is_some(), "{leap}");
+    }
+    for cursor in [
+        "3-0",
+        "000000000000000003-000000000000000000",
+        "999999999999999999-999999999999999999",
+    ] {
+        assert!(cursor.parse::<FeedCursor>().is_ok(), "{cursor}");
     }
     assert!(usable_name(&"é".repeat(NAME_MAX)));
     assert!(!usable_name(&"é".repeat(NAME_MAX + 1)));

@@ -1,6 +1,6 @@
 //! The admin API on ADMIN_ADDR: its state and its routes. What guards them is [`access`]; the
 //! handlers live in a file per concern (`registration.rs`: registering jobs; `job_routes.rs`:
-//! reading and listing them, the feed of closes; `wait.rs`: waiting for a close;
+//! reading and listing them; `feed.rs`: the feed of closes; `wait.rs`: waiting for a close;
 //! `operator.rs`: the operator's reads; `instance_routes.rs`: the fleet's instances and last
 //! hour; `replay_routes.rs`: the operator's writes and their audit; `paging.rs`: the lists'
 //! `limit` and `after`); [`openapi`] describes them all, `forms.rs` the forms of their text
@@ -69,8 +69,8 @@ pub struct AdminState {
     pub instance: Arc<str>,
 }
 
-/// The admin API's routes: the application's (register, read, wait, the feed, the OpenAPI
-/// document) and the operator's (everything else), all behind [`access::guard`].
+/// The admin API's routes: the application's (register, read, wait, the feed of closes, the
+/// OpenAPI document) and the operator's (everything else), all behind [`access::guard`].
 pub fn router(state: AdminState, access: Access) -> Router {
     let app = Router::new()
         .route(
@@ -78,6 +78,7 @@ pub fn router(state: AdminState, access: Access) -> Router {
             post(registration::register).get(job_routes::list),
         )
         .route("/v1/jobs/{job_id}", get(job_routes::show))
+        .route("/v1/closes", get(feed::closes))
         .route("/v1/openapi.json", get(openapi::serve));
     let operator = Router::new()
         .route("/v1/jobs/{job_id}/detail", get(operator::job_detail))
