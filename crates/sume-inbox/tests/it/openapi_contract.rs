@@ -228,7 +228,7 @@ fn instantiate(template: &str) -> String {
 /// A raced job closed by its webhook, one still open, a waiting event, two set-aside ones, an
 /// orphan, a disagreement, a poll, a dead letter the daemon cannot read and one that a newer
 /// reader understands; and the instance's first heartbeat.
-async fn seed(db: &TestDb, served: &Served) -> String {
+pub(crate) async fn seed(db: &TestDb, served: &Served) -> String {
     let c = db.client().await;
     c.batch_execute(
         "insert into sume.jobs (job_id, order_id) values ('job_a', 'o-a'), ('job_b', null),

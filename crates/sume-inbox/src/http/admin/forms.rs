@@ -4,7 +4,7 @@
 //! value's reader takes, or a part of it (the reader may take more: `wait` reads any duration
 //! humantime does, the pattern states the usual forms), never more: a client that sends what the
 //! document allows is answered, never refused. The tests below read values made from each
-//! pattern with the reader the route uses.
+//! pattern with the reader the route uses; `tests/it/openapi_fuzz.rs` sends them to a daemon.
 //!
 //! JSON Schema counts a length in characters (Unicode code points), and so do the readers.
 
