@@ -1,13 +1,14 @@
-//! The outside tools that read the admin API's OpenAPI document (the reference validator and
-//! the client generators), installed by `scripts/openapi-tools` on first use; a test that needs
-//! them fails, saying how to install them, when they cannot be had, and never passes without.
+//! The outside tools that read the admin API's OpenAPI document (the reference validator, the
+//! client generators and Schemathesis), installed by `scripts/openapi-tools` on first use; a
+//! test that needs them fails, saying how to install them, when they cannot be had, and never
+//! passes without.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The pinned tools' directory: `venv/bin/{python,openapi-spec-validator,openapi-python-client}`
-/// and `node/node_modules/.bin/{openapi-ts,tsc}`. Installs them when missing (a few seconds'
-/// work once per machine; then a few milliseconds); panics when that fails.
+/// The pinned tools' directory: `venv/bin/{python,openapi-spec-validator,openapi-python-client,
+/// schemathesis}` and `node/node_modules/.bin/{openapi-ts,tsc}`. Installs them when missing (a
+/// few seconds' work once per machine; then a few milliseconds); panics when that fails.
 pub fn openapi_tools() -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/openapi-tools");
     let out = Command::new(&script)

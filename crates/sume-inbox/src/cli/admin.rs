@@ -8,7 +8,7 @@ use clap::{ArgGroup, Args, Subcommand};
 
 use super::render;
 use super::source::{Remote, Source};
-use super::CliError;
+use super::{CliError, Counted};
 use crate::config::clap_args::{scopes, SettingArgs};
 use crate::config::declared::{
     DATABASE_URL, SUME_INBOX_ADMIN_TOKEN, SUME_INBOX_ADMIN_URL, SUME_WEBHOOK_SECRET,
@@ -210,7 +210,7 @@ where
 
 /// `jobs show ID`: fails when nothing at all is known about the id.
 pub async fn jobs_show(job_id: &str, admin: &AdminArgs) -> Result<(), CliError> {
-    super::check_id("a job id", job_id, MAX_ID_LEN)?;
+    super::check_id("a job id", job_id, MAX_ID_LEN, Counted::Characters)?;
     let detail = with_source(admin.settings.values(), |source| async move {
         source.job_detail(job_id).await
     })
@@ -256,7 +256,7 @@ pub async fn dead_letters_ls(limit: i64, admin: &AdminArgs) -> Result<(), CliErr
 /// `dead-letters drop ID...`: fails when an id names no dead letter (the others are dropped).
 pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), CliError> {
     for id in ids {
-        super::check_id("a dead letter's id", id, MAX_EVENT_ID_LEN)?;
+        super::check_id("a dead letter's id", id, MAX_EVENT_ID_LEN, Counted::Bytes)?;
     }
     // An id named twice is dropped, said and counted once.
     let mut seen = std::collections::HashSet::new();
@@ -283,7 +283,7 @@ pub async fn dead_letters_drop(ids: &[String], admin: &AdminArgs) -> Result<(), 
 /// holds another event), saying how many.
 pub async fn replay(args: ReplayArgs) -> Result<(), CliError> {
     if let Some(id) = &args.event_id {
-        super::check_id("an event id", id, MAX_EVENT_ID_LEN)?;
+        super::check_id("an event id", id, MAX_EVENT_ID_LEN, Counted::Bytes)?;
     }
     let v = args.settings.values();
     let (event_id, limit) = (args.event_id.as_deref(), args.limit);

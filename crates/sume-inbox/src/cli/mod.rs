@@ -177,18 +177,46 @@ pub fn duration_flag(flag: &'static str, raw: &str) -> Result<std::time::Duratio
     crate::config::parse_bounded_duration(flag, raw).map_err(|e| CliError::Usage(e.to_string()))
 }
 
-/// An id longer than any job's, event's or dead letter's (`max` bytes, the admin API's bound)
-/// is refused before anything is asked (exit 2): it names nothing, a URL could not carry it,
-/// and an audit entry would keep it whole. `what` is the id's kind (`a job id`).
-pub fn check_id(what: &str, id: &str, max: usize) -> Result<(), CliError> {
-    if (1..=max).contains(&id.len()) {
+/// How an id's length is counted: a job's in characters, as the admin API and the check on
+/// `sume.jobs.job_id` count them; an event's or a dead letter's in bytes, as they are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// UTF-8 bytes.
+    Bytes,
+    /// Characters (Unicode code points).
+    Characters,
+}
+
+impl Counted {
+    fn len(self, id: &str) -> usize {
+        match self {
+            Counted::Bytes => id.len(),
+            Counted::Characters => id.chars().count(),
+        }
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            Counted::Bytes => "bytes",
+            Counted::Characters => "characters",
+        }
+    }
+}
+
+/// An id longer than any job's, event's or dead letter's (`max`, counted as `counted` says,
+/// the admin API's bound) is refused before anything is asked (exit 2): it names nothing, a URL
+/// could not carry it, and an audit entry would keep it whole. `what` is the id's kind (`a job
+/// id`).
+pub fn check_id(what: &str, id: &str, max: usize, counted: Counted) -> Result<(), CliError> {
+    let len = counted.len(id);
+    if (1..=max).contains(&len) {
         return Ok(());
     }
     let shown: String = id.chars().take(64).collect();
     let cut = if shown.len() < id.len() { "..." } else { "" };
+    let unit = counted.unit();
     Err(CliError::Usage(format!(
-        "{shown:?}{cut} ({} bytes) names nothing: {what} is 1 to {max} bytes",
-        id.len()
+        "{shown:?}{cut} ({len} {unit}) names nothing: {what} is 1 to {max} {unit}"
     )))
 }
 

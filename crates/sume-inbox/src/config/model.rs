@@ -165,7 +165,7 @@ pub enum Wakeup {
 pub struct WaitConfig {
     /// MAX_WAITERS: requests waiting at once on this instance; beyond, 503 with Retry-After.
     pub max_waiters: usize,
-    /// MAX_WAIT: the longest `wait` a request may ask for.
+    /// MAX_WAIT: the longest a request waits; a longer `wait` waits this long.
     pub max_wait: Duration,
     /// WAIT_WAKEUP: `listen` or `poll`.
     pub wakeup: Wakeup,

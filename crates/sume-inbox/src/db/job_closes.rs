@@ -81,7 +81,7 @@ impl FromStr for FeedCursor {
 /// One close, as the feed answers it.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FeedEntry {
-    /// This entry's position: resume after it with `closed_after=<cursor>`.
+    /// This entry's position: resume after it with `GET /v1/closes?after=<cursor>`.
     pub cursor: String,
     /// Sume's job id.
     pub job_id: String,

@@ -13,7 +13,7 @@ import os
 import time
 
 from sume_inbox_client import AuthenticatedClient
-from sume_inbox_client.api.application import get_job, list_jobs, register_job
+from sume_inbox_client.api.application import get_job, list_closes, register_job
 from sume_inbox_client.api.operator import list_dead_letters, replay_dead_letters
 from sume_inbox_client.models import (
     DeadLetterPage,
@@ -60,7 +60,7 @@ say("closed", state=job.state, closed_by=job.closed_by, outcome=outcome)
 # late comes late, never skipped).
 cursor, seen, pages, deadline = "0", [], 0, time.monotonic() + 60
 while True:
-    page = list_jobs.sync(client=app, closed_after=cursor, limit=2)
+    page = list_closes.sync(client=app, after=cursor, limit=2)
     assert isinstance(page, FeedPage), page
     pages += 1 if page.closes else 0
     seen += [c.job_id for c in page.closes]

@@ -9,7 +9,7 @@
 // DEAD_LETTER_JOB (the job a dead letter names).
 
 import { createClient } from './client/client';
-import { getJob, listDeadLetters, listJobs, registerJob, replayDeadLetters } from './client';
+import { getJob, listCloses, listDeadLetters, registerJob, replayDeadLetters } from './client';
 import type { FeedPage, JobRow } from './client';
 
 // Node's globals, declared here rather than brought in with @types/node.
@@ -51,9 +51,9 @@ async function feedUntil(job: string): Promise<[string[], number, string]> {
   let pages = 0;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const r = await listJobs({ client: app, query: { closed_after: cursor, limit: 2 } });
-    check(r.data !== undefined && 'closes' in r.data, 'list_jobs', r.error ?? r.data);
-    const page = r.data as FeedPage;
+    const r = await listCloses({ client: app, query: { after: cursor, limit: 2 } });
+    check(r.data !== undefined, 'list_closes', r.error);
+    const page: FeedPage = r.data!;
     if (page.closes.length > 0) pages += 1;
     seen.push(...page.closes.map((c) => c.job_id));
     cursor = page.next_cursor;

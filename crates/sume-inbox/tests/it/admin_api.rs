@@ -290,7 +290,7 @@ async fn replay_through_the_api_changes_nothing_twice_and_is_audited() {
     // One close in the feed, however many replays. The feed answers only closes below every
     // open transaction of the cluster (other tests' included), so it may take a moment.
     let closes = || async {
-        let (_, feed) = api.get("/v1/jobs?closed_after=0", APP).await;
+        let (_, feed) = api.get("/v1/closes", APP).await;
         feed["closes"].as_array().unwrap().len()
     };
     wait_for("the close in the feed", Duration::from_secs(20), || async {
@@ -819,8 +819,9 @@ async fn an_id_named_twice_in_a_drop_is_said_once() {
 }
 
 /// `dead-letters drop` of a 20,000-byte id through the API kept the whole id in
-/// `sume.audit_log`: no dead letter's id is longer than an event's longest, so a longer one is
-/// refused before anything is recorded, and the longest still reads.
+/// `sume.audit_log`: no dead letter's id is longer than an event's longest (511 bytes), so one
+/// longer than that in characters (the document's count) is refused before anything is
+/// recorded, and the longest still reads.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_id_longer_than_any_dead_letters_is_refused_before_it_is_recorded() {
     let db = TestDb::new().await;
@@ -832,7 +833,7 @@ async fn an_id_longer_than_any_dead_letters_is_refused_before_it_is_recorded() {
     assert_eq!(s, 422, "{body}");
     assert_eq!(body["error"]["code"], "invalid_field");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("at most 511 bytes"), "{message}");
+    assert!(message.contains("at most 511 characters"), "{message}");
     assert_eq!(db.scalar("select count(*) from sume.audit_log").await, 0);
     let longest = "x".repeat(sume_wire::event::MAX_EVENT_ID_LEN);
     let (s, body) = api
@@ -898,6 +899,52 @@ async fn an_after_is_checked_for_its_lists_form_and_read_as_a_position() {
         let description = after["description"].as_str().unwrap();
         assert!(description.contains(form), "{list}: {description}");
         assert!(description.contains("Only its form is checked") || list == "/v1/jobs");
+    }
+    api.daemon.stop().await;
+}
+
+/// An empty `after` (what a client writing its URL from a template sends before it has a
+/// position) is the start, as no `after` is, on every list: it was refused 400 on every list
+/// but `/v1/jobs`, though the document allowed it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_after_is_the_start_on_every_list() {
+    let db = TestDb::new().await;
+    let api = Api::start(&db).await;
+    db.client()
+        .await
+        .batch_execute(
+            "insert into sume.jobs (job_id) values ('job_e1'), ('job_e2');
+             insert into sume.disagreements (job_id, kept_state, seen_state, seen_status, source)
+             values ('job_e1', 'completed', 'failed', 'failed', 'poll');
+             insert into sume.inbox_checks (job_id, verdict) values ('job_eo', 'orphan');",
+        )
+        .await
+        .unwrap();
+    api.post("/v1/dead-letters/drop", json!({"ids": ["dl_e"]}))
+        .await;
+    let rows = |page: &Value| {
+        let rows = page.as_object().unwrap().values().find(|v| v.is_array());
+        rows.unwrap().as_array().unwrap().len()
+    };
+    for list in [
+        "/v1/jobs",
+        "/v1/inbox",
+        "/v1/set-aside",
+        "/v1/orphans",
+        "/v1/dead-letters",
+        "/v1/disagreements",
+        "/v1/audit",
+    ] {
+        let (s, from_start) = api.get(&format!("{list}?limit=3"), OPERATOR).await;
+        assert_eq!(s, 200, "{list}: {from_start}");
+        let (s, empty) = api.get(&format!("{list}?limit=3&after="), OPERATOR).await;
+        assert_eq!(s, 200, "{list}?after=: {empty}");
+        assert_eq!(rows(&empty), rows(&from_start), "{list}?after=: {empty}");
+        assert_eq!(empty["next_after"], from_start["next_after"], "{list}");
+    }
+    for list in ["/v1/jobs", "/v1/orphans", "/v1/disagreements", "/v1/audit"] {
+        let (_, page) = api.get(&format!("{list}?after="), OPERATOR).await;
+        assert!(rows(&page) > 0, "{list}?after=: {page}");
     }
     api.daemon.stop().await;
 }

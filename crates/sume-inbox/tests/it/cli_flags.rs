@@ -165,7 +165,7 @@ fn a_refused_flag_or_id_exits_2_before_anything_is_asked() {
         (
             vec!["jobs", "show", &long],
             &admin,
-            "a job id is 1 to 255 bytes",
+            "a job id is 1 to 255 characters",
         ),
     ];
     for (args, env, says) in cases {

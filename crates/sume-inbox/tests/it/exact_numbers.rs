@@ -68,7 +68,7 @@ async fn a_result_sent_by_webhook_keeps_every_digit_in_the_job_and_its_answers()
     // The feed answers only closes below every open transaction of the cluster (other tests'
     // included), so the close may take a moment to show there.
     wait_for("the close in the feed", Duration::from_secs(20), || async {
-        let feed = http.get(daemon.admin_url("/v1/jobs?closed_after=0")).send();
+        let feed = http.get(daemon.admin_url("/v1/closes")).send();
         feed.await
             .unwrap()
             .text()
@@ -80,6 +80,7 @@ async fn a_result_sent_by_webhook_keeps_every_digit_in_the_job_and_its_answers()
     for path in [
         "/v1/jobs/job_exact",
         "/v1/jobs/job_exact/detail",
+        "/v1/closes",
         "/v1/jobs?closed_after=0",
         "/v1/jobs",
     ] {

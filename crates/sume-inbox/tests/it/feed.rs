@@ -1,6 +1,7 @@
-//! The feed of closes (`GET /v1/jobs?closed_after=`), its notification and the job list: a
+//! The feed of closes (`GET /v1/closes?after=`), its notification and the job list: a
 //! consumer gets every close once and in order, when closes commit out of order and when the
-//! daemon it reads from restarts; a give-up superseded by Sume is an entry of its own.
+//! daemon it reads from restarts; a give-up superseded by Sume is an entry of its own. The
+//! feed as applications first read it, `GET /v1/jobs?closed_after=`, answers as it did.
 
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ impl Consumer {
     /// Reads pages of two until one is empty; the cursor moves to each page's next_cursor.
     async fn drain(&mut self, daemon: &Daemon) {
         loop {
-            let url = daemon.admin_url(&format!("/v1/jobs?closed_after={}&limit=2", self.cursor));
+            let url = daemon.admin_url(&format!("/v1/closes?after={}&limit=2", self.cursor));
             let r = self.http.get(url).send().await.unwrap();
             assert_eq!(r.status(), 200);
             let page: Value = r.json().await.unwrap();
@@ -263,7 +264,9 @@ async fn the_list_filters_and_pages_and_refuses_bad_queries() {
 
 /// A cursor no answer of this database gave (of another database, or saved before a restore)
 /// once answered an empty page and came back as `next_cursor`, for good: every later close
-/// went unread without a word. It is refused; a real cursor with nothing after it is not.
+/// went unread without a word. It is refused, 409 `cursor_ahead` (it depends on the database,
+/// not on its form), and 400 `invalid_query` on `GET /v1/jobs?closed_after=`, as that route
+/// always answered it; a real cursor with nothing after it is not.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cursor_ahead_of_the_database_is_refused() {
     let db = TestDb::new().await;
@@ -274,35 +277,48 @@ async fn a_cursor_ahead_of_the_database_is_refused() {
     consumer.drain_until(&daemon, 1).await;
     let real = consumer.cursor.clone();
     let http = reqwest::Client::new();
-    let read = |cursor: String| {
+    let read = |query: String| {
         let http = http.clone();
-        let url = daemon.admin_url(&format!("/v1/jobs?closed_after={cursor}"));
+        let url = daemon.admin_url(&query);
         async move { http.get(url).send().await.unwrap() }
     };
-    let caught_up = read(real.clone()).await;
-    assert_eq!(caught_up.status(), 200);
-    let page: Value = caught_up.json().await.unwrap();
-    assert_eq!(page["next_cursor"], real.as_str());
-    for ahead in ["100000000-0", "9223372036854775807-1"] {
-        let r = read(ahead.to_owned()).await;
-        assert_eq!(r.status(), 400, "{ahead}");
-        let body: Value = r.json().await.unwrap();
-        assert_eq!(body["error"]["code"], "invalid_query", "{body}");
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("ahead of every transaction of this database"),
-            "{body}"
-        );
+    for route in ["/v1/closes?after=", "/v1/jobs?closed_after="] {
+        let caught_up = read(format!("{route}{real}")).await;
+        assert_eq!(caught_up.status(), 200, "{route}");
+        let page: Value = caught_up.json().await.unwrap();
+        assert_eq!(page["next_cursor"], real.as_str());
+        for ahead in [
+            "100000000-0",
+            "999999999999999999-1",
+            "9223372036854775807-1",
+        ] {
+            let r = read(format!("{route}{ahead}")).await;
+            let (status, code) = match route {
+                "/v1/closes?after=" => (409, "cursor_ahead"),
+                _ => (400, "invalid_query"),
+            };
+            assert_eq!(r.status(), status, "{route}{ahead}");
+            let body: Value = r.json().await.unwrap();
+            assert_eq!(body["error"]["code"], code, "{body}");
+            let message = body["error"]["message"].as_str().unwrap();
+            assert!(
+                message.contains("ahead of every transaction of this database"),
+                "{body}"
+            );
+            let parameter = route.split(['?', '=']).nth(1).unwrap();
+            assert!(
+                message.starts_with(&format!("{parameter}={ahead}")),
+                "{message}"
+            );
+        }
     }
     daemon.stop().await;
 }
 
 /// A cursor of transaction id 0, 1 or 2 (PostgreSQL's reserved ids, which no close carries) was
 /// answered an empty page and echoed back as `next_cursor`, so a consumer kept it. It is refused
-/// naming it and saying to resume from `0`; a cursor written with leading zeros reads as its
-/// numbers, and the answer's cursor is written without them.
+/// naming it and saying to resume from `0`, on both routes; a cursor written with leading zeros
+/// reads as its numbers, and the answer's cursor is written without them.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cursor_no_close_can_carry_is_refused_and_padded_ones_come_back_plain() {
     let db = TestDb::new().await;
@@ -317,25 +333,77 @@ async fn a_cursor_no_close_can_carry_is_refused_and_padded_ones_come_back_plain(
     consumer.drain_until(&daemon, 1).await;
     let real = consumer.cursor.clone();
     let http = reqwest::Client::new();
-    let read = |cursor: String| {
+    let read = |query: String| {
         let http = http.clone();
-        let url = daemon.admin_url(&format!("/v1/jobs?closed_after={cursor}"));
+        let url = daemon.admin_url(&query);
         async move { http.get(url).send().await.unwrap() }
     };
-    for reserved in ["0-5", "1-1", "2-9", "000-5"] {
-        let r = read(reserved.to_owned()).await;
-        assert_eq!(r.status(), 400, "{reserved}");
-        let body: Value = r.json().await.unwrap();
-        assert_eq!(body["error"]["code"], "invalid_query", "{body}");
-        let message = body["error"]["message"].as_str().unwrap();
-        assert!(message.contains(&format!("\"{reserved}\"")), "{message}");
-        assert!(message.contains("resume from 0"), "{message}");
+    for route in ["/v1/closes?after=", "/v1/jobs?closed_after="] {
+        for reserved in ["0-5", "1-1", "2-9", "000-5"] {
+            let r = read(format!("{route}{reserved}")).await;
+            assert_eq!(r.status(), 400, "{route}{reserved}");
+            let body: Value = r.json().await.unwrap();
+            assert_eq!(body["error"]["code"], "invalid_query", "{body}");
+            let message = body["error"]["message"].as_str().unwrap();
+            assert!(message.contains(&format!("\"{reserved}\"")), "{message}");
+            assert!(message.contains("resume from 0"), "{message}");
+        }
+        let (xid, seq) = real.split_once('-').unwrap();
+        let r = read(format!("{route}00{xid}-000{seq}")).await;
+        assert_eq!(r.status(), 200, "{route}");
+        let page: Value = r.json().await.unwrap();
+        assert_eq!(page["closes"], serde_json::json!([]), "{page}");
+        assert_eq!(page["next_cursor"], real.as_str(), "{page}");
     }
-    let (xid, seq) = real.split_once('-').unwrap();
-    let r = read(format!("00{xid}-000{seq}")).await;
-    assert_eq!(r.status(), 200);
-    let page: Value = r.json().await.unwrap();
-    assert_eq!(page["closes"], serde_json::json!([]), "{page}");
-    assert_eq!(page["next_cursor"], real.as_str(), "{page}");
+    daemon.stop().await;
+}
+
+/// `GET /v1/closes` reads from the start without `after`, with `after=0` and with `after=`
+/// (what a client writing its URL from a template sends before it has a cursor), and answers
+/// the page `GET /v1/jobs?closed_after=` answers; a cursor not of its form is refused naming
+/// `after`, and the list's filters are no parameters of it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_feed_of_closes_starts_without_a_cursor_and_is_the_one_closed_after_reads() {
+    let db = TestDb::new().await;
+    let daemon = Daemon::start(config(&db.url)).await;
+    register(&db, &["s1", "s2"]).await;
+    let c = db.client().await;
+    for id in ["s1", "s2"] {
+        c.execute(CLOSE, &[&id]).await.unwrap();
+    }
+    Consumer::new().drain_until(&daemon, 2).await;
+    let http = reqwest::Client::new();
+    let get = |q: &str| {
+        let url = daemon.admin_url(q);
+        let http = http.clone();
+        async move {
+            let r = http.get(url).send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, legacy) = get("/v1/jobs?closed_after=0&limit=5").await;
+    assert_eq!(status, 200);
+    assert_eq!(legacy["closes"].as_array().unwrap().len(), 2, "{legacy}");
+    for q in [
+        "/v1/closes?limit=5",
+        "/v1/closes?after=0&limit=5",
+        "/v1/closes?after=&limit=5",
+    ] {
+        let (status, page) = get(q).await;
+        assert_eq!((status, &page), (200, &legacy), "{q}");
+    }
+    for (bad, named) in [
+        ("/v1/closes?after=yesterday", "after"),
+        ("/v1/closes?after=0&state=open", "state"),
+        ("/v1/closes?closed_after=0", "closed_after"),
+        ("/v1/closes?limit=0", "limit"),
+    ] {
+        let (status, body) = get(bad).await;
+        assert_eq!(status, 400, "{bad}");
+        assert_eq!(body["error"]["code"], "invalid_query", "{bad}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(named), "{bad}: {message}");
+    }
     daemon.stop().await;
 }

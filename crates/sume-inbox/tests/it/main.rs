@@ -30,6 +30,7 @@ mod openapi_bounds;
 mod openapi_check;
 mod openapi_clients;
 mod openapi_contract;
+mod openapi_fuzz;
 mod ops;
 mod orphans;
 mod outage;

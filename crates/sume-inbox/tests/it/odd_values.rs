@@ -59,7 +59,7 @@ async fn a_result_nested_too_deep_still_closes_its_job() {
         .get(0);
     assert_eq!(body, deep.body, "the raw body keeps the result");
     let feed = http
-        .get(daemon.admin_url("/v1/jobs?closed_after=0"))
+        .get(daemon.admin_url("/v1/closes"))
         .send()
         .await
         .unwrap();

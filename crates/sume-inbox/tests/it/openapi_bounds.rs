@@ -31,30 +31,35 @@ async fn the_bounds_and_values_the_document_declares_are_the_ones_kept() {
     served.daemon.stop().await;
 }
 
-/// An id's bound is in bytes (the ids a webhook can name); the document's `maxLength` counts
-/// characters, so an id of two-byte characters within it is refused with a message that says
-/// bytes.
+/// A registration's values are counted in characters, as the document's `maxLength` counts
+/// them (the daemon counted bytes, and refused 128 `é`, which the document allows), and each
+/// holds a character that is not white space and no control character, as its `pattern` says.
 async fn registration(checked: &Checked<'_>, schemas: &Value) {
     for field in ["job_id", "order_id", "api_key"] {
         let s = &schemas["Registration"]["properties"][field];
         let bounds = (s["minLength"].as_u64(), s["maxLength"].as_u64());
         assert_eq!(bounds, (Some(1), Some(255)), "{field}");
+        assert!(s["pattern"].is_string(), "{field}: {s}");
     }
     let at = |c: &str| c.repeat(255);
     let register = |body: Value| Call::new("post", "/v1/jobs", Some(APP)).json(body);
     let full = json!({"job_id": at("j"), "order_id": at("o"), "api_key": at("k")});
     checked.expect(201, register(full)).await;
+    let wide = json!({"job_id": at("é"), "order_id": at("€"), "api_key": at("\u{1F600}")});
+    checked.expect(201, register(wide)).await;
     for past in [
         json!({"job_id": at("j") + "j"}),
         json!({"job_id": "j2", "order_id": at("o") + "o"}),
         json!({"job_id": "j3", "api_key": at("k") + "k"}),
+        json!({"job_id": at("é") + "é"}),
         json!({"job_id": ""}),
-        json!({"job_id": "é".repeat(128)}),
+        json!({"job_id": " \u{3000}"}),
+        json!({"job_id": "j4\u{85}"}),
     ] {
         let body = checked.expect(422, register(past.clone())).await;
         assert_eq!(body["error"]["code"], "invalid_field", "{past}");
         let message = body["error"]["message"].as_str().unwrap();
-        assert!(message.contains("1 to 255 bytes"), "{past}: {message}");
+        assert!(message.contains("1 to 255 characters"), "{past}: {message}");
     }
 }
 
@@ -68,6 +73,16 @@ async fn replay_and_drop(checked: &Checked<'_>, schemas: &Value) {
     checked.expect(200, replay(1)).await;
     checked.expect(200, replay(REPLAY_LIMIT_MAX)).await;
     checked.expect(422, replay(0)).await;
+    // JSON Schema's `integer` is any number without a fraction: `1000.0` is one.
+    let replay_json = |body: &str| {
+        let body: Value = serde_json::from_str(body).unwrap();
+        Call::new("post", "/v1/dead-letters/replay", Some(OPERATOR)).json(body)
+    };
+    checked
+        .expect(200, replay_json(r#"{"limit": 1000.0}"#))
+        .await;
+    checked.expect(200, replay_json(r#"{"limit": 1e3}"#)).await;
+    checked.expect(422, replay_json(r#"{"limit": 1.5}"#)).await;
     checked.expect(422, replay(REPLAY_LIMIT_MAX + 1)).await;
 
     let ids = &schemas["DropDeadLetters"]["properties"]["ids"];
@@ -80,6 +95,20 @@ async fn replay_and_drop(checked: &Checked<'_>, schemas: &Value) {
     checked.expect(200, drop(max_ids)).await;
     checked.expect(422, drop(max_ids + 1)).await;
     checked.expect(422, drop(0)).await;
+    // Each id: 1 to 511 characters, not blank, as the items' schema says.
+    let item = &ids["items"];
+    let longest = item["maxLength"].as_u64().unwrap() as usize;
+    assert_eq!((item["minLength"].as_u64(), longest), (Some(1), 511));
+    let drop_ids = |ids: Vec<String>| {
+        Call::new("post", "/v1/dead-letters/drop", Some(OPERATOR)).json(json!({ "ids": ids }))
+    };
+    checked
+        .expect(200, drop_ids(vec!["é".repeat(longest)]))
+        .await;
+    for refused in ["é".repeat(longest + 1), String::new(), " \t".into()] {
+        let body = checked.expect(422, drop_ids(vec![refused.clone()])).await;
+        assert_eq!(body["error"]["code"], "invalid_field", "{refused:?}");
+    }
 }
 
 /// The list's filters by state and closer take exactly the values the document lists, which
@@ -145,8 +174,8 @@ fn value_lists(schemas: &Value) {
     }
 }
 
-/// An age asked about is at most ten years, and a date-time filter in RFC 3339's years: past
-/// them a date overflowed, answered 503 as a database failure.
+/// An age asked about is at most ten years, and a date-time filter or position in RFC 3339's
+/// years: past them a date overflowed, answered 503 as a database failure.
 async fn ages_and_times(checked: &Checked<'_>) {
     for (query, status) in [
         ("/v1/inbox?older_than=3650d", 200),
@@ -161,6 +190,19 @@ async fn ages_and_times(checked: &Checked<'_>) {
         ("/v1/jobs?created_from=-10000-01-01T00:00:00Z", 400),
         ("/v1/jobs?created_to=%2B262000-01-01T00:00:00Z", 400),
         ("/v1/jobs?closed_from=-000001-01-01T00:00:00Z", 400),
+        // A list's position at the edges of its pattern (`TimeKey`): the first and the last
+        // instant it can write, February 29 of a leap year.
+        (
+            "/v1/dead-letters?after=0000-01-01T00:00:00%2B23:59%7Cx",
+            200,
+        ),
+        (
+            "/v1/orphans?after=9999-12-31T23:59:59.999999999-23:59%7Cx",
+            200,
+        ),
+        ("/v1/set-aside?after=2000-02-29T12:00:00Z%7C", 200),
+        ("/v1/set-aside?after=1900-02-29T12:00:00Z%7C", 400),
+        ("/v1/audit?after=999999999999999999", 200),
     ] {
         checked
             .expect(status, Call::new("get", query, Some(OPERATOR)))
@@ -185,5 +227,5 @@ fn page_limits(doc: &Value) {
             listings += 1;
         }
     }
-    assert!(listings >= 7, "{listings} listings take a limit");
+    assert!(listings >= 8, "{listings} listings take a limit");
 }

@@ -219,7 +219,7 @@ fn instantiate(template: &str) -> String {
 /// A raced job closed by its webhook, one still open, a waiting event, two set-aside ones, an
 /// orphan, a disagreement, a poll, a dead letter the daemon cannot read and one that a newer
 /// reader understands; and the instance's first heartbeat.
-async fn seed(db: &TestDb, served: &Served) -> String {
+pub(crate) async fn seed(db: &TestDb, served: &Served) -> String {
     let c = db.client().await;
     c.batch_execute(
         "insert into sume.jobs (job_id, order_id) values ('job_a', 'o-a'), ('job_b', null),
@@ -499,13 +499,18 @@ async fn application_routes(checked: &Checked<'_>) {
     // included), so the close may take a moment to show there.
     let feed = || async {
         checked
-            .expect(200, Call::new("GET", "/v1/jobs?closed_after=0", Some(APP)))
+            .expect(200, Call::new("GET", "/v1/closes", Some(APP)))
             .await
     };
     wait_for("the close in the feed", Duration::from_secs(20), || async {
         feed().await["closes"][0]["job_id"] == "job_a"
     })
     .await;
+    let reserved = Call::new("GET", "/v1/closes?after=0-5", Some(APP));
+    checked.expect(400, reserved).await;
+    let ahead = Call::new("GET", "/v1/closes?after=999999999999-0", Some(APP));
+    let body = checked.expect(409, ahead).await;
+    assert_eq!(body["error"]["code"], "cursor_ahead");
 }
 
 /// Every operator route, its successes and its own errors; `event` is a set-aside event.

@@ -151,7 +151,6 @@ async fn waiters_are_bounded_and_a_wait_that_runs_out_answers_the_open_job() {
     for (path, code) in [
         ("/v1/jobs/job_none?wait=1s", 404),
         ("/v1/jobs/job_never?wait=forever", 400),
-        ("/v1/jobs/job_never?wait=10m", 400),
         ("/v1/jobs/job_never?hold=1s", 400),
     ] {
         let r = reqwest::get(daemon.admin_url(path)).await.unwrap();
@@ -195,5 +194,29 @@ async fn with_every_waiter_place_taken_an_unknown_job_is_404_and_a_closed_one_an
     assert_eq!((status, how.as_str()), (200, "closed"));
     assert_eq!(job["state"], "completed");
     first.abort();
+    daemon.stop().await;
+}
+
+/// A wait longer than MAX_WAIT was refused 400, though the document allows any wait of its
+/// form and a client cannot know an instance's MAX_WAIT: it waits MAX_WAIT, and the open job is
+/// answered `timeout`, which the client handles by asking again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_longer_than_max_wait_waits_max_wait() {
+    let db = TestDb::new().await;
+    let mut c = config(&db.url);
+    c.wait.max_wait = Duration::from_millis(300);
+    c.wait.poll_interval = Duration::from_millis(100);
+    let daemon = Daemon::start(c).await;
+    register(&db, "job_never").await;
+    for wait in ["10m", "999999999h"] {
+        let url = daemon.admin_url(&format!("/v1/jobs/job_never?wait={wait}"));
+        let answer = tokio::time::timeout(Duration::from_secs(30), reqwest::get(url))
+            .await
+            .unwrap_or_else(|_| panic!("wait={wait} was not cut to MAX_WAIT"))
+            .unwrap();
+        let (status, how, job) = outcome(answer).await;
+        assert_eq!((status, how.as_str()), (200, "timeout"), "{wait}");
+        assert_eq!(job["state"], "open");
+    }
     daemon.stop().await;
 }

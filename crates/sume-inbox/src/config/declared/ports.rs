@@ -121,7 +121,7 @@ declare! { ADMIN_PORT, "Admin port (admin API, console, metrics)",
         flag: Some("max-wait"),
         default: Some("60s"),
         form: POSITIVE,
-        about: "the longest `wait` a request may ask for (400 beyond)",
+        about: "the longest a request waits (`?wait=`); a longer `wait` waits this long, answered `X-Wait-Outcome: timeout` when the job is still open",
     }
     /// What wakes waiters.
     WAIT_WAKEUP {

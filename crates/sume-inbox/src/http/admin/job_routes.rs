@@ -1,11 +1,10 @@
-//! Reading jobs on the admin API (registering them: [`super::registration`]):
+//! Reading jobs on the admin API (registering them: [`super::registration`]; the feed of
+//! closes: [`super::feed`]):
 //!
 //! - `GET /v1/jobs/{job_id}`: the job, or 404.
-//! - `GET /v1/jobs?closed_after=<cursor>&limit=N`: the feed of closes from a cursor (`0` for
-//!   the start), `{"closes":[...],"next_cursor"}`; every close comes once in order, none is
-//!   skipped when closes commit out of order.
 //! - `GET /v1/jobs?state=&order_id=&closed_by=&created_from=&created_to=&closed_from=
-//!   &closed_to=&after=&limit=`: jobs in id order, `{"jobs":[...],"next_after"}`.
+//!   &closed_to=&after=&limit=`: jobs in id order, `{"jobs":[...],"next_after"}`. With
+//!   `closed_after`, the feed of closes as `GET /v1/closes` answers it (see [`super::feed`]).
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
@@ -15,11 +14,11 @@ use axum::Json;
 use chrono::{DateTime, Datelike, FixedOffset};
 use serde::{Deserialize, Serialize};
 
+use super::forms::{Text, Wait};
 use super::openapi::ErrorBody;
+use super::paging::{bad_query, page_limit};
 use super::{unavailable, AdminState, PathId};
-use crate::db::{
-    CloserName, FeedPage, JobFilter, JobRow, JobStateName, CLOSERS, JOB_STATES, PAGE_LIMIT_MAX,
-};
+use crate::db::{CloserName, JobFilter, JobRow, JobStateName, CLOSERS, JOB_STATES};
 use crate::http::{error, ApiError};
 
 /// A page of the list of jobs.
@@ -31,23 +30,14 @@ pub struct JobPage {
     pub next_after: Option<String>,
 }
 
-/// `GET /v1/jobs` answers the feed (with `closed_after`) or the list.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(untagged)]
-pub enum JobsAnswer {
-    /// With `closed_after`.
-    Feed(FeedPage),
-    /// Without.
-    List(JobPage),
-}
-
 /// The query of `GET /v1/jobs/{job_id}`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ShowQuery {
-    /// Wait up to this long (e.g. `30s`, at most MAX_WAIT) for the job to close.
-    #[param(nullable = false, example = "30s")]
+    /// Wait up to this long (e.g. `30s`) for the job to close; a wait longer than MAX_WAIT
+    /// (60s unless set) waits MAX_WAIT.
+    #[param(nullable = false, value_type = Option<Wait>, example = "30s")]
     wait: Option<String>,
 }
 
@@ -106,61 +96,45 @@ pub(super) async fn show(
     }
 }
 
-/// The query of `GET /v1/jobs`: the feed when `closed_after` is given, else the list.
+/// The query of `GET /v1/jobs`: the list, or the feed when `closed_after` is given (which the
+/// document leaves to `GET /v1/closes`).
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
-    /// The feed of closes after this cursor (`0`: from the start, else a `cursor` or
-    /// `next_cursor` an answer gave); takes only `limit`. One no answer can have given (of
-    /// transaction id 0 to 2, or ahead of this database) is 400 `invalid_query`: resume from `0`.
-    #[param(nullable = false, example = "0")]
+    /// The feed of closes after this cursor, as `GET /v1/closes?after=` reads it (its
+    /// refusals 400 `invalid_query`); takes only `limit`. Kept for the applications that read
+    /// the feed here; not in the document.
+    #[param(ignore)]
     closed_after: Option<String>,
     /// Rows per page, 1 to 1000 (default 100).
     #[param(nullable = false, minimum = 1, maximum = 1000)]
     limit: Option<i64>,
-    /// The list: `next_after` of the previous page, a job id. Any id is a position: the jobs
-    /// after it in id order, whether or not a page ended there.
-    #[param(nullable = false)]
+    /// `next_after` of the previous page, a job id; empty, the start. Any id is a position:
+    /// the jobs after it in id order, whether or not a page ended there.
+    #[param(nullable = false, value_type = Option<Text>)]
     after: Option<String>,
-    /// The list: `open`, `completed`, `failed`, `canceled` or `expired`.
+    /// `open`, `completed`, `failed`, `canceled` or `expired`.
     #[param(nullable = false, value_type = Option<JobStateName>)]
     state: Option<String>,
-    /// The list: the application's reference.
-    #[param(nullable = false)]
+    /// The application's reference.
+    #[param(nullable = false, value_type = Option<Text>)]
     order_id: Option<String>,
-    /// The list: `webhook`, `poll` or `give_up`.
+    /// `webhook`, `poll` or `give_up`.
     #[param(nullable = false, value_type = Option<CloserName>)]
     closed_by: Option<String>,
-    /// The list: registered at or after (RFC 3339).
+    /// Registered at or after (RFC 3339).
     #[param(nullable = false)]
     created_from: Option<DateTime<FixedOffset>>,
-    /// The list: registered before.
+    /// Registered before.
     #[param(nullable = false)]
     created_to: Option<DateTime<FixedOffset>>,
-    /// The list: closed at or after.
+    /// Closed at or after.
     #[param(nullable = false)]
     closed_from: Option<DateTime<FixedOffset>>,
-    /// The list: closed before.
+    /// Closed before.
     #[param(nullable = false)]
     closed_to: Option<DateTime<FixedOffset>>,
-}
-
-const DEFAULT_LIMIT: i64 = 100;
-
-pub(super) fn bad_query(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message)
-}
-
-/// `limit` when given, checked: 1 to [`PAGE_LIMIT_MAX`].
-pub(super) fn page_limit(limit: Option<i64>) -> Result<i64, ApiError> {
-    match limit {
-        None => Ok(DEFAULT_LIMIT),
-        Some(n) if (1..=PAGE_LIMIT_MAX).contains(&n) => Ok(n),
-        Some(n) => Err(bad_query(format!(
-            "limit must be 1 to {PAGE_LIMIT_MAX}, not {n}"
-        ))),
-    }
 }
 
 fn one_of(field: &str, value: &Option<String>, allowed: &[&str]) -> Result<(), ApiError> {
@@ -225,10 +199,10 @@ impl ListQuery {
     }
 }
 
-/// `GET /v1/jobs`: the feed of closes (`closed_after`) or the filtered list.
+/// `GET /v1/jobs`: the filtered list (or, with `closed_after`, the feed of closes).
 #[utoipa::path(get, path = "/v1/jobs", tag = "application", operation_id = "list_jobs",
     params(ListQuery),
-    responses((status = 200, description = "A page of the feed, or of the list", body = JobsAnswer),
+    responses((status = 200, description = "A page of the list", body = JobPage),
                (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn list(
     State(state): State<AdminState>,
@@ -250,7 +224,7 @@ pub(super) async fn list(
             )
             .into_response();
         }
-        return super::feed::page(&state, cursor, limit).await;
+        return super::feed::page(&state, cursor, limit, super::feed::Asked::ClosedAfter).await;
     }
     let (filter, after) = match query.filter() {
         Ok(f) => f,
@@ -261,7 +235,7 @@ pub(super) async fn list(
             let next_after = (jobs.len() as i64 == limit)
                 .then(|| jobs.last().map(|j| j.job_id.clone()))
                 .flatten();
-            Json(JobsAnswer::List(JobPage { jobs, next_after })).into_response()
+            Json(JobPage { jobs, next_after }).into_response()
         }
         Err(e) => unavailable("listing jobs failed", &e),
     }

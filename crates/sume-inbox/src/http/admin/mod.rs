@@ -1,9 +1,10 @@
 //! The admin API on ADMIN_ADDR: its state and its routes. What guards them is [`access`]; the
 //! handlers live in a file per concern (`registration.rs`: registering jobs; `job_routes.rs`:
-//! reading and listing them, the feed of closes; `wait.rs`: waiting for a close;
+//! reading and listing them; `feed.rs`: the feed of closes; `wait.rs`: waiting for a close;
 //! `operator.rs`: the operator's reads; `instance_routes.rs`: the fleet's instances and last
-//! hour; `replay_routes.rs`: the operator's writes and their audit); [`openapi`] describes them
-//! all. A query parameter a route does not take is refused (`invalid_query`) on every route
+//! hour; `replay_routes.rs`: the operator's writes and their audit; `paging.rs`: the lists'
+//! `limit` and `after`); [`openapi`] describes them all, `forms.rs` the forms of their text
+//! values. A query parameter a route does not take is refused (`invalid_query`) on every route
 //! but `/metrics`, whose scrapers may add their own.
 
 use std::sync::Arc;
@@ -21,10 +22,12 @@ use sume_wire::Secret;
 pub mod access;
 mod content_type;
 mod feed;
+mod forms;
 mod instance_routes;
 mod job_routes;
 pub mod openapi;
 mod operator;
+mod paging;
 mod registration;
 mod replay_routes;
 mod wait;
@@ -56,7 +59,7 @@ pub struct AdminState {
     pub health: crate::actors::supervision::Health,
     /// Requests waiting for a job to close (`?wait=`).
     pub waiters: crate::actors::close_waiters::Waiters,
-    /// MAX_WAIT: the longest wait a request may ask for.
+    /// MAX_WAIT: the longest a request waits; a longer `wait` waits this long.
     pub max_wait: std::time::Duration,
     /// Cancelled at shutdown: waiting requests are answered at once.
     pub shutdown: tokio_util::sync::CancellationToken,
@@ -66,8 +69,8 @@ pub struct AdminState {
     pub instance: Arc<str>,
 }
 
-/// The admin API's routes: the application's (register, read, wait, the feed, the OpenAPI
-/// document) and the operator's (everything else), all behind [`access::guard`].
+/// The admin API's routes: the application's (register, read, wait, the feed of closes, the
+/// OpenAPI document) and the operator's (everything else), all behind [`access::guard`].
 pub fn router(state: AdminState, access: Access) -> Router {
     let app = Router::new()
         .route(
@@ -75,6 +78,7 @@ pub fn router(state: AdminState, access: Access) -> Router {
             post(registration::register).get(job_routes::list),
         )
         .route("/v1/jobs/{job_id}", get(job_routes::show))
+        .route("/v1/closes", get(feed::closes))
         .route("/v1/openapi.json", get(openapi::serve));
     let operator = Router::new()
         .route("/v1/jobs/{job_id}/detail", get(operator::job_detail))

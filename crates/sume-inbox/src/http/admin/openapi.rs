@@ -15,7 +15,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa::openapi::{self as oa, Components, Content, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use super::{instance_routes, job_routes, operator, registration, replay_routes};
+use super::{feed, forms, instance_routes, job_routes, operator, registration, replay_routes};
 
 /// Every error: `{"error":{"code","message"},"request_id"}`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -296,14 +296,15 @@ fn refused_before_the_route(op: &mut Operation, path: &str) {
                        Content-Type: application/json; every answer carries X-Request-Id."
     ),
     paths(
-        registration::register, job_routes::list, job_routes::show, serve,
+        registration::register, job_routes::list, job_routes::show, feed::closes, serve,
         operator::job_detail, operator::inbox, operator::set_aside, operator::orphans,
         operator::disagreements, operator::dead_letters, operator::stats, operator::audit,
         instance_routes::instances,
         replay_routes::replay_event, replay_routes::replay_dead_letters, replay_routes::drop_dead_letters,
         super::metrics,
     ),
-    components(schemas(ErrorBody, ErrorDetail)),
+    components(schemas(ErrorBody, ErrorDetail, forms::Text, forms::TimeKey, forms::NumberKey,
+        forms::Cursor, forms::Wait, forms::Age)),
     modifiers(&Schemes),
     tags((name = "application", description = "The application's token suffices"),
          (name = "operator", description = "The operator's token only")),

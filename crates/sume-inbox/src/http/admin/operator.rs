@@ -1,12 +1,8 @@
 //! The operator's reads on the admin API, what `sume-inbox` prints from the database: a job
 //! with its timeline, the inbox, set-aside events, orphans, disagreements, dead letters, the
-//! stats and the audit log. Every list is keyset-paged: `limit` (1 to 1000, default 100) and
-//! `after=<next_after>` of the previous page, `null` on the last. An `after` is a position in
-//! the list's order, not a token: only its form is checked (`<RFC 3339 time>|<id>` for the
-//! lists ordered by a time, a whole number for the others), and a well-formed one answers the
-//! rows after it whether or not a page ended there. (A token naming its list would refuse the
-//! cursors clients already hold, and those an instance of the previous release gives during a
-//! rolling upgrade.)
+//! stats and the audit log. Every list is keyset-paged ([`super::paging`]): `limit` and
+//! `after=<next_after>` of the previous page, a position in the list's order
+//! (`<RFC 3339 time>|<id>` for the lists ordered by a time, a whole number for the others).
 
 use std::time::Duration;
 
@@ -17,8 +13,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use super::job_routes::page_limit;
+use super::forms::{Age, TimeKey};
 use super::openapi::ErrorBody;
+use super::paging::{
+    bad_query, next, number_page, page_of, time_page, NumberPageQuery, TimePageQuery, TIME_KEY_FORM,
+};
 use super::{unavailable, AdminState, NoQuery, PathId};
 use crate::config::setting::MAX_DURATION;
 use crate::db::{
@@ -26,28 +25,6 @@ use crate::db::{
     Stats, WaitingEvent,
 };
 use crate::http::ApiError;
-
-/// `limit` and `after`, the query of every list but the inbox's.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct PageQuery {
-    /// Rows per page, 1 to 1000 (default 100).
-    #[param(nullable = false, minimum = 1, maximum = 1000)]
-    pub limit: Option<i64>,
-    /// `next_after` of the previous page: a position in this list's order,
-    /// `<RFC 3339 time>|<id>` for set-aside events, orphans and dead letters, a whole number
-    /// for disagreements and the audit log. Only its form is checked (400 `invalid_query` when
-    /// it is not the list's): a well-formed one answers the rows after it, whether or not a
-    /// page ended there.
-    #[param(nullable = false)]
-    pub after: Option<String>,
-}
-
-/// The form of an `after` in the lists ordered by a time then an id (a [`PageKey`]).
-const TIME_KEY: &str = "`<RFC 3339 time>|<id>`";
-/// The form of an `after` in the lists ordered by a number (disagreements, the audit log).
-const NUMBER_KEY: &str = "a whole number";
 
 /// The inbox's query: a page, and how old its events must be.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -58,12 +35,13 @@ pub struct InboxQuery {
     #[param(nullable = false, minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
     /// `next_after` of the previous page: a position in the inbox's order,
-    /// `<RFC 3339 time>|<id>`. Only its form is checked (400 `invalid_query` when it is not
-    /// that): a well-formed one answers the events after it, whether or not a page ended there.
-    #[param(nullable = false)]
+    /// `<RFC 3339 time>|<id>`; empty, the start. Only its form is checked (400 `invalid_query`
+    /// when it is not that): a well-formed one answers the events after it, whether or not a
+    /// page ended there.
+    #[param(nullable = false, value_type = Option<TimeKey>)]
     pub after: Option<String>,
     /// Events at least this old, e.g. `10m`; at most `3650d`.
-    #[param(nullable = false, example = "10m")]
+    #[param(nullable = false, value_type = Option<Age>, example = "10m")]
     pub older_than: Option<String>,
 }
 
@@ -117,48 +95,18 @@ page!(
     "A page of the audit log, newest first."
 );
 
-fn bad_query(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message)
-}
-
-/// The checked query: the limit, and `after` as the page needs it (of the `form` it reads).
-fn read<T>(
-    query: Result<Query<PageQuery>, QueryRejection>,
-    form: &str,
-    after: impl FnOnce(&str) -> Option<T>,
-) -> Result<(i64, Option<T>), ApiError> {
-    let Query(q) = query.map_err(|e| bad_query(e.body_text()))?;
-    page_of(q, form, after)
-}
-
-/// The limit, and `after` as the page needs it: one not of the list's `form` is refused.
-fn page_of<T>(
-    q: PageQuery,
-    form: &str,
-    after: impl FnOnce(&str) -> Option<T>,
-) -> Result<(i64, Option<T>), ApiError> {
-    let limit = page_limit(q.limit)?;
-    let key = match q.after.as_deref() {
-        None => None,
-        Some(raw) => Some(
-            after(raw)
-                .filter(|_| crate::db::text_can_hold(raw))
-                .ok_or_else(|| {
-                    bad_query(format!(
-                        "after must be a position in this list, {form} as its next_after is, \
-                         not {raw:?}"
-                    ))
-                })?,
-        ),
-    };
-    Ok((limit, key))
-}
-
-/// A full page's last row gives the next key; a short page is the last.
-fn next<R>(rows: &[R], limit: i64, key: impl Fn(&R) -> String) -> Option<String> {
-    (rows.len() as i64 == limit)
-        .then(|| rows.last().map(key))
-        .flatten()
+/// `older_than` as given: a duration up to [`MAX_DURATION`] (3650 days: past it a date
+/// overflows).
+pub(super) fn read_age(raw: &str) -> Result<Duration, ApiError> {
+    match humantime::parse_duration(raw) {
+        Ok(d) if d <= MAX_DURATION => Ok(d),
+        _ => {
+            let longest = crate::config::setting::longest_text(MAX_DURATION);
+            Err(bad_query(format!(
+                "older_than must be a duration like 10m, at most {longest}"
+            )))
+        }
+    }
 }
 
 fn respond<T: Serialize>(what: &str, result: Result<T, DbError>) -> Response {
@@ -210,22 +158,14 @@ pub(super) async fn inbox(
         Ok(q) => q,
         Err(e) => return bad_query(e.body_text()).into_response(),
     };
-    let page = PageQuery {
-        limit: q.limit,
-        after: q.after,
-    };
-    let (limit, after) = match page_of(page, TIME_KEY, PageKey::decode) {
+    let (limit, after) = match page_of(q.limit, q.after.as_deref(), TIME_KEY_FORM, PageKey::decode)
+    {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let older_than = match q.older_than.as_deref().map(humantime::parse_duration) {
-        None => Duration::ZERO,
-        Some(Ok(d)) if d <= MAX_DURATION => d,
-        Some(_) => {
-            let longest = crate::config::setting::longest_text(MAX_DURATION);
-            let message = format!("older_than must be a duration like 10m, at most {longest}");
-            return bad_query(message).into_response();
-        }
+    let older_than = match q.older_than.as_deref().map(read_age).transpose() {
+        Ok(age) => age.unwrap_or(Duration::ZERO),
+        Err(e) => return e.into_response(),
     };
     let rows = state
         .store
@@ -243,14 +183,14 @@ pub(super) async fn inbox(
 }
 
 /// `GET /v1/set-aside`: events set aside as another workspace's, with each key's answer.
-#[utoipa::path(get, path = "/v1/set-aside", tag = "operator", operation_id = "list_set_aside", params(PageQuery),
+#[utoipa::path(get, path = "/v1/set-aside", tag = "operator", operation_id = "list_set_aside", params(TimePageQuery),
     responses((status = 200, description = "Set-aside events, a page", body = SetAsidePage),
                (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn set_aside(
     State(state): State<AdminState>,
-    query: Result<Query<PageQuery>, QueryRejection>,
+    query: Result<Query<TimePageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after) = match read(query, TIME_KEY, PageKey::decode) {
+    let (limit, after) = match time_page(query) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -270,14 +210,14 @@ pub(super) async fn set_aside(
 }
 
 /// `GET /v1/orphans`: jobs Sume knows, with events here, and no row.
-#[utoipa::path(get, path = "/v1/orphans", tag = "operator", operation_id = "list_orphans", params(PageQuery),
+#[utoipa::path(get, path = "/v1/orphans", tag = "operator", operation_id = "list_orphans", params(TimePageQuery),
     responses((status = 200, description = "Orphans, a page", body = OrphanPage),
                (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn orphans(
     State(state): State<AdminState>,
-    query: Result<Query<PageQuery>, QueryRejection>,
+    query: Result<Query<TimePageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after) = match read(query, TIME_KEY, PageKey::decode) {
+    let (limit, after) = match time_page(query) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -297,14 +237,14 @@ pub(super) async fn orphans(
 }
 
 /// `GET /v1/disagreements`: terminal statuses that contradicted a job's first one.
-#[utoipa::path(get, path = "/v1/disagreements", tag = "operator", operation_id = "list_disagreements", params(PageQuery),
+#[utoipa::path(get, path = "/v1/disagreements", tag = "operator", operation_id = "list_disagreements", params(NumberPageQuery),
     responses((status = 200, description = "Disagreements, a page", body = DisagreementPage),
                (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn disagreements(
     State(state): State<AdminState>,
-    query: Result<Query<PageQuery>, QueryRejection>,
+    query: Result<Query<NumberPageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after) = match read(query, NUMBER_KEY, |s| s.parse::<i64>().ok()) {
+    let (limit, after) = match number_page(query) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -319,14 +259,14 @@ pub(super) async fn disagreements(
 }
 
 /// `GET /v1/dead-letters`: verified deliveries that name no job, newest first.
-#[utoipa::path(get, path = "/v1/dead-letters", tag = "operator", operation_id = "list_dead_letters", params(PageQuery),
+#[utoipa::path(get, path = "/v1/dead-letters", tag = "operator", operation_id = "list_dead_letters", params(TimePageQuery),
     responses((status = 200, description = "Dead letters, a page", body = DeadLetterPage),
                (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn dead_letters(
     State(state): State<AdminState>,
-    query: Result<Query<PageQuery>, QueryRejection>,
+    query: Result<Query<TimePageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, after) = match read(query, TIME_KEY, PageKey::decode) {
+    let (limit, after) = match time_page(query) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -350,14 +290,14 @@ pub(super) async fn stats(State(state): State<AdminState>, _: NoQuery) -> Respon
 }
 
 /// `GET /v1/audit`: what operators did, newest first.
-#[utoipa::path(get, path = "/v1/audit", tag = "operator", operation_id = "list_audit_entries", params(PageQuery),
+#[utoipa::path(get, path = "/v1/audit", tag = "operator", operation_id = "list_audit_entries", params(NumberPageQuery),
     responses((status = 200, description = "Audit entries, a page", body = AuditPage),
                (status = 400, description = "A bad query (`invalid_query`)", body = ErrorBody)))]
 pub(super) async fn audit(
     State(state): State<AdminState>,
-    query: Result<Query<PageQuery>, QueryRejection>,
+    query: Result<Query<NumberPageQuery>, QueryRejection>,
 ) -> Response {
-    let (limit, before) = match read(query, NUMBER_KEY, |s| s.parse::<i64>().ok()) {
+    let (limit, before) = match number_page(query) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };

@@ -1,7 +1,8 @@
 //! `POST /v1/jobs` `{"job_id","order_id"?,"api_key"?}`: registers the job and attaches its
 //! waiting events at once; 201 with the job when new, 200 when the same registration was
 //! repeated, 409 when the id is already registered with another order or key, 422 for a field
-//! out of bounds or a key name no instance of the fleet holds.
+//! out of bounds (1 to 255 characters, not blank, no control character) or a key name no
+//! instance of the fleet holds.
 //!
 //! A key name is judged against the fleet, not this instance alone: instances may hold
 //! different keys (README, "Sweep, job side"), and whichever instance takes a registration,
@@ -17,28 +18,55 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
+use super::forms;
 use super::openapi::ErrorBody;
 use super::{unavailable, AdminState, JsonBody, NoQuery};
 use crate::db::{JobRow, NewJob, Registered};
 use crate::http::error;
 
-/// The body of `POST /v1/jobs`.
+/// The body of `POST /v1/jobs`. Each field is 1 to 255 characters (as the database's check on
+/// `sume.jobs.job_id` counts them), not blank, with no control character.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Registration {
-    /// Sume's job id: 1 to 255 bytes of UTF-8 (so at most 255 characters), not blank, no
-    /// control characters; the ids a webhook can name.
-    #[schema(min_length = 1, max_length = 255)]
+    /// Sume's job id.
+    #[schema(schema_with = job_id)]
     job_id: String,
-    /// The application's own reference, under the same rule as `job_id`.
+    /// The application's own reference.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 255)]
+    #[schema(schema_with = order_id)]
     order_id: Option<String>,
     /// The name of a key of SUME_API_KEYS, held by this instance or by another live instance
     /// of the fleet.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 255)]
+    #[schema(schema_with = api_key)]
     api_key: Option<String>,
+}
+
+fn job_id() -> utoipa::openapi::Object {
+    forms::name(
+        "Sume's job id: 1 to 255 characters, not blank, no control character. (A webhook names \
+         ids of at most 255 bytes, as Sume's are: an id longer in bytes, of characters beyond \
+         ASCII, closes only when given up.)",
+        false,
+    )
+}
+
+fn order_id() -> utoipa::openapi::Object {
+    forms::name(
+        "The application's own reference: 1 to 255 characters, not blank, no control \
+         character.",
+        true,
+    )
+}
+
+fn api_key() -> utoipa::openapi::Object {
+    forms::name(
+        "The name of a key of SUME_API_KEYS, held by this instance or by another live instance \
+         of the fleet (else 422 `unknown_api_key`): 1 to 255 characters, not blank, no control \
+         character.",
+        true,
+    )
 }
 
 /// A registration refused because the id is registered with another order or key.
@@ -52,17 +80,17 @@ pub struct Conflict {
     pub request_id: String,
 }
 
-/// `None` when the id is usable, else the 422 to answer.
+/// `None` when the value is usable ([`forms::usable_name`]), else the 422 to answer.
 fn bad_id(field: &str, value: &str) -> Option<Response> {
-    (!sume_wire::usable_id(value)).then(|| {
+    (!forms::usable_name(value)).then(|| {
         error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_field",
             format!(
-                "{field} must be 1 to {} bytes of UTF-8, not blank, without control characters \
-                 (got {} bytes)",
-                sume_wire::event::MAX_ID_LEN,
-                value.len()
+                "{field} must be 1 to {} characters, not blank, without control characters \
+                 (got {} characters)",
+                forms::NAME_MAX,
+                value.chars().count()
             ),
         )
     })

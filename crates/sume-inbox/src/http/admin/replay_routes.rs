@@ -11,6 +11,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::forms;
 use super::openapi::ErrorBody;
 use super::{current_request_id, unavailable, AdminState, JsonBody, NoQuery, PathId};
 use crate::http::ApiError;
@@ -110,9 +111,28 @@ fn no_such_event() -> ApiError {
 #[serde(deny_unknown_fields)]
 pub struct ReplayDeadLetters {
     /// The most dead letters to replay, 1 to 10000 (default 1000).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     #[schema(minimum = 1, maximum = 10000)]
     pub limit: Option<i64>,
+}
+
+/// A JSON number without a fraction, as JSON Schema's `integer` reads one: `1000`, `1000.0` and
+/// `1e3` alike; `1.5` is refused.
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let whole = n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 1e18)
+            .map(|f| f as i64)
+    });
+    whole.map(Some).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "a whole number of 1 to {} is expected, not {n}",
+            replay::REPLAY_LIMIT_MAX
+        ))
+    })
 }
 
 /// What a replay of dead letters did with each.
@@ -159,9 +179,38 @@ pub(super) async fn replay_dead_letters(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DropDeadLetters {
-    /// The dead letters' ids, 1 to 1000.
-    #[schema(min_items = 1, max_items = 1000)]
+    /// The dead letters' ids.
+    #[schema(schema_with = forms::dead_letter_ids)]
     pub ids: Vec<String>,
+}
+
+/// Why a drop of `ids` is refused, when it is: 1 to [`forms::DROP_MAX`] ids, each within
+/// [`forms::DEAD_LETTER_ID_MAX`] characters (no dead letter's id is longer: one past it is
+/// refused before the audit entry would keep it whole), not blank (as the CLI refuses one: a
+/// blank id names no dead letter, and is surely a mistake) and without a NUL character (nor
+/// could the audit entry name it).
+pub(super) fn refusal(ids: &[String]) -> Option<String> {
+    let max = forms::DEAD_LETTER_ID_MAX;
+    if ids.is_empty() || ids.len() > forms::DROP_MAX {
+        return Some(format!(
+            "ids must hold 1 to {} dead letter ids",
+            forms::DROP_MAX
+        ));
+    }
+    if let Some(long) = ids.iter().find(|i| i.chars().count() > max) {
+        return Some(format!(
+            "ids must be at most {max} characters, as every dead letter's is (one is {} \
+             characters)",
+            long.chars().count()
+        ));
+    }
+    if !ids.iter().all(|i| crate::db::text_can_hold(i)) {
+        return Some("ids must not hold a NUL character".to_owned());
+    }
+    if ids.iter().any(|i| i.trim().is_empty()) {
+        return Some("ids must not be empty or blank".to_owned());
+    }
+    None
 }
 
 /// What a drop did.
@@ -177,56 +226,21 @@ pub struct Dropped {
 #[utoipa::path(post, path = "/v1/dead-letters/drop", tag = "operator",
     operation_id = "drop_dead_letters", request_body = DropDeadLetters,
     responses((status = 200, description = "What was dropped", body = Dropped),
-               (status = 422, description = "ids empty, over 1000, one blank, over 511 bytes or holding a NUL character \
-                (`invalid_field`), or a body not of this shape (`invalid_body`)", body = ErrorBody)))]
+               (status = 422, description = "ids empty, over 1000, one blank, over 511 \
+                characters or holding a NUL character (`invalid_field`), or a body not of this \
+                shape (`invalid_body`)", body = ErrorBody)))]
 pub(super) async fn drop_dead_letters(
     State(state): State<AdminState>,
     _: NoQuery,
     headers: HeaderMap,
     JsonBody(body): JsonBody<DropDeadLetters>,
 ) -> Response {
-    let ids = body.ids;
-    if ids.is_empty() || ids.len() > 1000 {
-        return ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_field",
-            "ids must hold 1 to 1000 dead letter ids",
-        )
-        .into_response();
-    }
-    if let Some(long) = ids.iter().find(|i| i.len() > MAX_EVENT_ID_LEN) {
-        // No dead letter has such an id: refused before the audit entry would keep it whole.
-        return ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_field",
-            format!(
-                "ids must be at most {MAX_EVENT_ID_LEN} bytes, as every dead letter's is (one \
-                 is {} bytes)",
-                long.len()
-            ),
-        )
-        .into_response();
-    }
-    if !ids.iter().all(|i| crate::db::text_can_hold(i)) {
-        // No dead letter has such an id, nor could the audit entry name it.
-        return ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_field",
-            "ids must not hold a NUL character",
-        )
-        .into_response();
-    }
-    if ids.iter().any(|i| i.trim().is_empty()) {
-        // As the CLI refuses one: a blank id names no dead letter, and is surely a mistake.
-        return ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_field",
-            "ids must not be empty or blank",
-        )
-        .into_response();
+    if let Some(why) = refusal(&body.ids) {
+        return ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", why)
+            .into_response();
     }
     // An id named twice is dropped once, and said once in the answer and the audit entry.
-    let mut ids = ids;
+    let mut ids = body.ids;
     let mut seen = std::collections::HashSet::new();
     ids.retain(|i| seen.insert(i.clone()));
     let dropped = match state.store.dead_letters_drop(&ids).await {
