@@ -269,7 +269,13 @@ impl SweepReport {
                 )
             });
             let daily = match shape.reads_a_day {
-                Some(a_day) => format!(", SUME_READ_DAILY={} for each day {}x faster left to UTC midnight at the trial's start (the pace of {} a day)", thousands(f64::from(a_day)), shape.compression, thousands(f64::from(a_day))),
+                Some(a_day) => {
+                    let a_day = thousands(f64::from(a_day));
+                    format!(
+                        ", SUME_READ_DAILY={a_day} for each day {}x faster left to UTC midnight at the trial's start (the pace of {a_day} a day)",
+                        shape.compression
+                    )
+                }
                 None => ", SUME_READ_DAILY=2000000000".to_owned(),
             };
             let _ = writeln!(

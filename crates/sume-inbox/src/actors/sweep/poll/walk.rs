@@ -8,11 +8,12 @@
 //! pages the walk read, at the pace of the reads left today beyond a reserve, to UTC midnight).
 //! Then one instance (under a lease in `sume.key_sweeps`) claims the key's open jobs older than
 //! POLL_AFTER and reads the list page by page until every one of them was seen, the list ends,
-//! or [`page_cap`] pages were read. A job seen with a status is settled by it through the poll's fold (terminal:
-//! closed; in flight: still open). A job not seen is read by itself afterwards, once its own
-//! poll is due: the list's order and paging are not documented, so an absence never proves
-//! anything. The walk does not stop at the age of the oldest job it looks for: a job may be
-//! registered long after Sume created it (a backfill), and the page cap bounds the excess.
+//! or [`page_cap`] pages were read. A job seen with a status is settled by it through the
+//! poll's fold (terminal: closed; in flight: still open). A job not seen is read by itself
+//! afterwards, once its own poll is due: the list's order and paging are not documented, so an
+//! absence never proves anything. The walk does not stop at the age of the oldest job it looks
+//! for: a job may be registered long after Sume created it (a backfill), and the page cap
+//! bounds the excess.
 
 use std::collections::{HashMap, HashSet};
 
