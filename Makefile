@@ -95,7 +95,7 @@ clean-db:
 ## PostgreSQL under target/, the release daemon, a per-request baseline and the PostgreSQL
 ## ceiling, measured in one run (about 3 minutes); then the fleet (`sume-bench fleet`, about 7
 ## minutes): 1, 2 and 4 instances, direct and through a throwaway PgBouncer, 3 rounds; then the
-## sweep's reads at Sume (`sume-bench sweep`, about 7 minutes, see bench-sweep); then one
+## sweep's reads at Sume (`sume-bench sweep`, about 20 minutes, see bench-sweep); then one
 ## daemon from an empty database (bench-from-empty, about 6 minutes). Each prints its table
 ## and appends it to docs/benchmarks.md.
 ## Options: BENCH_ARGS="--duration 20s --connections 16,64,256 --rate 1000" (see --help),
@@ -119,10 +119,11 @@ bench-from-empty:
 		--connections 256 --rounds 9 --duration 35s --warmup 0s --rate 0 --ceiling-duration 0s \
 		--attach-jobs 0 --attach-rate 0 --sweep-due 0 --work-dir target/bench-empty $(EMPTY_ARGS)
 
-## bench-sweep: only the sweep's part of `make bench` (about 7 minutes): the reads the sweep
+## bench-sweep: only the sweep's part of `make bench` (about 20 minutes): the reads the sweep
 ## spends at Sume (the simulator counts them) and how late a job whose webhook was lost is
 ## closed, LIST_WALKS=auto beside LIST_WALKS=off, in the issue's shape (600 jobs over 30 s) and
-## at the shipped settings sixty times faster (100,000 jobs a day); 3 rounds, medians.
+## at the shipped settings sixty times faster (100,000 jobs a day, some running for hours, the
+## reads paced to 9,000 a day); 3 rounds, medians.
 ## Options: SWEEP_ARGS="--rounds 1 --shapes issue --shipped-for 1m" (see `sume-bench sweep --help`).
 bench-sweep:
 	$(CARGO) build --release -p sume-bench

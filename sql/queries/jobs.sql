@@ -141,13 +141,16 @@ returning j.job_id, j.api_key, j.created_at, j.poll_attempts, j.lease_until,
 
 -- name: jobs_open_by_key
 -- Open jobs per key name: how many; how many were registered at least $1 seconds before the
--- clock ($2) (what a walk of the key's list would settle); and how many one-by-one polls fall
--- due within $3 seconds of the clock (what reading them by themselves would cost meanwhile).
+-- clock ($2) (what a walk of the key's list would settle); how many one-by-one polls fall
+-- due within $3 seconds of the clock (what reading them by themselves would cost meanwhile);
+-- and the earliest own poll among them (never polled: $1 seconds after registration), when
+-- the key's next walk falls due unless its pace says later.
 -- Read through the two partial indexes of open jobs, so its cost follows the open jobs.
 select api_key,
        count(*) filter (where created_at <= coalesce($2, now()) - make_interval(secs => $1))::int8,
        count(*)::int8,
-       count(*) filter (where due <= coalesce($2, now()) + make_interval(secs => $3))::int8
+       count(*) filter (where due <= coalesce($2, now()) + make_interval(secs => $3))::int8,
+       min(due) as oldest_poll
 from (select api_key, created_at, created_at + make_interval(secs => $1) as due
       from sume.jobs where state = 'open' and next_poll_at is null
       union all

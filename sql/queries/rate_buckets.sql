@@ -9,7 +9,8 @@ on conflict (key_name) do nothing;
 -- Refills key $1 at $2 tokens a second up to $3, then takes one token if there is one, the key
 -- is not paused and fewer than $4 reads were taken this UTC day. Answers whether it took one,
 -- the tokens there were, the seconds the key stays paused (until the next UTC day when the
--- day's allowance is spent) and the reads left today. Records $4 as the day's allowance.
+-- day's allowance is spent), the reads left today and that UTC day. Records $4 as the day's
+-- allowance.
 with cur as (
     select key_name,
            least($3::float8,
@@ -39,7 +40,8 @@ returning d.taken,
                then extract(epoch from ((d.today + 1)::timestamp at time zone 'UTC') - now())::float8
                else greatest(extract(epoch from d.paused_until - now())::float8, 0) end
             as paused_for,
-          greatest($4::int - d.used - d.taken::int, 0)::int8 as left_today;
+          greatest($4::int - d.used - d.taken::int, 0)::int8 as left_today,
+          d.today;
 
 -- name: rate_buckets_pause
 -- Nobody uses key $1 for $2 seconds (a Retry-After, or RateLimit-Remaining 0 until the reset).

@@ -1,10 +1,13 @@
 //! The two shapes `sume-bench sweep` measures, and the daemon's and the simulator's settings
 //! for each: the issue's (600 jobs over 30 s, `POLL_MAX_INTERVAL=8s`) and the shipped settings'
-//! ratios compressed sixty times (a minute of the day in a second).
+//! ratios compressed sixty times (a minute of the day in a second), some jobs running for hours
+//! in the mix.
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use sume_inbox::config::{declared, Config, Values};
+use sume_inbox::decisions::walk_choice::until_utc_midnight;
 use sume_sim::{ListOrder, SimConfig};
 
 /// The API key's name in `SUME_API_KEYS` and `sume.jobs.api_key`, and its secret at the
@@ -24,6 +27,8 @@ pub struct Shape {
     pub creating: Duration,
     /// Each job ends this long after its creation: uniform over the range (milliseconds).
     pub duration_ms: (u64, u64),
+    /// Jobs that run far longer, mixed in (`None`: every job runs `duration_ms`).
+    pub long: Option<LongJobs>,
     /// The share of jobs whose webhook is never sent.
     pub lost: f64,
     /// Real seconds are this many seconds of the day (1 for the issue's shape, which is not
@@ -31,8 +36,22 @@ pub struct Shape {
     pub compression: f64,
     /// Reads counted for jobs per day from here to the end of `creating` (the steady part).
     pub warmup: Duration,
+    /// The reads a day per key the daemon keeps to, at `compression` (SUME_READ_DAILY as the
+    /// compressed day sees it: [`Shape::read_daily`]); `None`: the day's allowance out of the
+    /// way.
+    pub reads_a_day: Option<u32>,
     /// The daemon's settings beside the defaults, as an operator would write them.
     pub settings: Vec<(&'static str, String)>,
+}
+
+/// Jobs running for hours among jobs of minutes: each walk that looks for one of them reads the
+/// list back to it.
+#[derive(Debug, Clone, Copy)]
+pub struct LongJobs {
+    /// One such job after every `every` of the others.
+    pub every: usize,
+    /// How long each runs: uniform over the range (milliseconds).
+    pub duration_ms: (u64, u64),
 }
 
 /// The issue's shape: 600 jobs created over 30 s and registered at once, each ending 3-12 s
@@ -43,9 +62,11 @@ pub fn issue() -> Shape {
         jobs: 600,
         creating: Duration::from_secs(30),
         duration_ms: (3_000, 12_000),
+        long: None,
         lost: 0.03,
         compression: 1.0,
         warmup: Duration::from_secs(8),
+        reads_a_day: None,
         settings: with_common(&[
             ("POLL_AFTER", "2s"),
             ("POLL_MAX_INTERVAL", "8s"),
@@ -57,17 +78,26 @@ pub fn issue() -> Shape {
 
 /// The shipped settings sixty times faster: POLL_AFTER 2m, POLL_MAX_INTERVAL 30m and
 /// SWEEP_INTERVAL 30s become 2s, 30s and 0.5s; jobs of 1-10 minutes run 1-10 s; 100,000 jobs a
-/// day arrive at 69.4 a second; 1% of webhooks are lost. `creating` is the run's length.
+/// day arrive at 69.4 a second, and one more after every 200 runs 1 to 3 hours (1-3 minutes);
+/// 1% of webhooks are lost; the reads are paced to the shipped 9,000 a day. `creating` is the
+/// run's length.
 pub fn shipped(creating: Duration) -> Shape {
     let rate = 100_000.0 / 86_400.0 * 60.0;
+    let long = LongJobs {
+        every: 200,
+        duration_ms: (60_000, 180_000),
+    };
+    let short = (rate * creating.as_secs_f64()).round() as usize;
     Shape {
         name: "shipped",
-        jobs: (rate * creating.as_secs_f64()).round() as usize,
+        jobs: short + short / long.every,
         creating,
         duration_ms: (1_000, 10_000),
+        long: Some(long),
         lost: 0.01,
         compression: 60.0,
         warmup: Duration::from_secs(30).min(creating / 3),
+        reads_a_day: Some(9_000),
         settings: with_common(&[
             ("POLL_AFTER", "2s"),
             ("POLL_MAX_INTERVAL", "30s"),
@@ -80,15 +110,13 @@ pub fn shipped(creating: Duration) -> Shape {
 
 /// What both shapes share: Sume's 100 reads a minute compressed to a second; a lease and a
 /// call timeout that keep real-time margins (the database's and the loopback's latencies are
-/// not compressed), SWEEP_LEASE more than twice SUME_TIMEOUT as the rule asks; the day's
-/// allowance out of the way, since a UTC day cannot be compressed (the reads a day are
-/// extrapolated from the run instead).
+/// not compressed), SWEEP_LEASE more than twice SUME_TIMEOUT as the rule asks. The day's
+/// allowance is set for each trial ([`Shape::read_daily`]).
 fn with_common(own: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
     let common = [
         ("SUME_READ_RATE", "100/1s"),
         ("SUME_TIMEOUT", "2s"),
         ("SWEEP_LEASE", "10s"),
-        ("SUME_READ_DAILY", "2000000000"),
     ];
     own.iter()
         .chain(common.iter())
@@ -103,6 +131,27 @@ impl Shape {
             .iter()
             .find(|(k, _)| *k == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The longest a planned job runs.
+    pub fn longest(&self) -> Duration {
+        let long = self.long.map_or(0, |l| l.duration_ms.1);
+        Duration::from_millis(self.duration_ms.1.max(long))
+    }
+
+    /// SUME_READ_DAILY for a trial that starts at `now`. The daemon's walks keep to the reads
+    /// left today over the time to UTC midnight, which no compression shortens; so the
+    /// allowance is [`Shape::reads_a_day`] for each compressed day left until midnight, and
+    /// the pace is the one the shipped allowance sets over a whole day. Without
+    /// `reads_a_day`, out of the way: 2,000,000,000.
+    pub fn read_daily(&self, now: DateTime<Utc>) -> u64 {
+        match self.reads_a_day {
+            Some(a_day) => {
+                let days = until_utc_midnight(now).as_secs_f64() * self.compression / 86_400.0;
+                (f64::from(a_day) * days).ceil() as u64
+            }
+            None => 2_000_000_000,
+        }
     }
 
     /// POLL_MAX_INTERVAL of this shape: the target of a lost webhook's delay.
@@ -176,6 +225,16 @@ mod tests {
             assert_eq!(c.sweep.poll_after, Duration::from_secs(2));
             assert_eq!(c.sweep.poll_max_interval, shape.poll_max_interval());
         }
-        assert_eq!(shipped(Duration::from_secs(120)).jobs, 8_333);
+        assert_eq!(shipped(Duration::from_secs(120)).jobs, 8_333 + 41);
+    }
+
+    #[test]
+    fn the_shipped_allowance_keeps_the_pace_of_a_compressed_day() {
+        let at = |t: &str| format!("2026-12-01T{t}Z").parse::<DateTime<Utc>>().unwrap();
+        let shipped = shipped(Duration::from_secs(120));
+        // Twelve hours to midnight are 30 days sixty times faster: 9,000 reads each.
+        assert_eq!(shipped.read_daily(at("12:00:00")), 270_000);
+        assert_eq!(shipped.read_daily(at("23:00:00")), 22_500);
+        assert_eq!(issue().read_daily(at("12:00:00")), 2_000_000_000);
     }
 }

@@ -26,14 +26,18 @@ pub struct Planned {
 }
 
 /// The jobs of a shape, the same for every trial of a round (`seed`): durations uniform over
-/// the shape's range, lost webhooks spread evenly (exactly the shape's share), one job in
+/// the shape's range, and over the long jobs' range for one job after every `every` when the
+/// shape mixes them in; lost webhooks spread evenly (exactly the shape's share), one job in
 /// twenty failed.
 pub fn plan(shape: &Shape, seed: u64) -> Vec<Planned> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let (lo, hi) = shape.duration_ms;
     (0..shape.jobs)
         .map(|i| {
             let share = |k: usize| (k as f64 * shape.lost).floor();
+            let (lo, hi) = match shape.long {
+                Some(long) if (i + 1) % (long.every + 1) == 0 => long.duration_ms,
+                _ => shape.duration_ms,
+            };
             Planned {
                 duration_ms: rng.gen_range(lo..=hi),
                 lost: share(i + 1) > share(i),
@@ -143,5 +147,14 @@ mod tests {
             .iter()
             .zip(&b)
             .all(|(x, y)| x.duration_ms == y.duration_ms));
+    }
+
+    #[test]
+    fn the_shipped_plan_mixes_in_one_job_of_hours_after_every_200() {
+        let shape = super::super::shape::shipped(std::time::Duration::from_secs(120));
+        let p = plan(&shape, 1);
+        let long = p.iter().filter(|j| j.duration_ms >= 60_000).count();
+        assert_eq!((p.len(), long), (8_374, 41));
+        assert!(p[200].duration_ms >= 60_000 && p[199].duration_ms <= 10_000);
     }
 }

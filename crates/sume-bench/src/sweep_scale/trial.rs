@@ -79,6 +79,7 @@ pub async fn run_trial(
     plan: &[Planned],
     variant: Variant,
 ) -> anyhow::Result<Trial> {
+    wait_for_the_day(shape).await;
     let db_url = crate::stages::fresh_database(server_url, db_name).await?;
     let mut db = sume_inbox::db::connect(&db_url).await?;
     sume_inbox::db::migrate::migrate(&mut db).await?;
@@ -91,7 +92,14 @@ pub async fn run_trial(
     .await
     .context("starting the simulator")?;
     let walks = if variant.walks { "auto" } else { "off" };
-    let config = shape.daemon_config(&db_url, &sim.api_url(), &[("LIST_WALKS", walks.into())])?;
+    let extra = [
+        ("LIST_WALKS", walks.into()),
+        (
+            "SUME_READ_DAILY",
+            shape.read_daily(chrono::Utc::now()).to_string(),
+        ),
+    ];
+    let config = shape.daemon_config(&db_url, &sim.api_url(), &extra)?;
     let shutdown = CancellationToken::new();
     // The simulator had to know the webhook's address first.
     let daemon = crate::stages::daemon_thread_on(config, webhook, admin, shutdown.clone())?;
@@ -110,6 +118,23 @@ pub async fn run_trial(
         judged: judge::judge(&truth, &rows),
         took,
     })
+}
+
+/// A shape paced to a day's reads waits for the next UTC day when the trial could not end
+/// before midnight: the day's reads come back then, which would spoil the pace it measures.
+async fn wait_for_the_day(shape: &Shape) {
+    if shape.reads_a_day.is_none() {
+        return;
+    }
+    let trial = shape.creating + shape.longest() + 3 * shape.poll_max_interval();
+    let left = sume_inbox::decisions::walk_choice::until_utc_midnight(chrono::Utc::now());
+    if left < trial + Duration::from_secs(60) {
+        eprintln!(
+            "sume-bench sweep: waiting {} for the next UTC day (the trial would not end before it)",
+            humantime::format_duration(Duration::from_secs(left.as_secs() + 5))
+        );
+        tokio::time::sleep(left + Duration::from_secs(5)).await;
+    }
 }
 
 type Outcome = (Window, KeyCount, JobsAnswer, HashMap<String, Row>, Duration);
@@ -136,8 +161,8 @@ async fn drive(
         start + shape.creating,
     ));
     let created = traffic::create_all(shape, plan, &sim.api_url(), db_url, start).await?;
-    let longest = Duration::from_millis(shape.duration_ms.1);
-    let deadline = Instant::now() + longest + 3 * shape.poll_max_interval() + shape.creating;
+    let deadline =
+        Instant::now() + shape.longest() + 3 * shape.poll_max_interval() + shape.creating;
     let took = settle(db, created.jobs.len(), start, deadline).await?;
     let counts = key_counts(&http, &sim.sim_url("stats")).await?;
     let truth: JobsAnswer = get_json(&http, &sim.sim_url(&format!("jobs?key={KEY_NAME}"))).await?;

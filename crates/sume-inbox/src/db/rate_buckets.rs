@@ -18,6 +18,8 @@ pub struct Take {
     pub paused_for: f64,
     /// Reads the key may still take this UTC day.
     pub left_today: i64,
+    /// That UTC day, by the database's clock.
+    pub today: chrono::NaiveDate,
 }
 
 impl Store {
@@ -49,6 +51,7 @@ impl Store {
             available: row.get("available"),
             paused_for: row.get("paused_for"),
             left_today: row.get("left_today"),
+            today: row.get("today"),
         })
     }
 

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::NaiveDate;
 use sume_wire::RateLimit;
 use tokio::time::Instant;
 
@@ -36,8 +37,8 @@ pub struct Budget {
     /// Pauses this instance has seen, applied at once to its own tasks; the database carries
     /// them to the other instances a round trip later.
     paused: Arc<Mutex<HashMap<String, Instant>>>,
-    /// The reads each key had left today, as of its last take.
-    left_today: Arc<Mutex<HashMap<String, i64>>>,
+    /// The reads each key had left, as of its last take, and the UTC day they were left of.
+    left_today: Arc<Mutex<HashMap<String, (NaiveDate, i64)>>>,
 }
 
 /// Why no token was taken.
@@ -124,7 +125,7 @@ impl Budget {
             self.left_today
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(key_name.to_owned(), take.left_today);
+                .insert(key_name.to_owned(), (take.today, take.left_today));
             if take.taken {
                 // A pause seen while the token was being taken still applies to this request.
                 if let Some(until) = self.local_pause(key_name) {
@@ -146,6 +147,20 @@ impl Budget {
 
     /// The reads `key_name` had left today as of its last take, if it took any.
     pub fn left_today(&self, key_name: &str) -> Option<i64> {
+        self.left_of(key_name).map(|(_, left)| left)
+    }
+
+    /// The reads `key_name` has left on the UTC day `day`, for the whole fleet, as of this
+    /// instance's last take: the day's whole allowance when its last take was of an earlier
+    /// day, or it took none.
+    pub fn left_on(&self, key_name: &str, day: NaiveDate) -> i64 {
+        match self.left_of(key_name) {
+            Some((of, left)) if of >= day => left,
+            _ => i64::from(self.daily),
+        }
+    }
+
+    fn left_of(&self, key_name: &str) -> Option<(NaiveDate, i64)> {
         self.left_today
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -199,6 +199,17 @@ impl StatusReader {
             .is_none_or(|left| left > daily / 10)
     }
 
+    /// The reads `key` has left on the UTC day `day` for the whole fleet, as of this
+    /// instance's last read with it (the day's whole allowance before its first that day).
+    pub fn reads_left_on(&self, key: &ApiKey, day: chrono::NaiveDate) -> i64 {
+        self.budget.left_on(&key.name, day)
+    }
+
+    /// The reads per key and UTC day for the fleet (SUME_READ_DAILY).
+    pub fn daily_reads(&self) -> u32 {
+        self.budget.daily_reads()
+    }
+
     /// The same with `daily` reads per key and UTC day for the fleet (SUME_READ_DAILY).
     pub fn with_daily_reads(self, daily: u32) -> StatusReader {
         StatusReader {

@@ -202,6 +202,10 @@ impl Sweep {
         self.clock.advance(by);
     }
 
+    pub(crate) fn set(&self, to: DateTime<Utc>) {
+        self.clock.set(to);
+    }
+
     pub(crate) fn now(&self) -> DateTime<Utc> {
         self.clock.now().unwrap()
     }

@@ -4,14 +4,16 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use serde_json::json;
 use sume_inbox::actors::sweep::PollStats;
+use sume_inbox::config::SweepConfig;
 use sume_sim::{JobsAnswer, ListOrder, RunningSim, SimConfig};
 
 use crate::support::*;
 use crate::sweep::{
-    assert_matches_truth, clocked_config, count, create, migrate, register, sim_config, sim_get,
-    wait_ended, Sweep, MAIN_KEY,
+    assert_matches_truth, clocked_config, count, create, daemon_config, migrate, register,
+    sim_config, sim_get, wait_ended, Sweep, MAIN_KEY,
 };
 
 /// Creates `n` short jobs under the main key; registers those `registered` says.
@@ -101,6 +103,153 @@ async fn a_walk_settles_a_hundred_jobs_a_read_in_whatever_order_the_list_comes()
     // By update: pages may repeat or skip jobs; what a walk misses is read by itself.
     let (polled, _) = walk_with(ListOrder::Updated).await;
     assert_eq!(polled.closed_by_poll, 120, "{polled:?}");
+}
+
+/// Five open jobs of one key, ended at Sume, their webhooks lost, under a daemon with
+/// POLL_AFTER=2s, SWEEP_INTERVAL=500ms and every other setting at its default: each is closed
+/// by the sweep once its first poll is due. Before, the first pass walked the key's list while
+/// the jobs were younger than POLL_AFTER, claimed none of them, and put the key's next walk
+/// half POLL_MAX_INTERVAL (15 minutes) away; nothing but the key's check reached Sume meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_webhook_is_found_at_the_first_poll_at_the_defaults() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    let sweep = SweepConfig {
+        poll_after: Duration::from_secs(2),
+        interval: Duration::from_millis(500),
+        ..SweepConfig::default()
+    };
+    let daemon = Daemon::start(daemon_config(&db, &sim, sweep)).await;
+    let http = reqwest::Client::new();
+    let mut ours = Vec::new();
+    for _ in 0..5 {
+        let lost = json!({"duration_ms": 20, "drop": true});
+        ours.push(create(&http, &sim, MAIN_KEY, None, lost).await);
+    }
+    wait_ended(&http, &sim, &ours).await;
+    for id in &ours {
+        register(&db, id).await;
+    }
+    // Generous: the first poll is due 2 s after registration, and a pass comes every 0.5 s.
+    wait_for(
+        "the five jobs closed by the sweep",
+        Duration::from_secs(120),
+        || async {
+            count(
+                &db,
+                "select count(*) from sume.jobs where closed_by = 'poll'",
+            )
+            .await
+                == 5
+        },
+    )
+    .await;
+    assert_matches_truth(&http, &sim, &db, &ours).await;
+    daemon.stop().await;
+}
+
+/// Jobs registered `at` by the sweep's clock, as if the application had committed them then.
+async fn registered_at(db: &TestDb, ids: &[String], at: DateTime<Utc>) {
+    db.client()
+        .await
+        .execute(
+            "update sume.jobs set created_at = $2 where job_id = any($1)",
+            &[&ids, &at],
+        )
+        .await
+        .unwrap();
+}
+
+/// A pass while the key's jobs are younger than POLL_AFTER leaves the key's next walk where it
+/// was: the walk comes with the first job's own poll, and so for jobs registered after it.
+/// Before, a walk taken while none of them was past POLL_AFTER claimed nothing and put the next
+/// one half POLL_MAX_INTERVAL (15 minutes) away, for every job of the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_walk_comes_with_the_first_poll_of_the_key_s_oldest_job() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    migrate(&db).await;
+    let http = reqwest::Client::new();
+    let first = jobs(&http, &sim, &db, 5, true).await;
+    wait_ended(&http, &sim, &first).await;
+    let sweep = Sweep::new(&db, &sim, clocked_config()).await;
+    registered_at(&db, &first, sweep.now()).await;
+    let early = sweep.poll_once().await;
+    assert_eq!((early.jobs_claimed, early.requests), (0, 0), "{early:?}");
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let walked = sweep.poll_once().await;
+    assert_eq!(
+        (walked.list_pages, walked.closed_by_poll),
+        (1, 5),
+        "{walked:?}"
+    );
+    // Five more, registered after that walk: the next comes with their first poll.
+    let later = jobs(&http, &sim, &db, 5, true).await;
+    wait_ended(&http, &sim, &later).await;
+    registered_at(&db, &later, sweep.now()).await;
+    sweep.advance(sweep.config.poll_after + Duration::from_secs(1));
+    let walked = sweep.poll_once().await;
+    assert_eq!(
+        (walked.list_pages, walked.closed_by_poll),
+        (1, 5),
+        "{walked:?}"
+    );
+    assert_matches_truth(&http, &sim, &db, &[first, later].concat()).await;
+    assert_eq!(singles(&http, &sim).await, 0);
+}
+
+/// With few reads left today, a key's walks are spread out to UTC midnight, a fifth of the
+/// day's reads kept back: jobs that fall due meanwhile wait for the next walk (a read of each
+/// would spend what the pace keeps), which settles them when the pace allows.
+#[tokio::test(flavor = "multi_thread")]
+async fn walks_keep_to_the_pace_of_the_reads_left_today() {
+    let db = TestDb::new().await;
+    let sim = RunningSim::start(sim_config()).await.unwrap();
+    migrate(&db).await;
+    let http = reqwest::Client::new();
+    // Ten reads a day: two kept back.
+    let config = SweepConfig {
+        daily_reads: 10,
+        ..clocked_config()
+    };
+    let sweep = Sweep::new(&db, &sim, config).await;
+    // One in the morning of the database's UTC day: 23 hours to midnight.
+    let morning = sweep
+        .now()
+        .date_naive()
+        .and_hms_opt(1, 0, 0)
+        .unwrap()
+        .and_utc();
+    sweep.set(morning);
+    let first = jobs(&http, &sim, &db, 5, true).await;
+    wait_ended(&http, &sim, &first).await;
+    registered_at(&db, &first, morning - chrono::Duration::minutes(3)).await;
+    let walked = sweep.poll_once().await;
+    assert_eq!(
+        (walked.list_pages, walked.closed_by_poll),
+        (1, 5),
+        "{walked:?}"
+    );
+    // The key's check and a page: 8 reads left, 6 beyond the 2 kept back; one page at that
+    // pace is 23 h / 6, so the next walk comes at 4:50.
+    let second = jobs(&http, &sim, &db, 5, true).await;
+    wait_ended(&http, &sim, &second).await;
+    registered_at(&db, &second, morning).await;
+    sweep.set(morning + chrono::Duration::minutes(229));
+    assert_eq!(sweep.poll_once().await, PollStats::default());
+    sweep.set(morning + chrono::Duration::minutes(231));
+    let walked = sweep.poll_once().await;
+    assert_eq!(
+        (walked.list_pages, walked.closed_by_poll),
+        (1, 5),
+        "{walked:?}"
+    );
+    assert_matches_truth(&http, &sim, &db, &[first, second].concat()).await;
+    assert_eq!(singles(&http, &sim).await, 0);
+    let used = db
+        .scalar("select day_used::int8 from sume.rate_buckets where key_name = 'main'")
+        .await;
+    assert_eq!(used, 3, "the key's check and two pages");
 }
 
 /// A list whose cursor does not move on (every page read with a cursor answers it again): the

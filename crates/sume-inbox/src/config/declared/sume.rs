@@ -59,7 +59,7 @@ declare! { SUME, "Sume",
         flag: Some("sume-read-daily"),
         default: Some("9000"),
         form: Form::Count { min: 1, max: i32::MAX as usize },
-        about: "reads per key and UTC day for the whole fleet (Sume allows 10,000 a day; the rest is left to the application sharing the key; more is warned of at start, not refused); once spent, the sweep waits for the next UTC day, most overdue work first; `sume_inbox_sume_api_reads_left_today` shows what is left",
+        about: "reads per key and UTC day for the whole fleet (Sume allows 10,000 a day; the rest is left to the application sharing the key; more is warned of at start, not refused); list walks (`LIST_WALKS=auto`) keep a fifth of it for everything else and spread the rest evenly to UTC midnight; once spent, the sweep waits for the next UTC day, most overdue work first; `sume_inbox_sume_api_reads_left_today` shows what is left",
     }
     /// One call's timeout.
     SUME_TIMEOUT {

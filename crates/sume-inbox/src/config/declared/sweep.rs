@@ -25,7 +25,7 @@ declare! { SWEEP, "Sweep",
         flag: Some("poll-after"),
         default: Some("2m"),
         form: POSITIVE,
-        about: "first poll of an open job, after registration",
+        about: "first poll of an open job, after registration; later polls back off, doubling up to `POLL_MAX_INTERVAL`. The job is read by itself then, with `LIST_WALKS=off` or where its key's jobs are read one by one. Where walks settle its key's jobs (`LIST_WALKS=auto`), the key's list is walked when its oldest open job's poll falls due, no sooner than the key's pace of reads allows (see \"The sweep at Sume's scale\")",
     }
     /// The longest interval between two polls.
     POLL_MAX_INTERVAL {
@@ -60,7 +60,7 @@ declare! { SWEEP, "Sweep",
         flag: Some("list-walks"),
         default: Some("auto"),
         form: Form::Choice(&["auto", "off"]),
-        about: "`auto`: where a key has many jobs open, the sweep walks its list at Sume (`GET /jobs`, a hundred jobs a read) instead of reading each job, whenever that costs fewer reads (see \"The sweep at Sume's scale\"); `off`: every job is read by itself",
+        about: "`auto`: where walking a key's list at Sume (`GET /jobs`, a hundred jobs a read) is expected to cost fewer reads than reading the key's due jobs one by one, walks settle its jobs: a walk falls due when the oldest open job's poll does, no sooner than the reads left today allow, a fifth of `SUME_READ_DAILY` kept back (see \"The sweep at Sume's scale\"); `off`: every job is read by itself when its poll falls due",
     }
     /// What one claim takes.
     SWEEP_BATCH {

@@ -3,14 +3,17 @@
 //!
 //! Every pass weighs, per configured key, the pages a walk is expected to read against the
 //! one-by-one polls that fall due meanwhile ([`walk_pays`]). For a key where the walk pays, its
-//! jobs are no longer polled one by one: every half POLL_MAX_INTERVAL (fleet-wide, under a lease
-//! in `sume.key_sweeps`) one instance claims the key's open jobs older than POLL_AFTER and reads
-//! the list page by page until every one of them was seen, the list ends, or [`page_cap`] pages
-//! were read. A job seen with a status is settled by it through the poll's fold (terminal:
-//! closed; in flight: still open). A job not seen is read by itself afterwards, once its own
-//! poll is due: the list's order and paging are not documented, so an absence never proves
-//! anything. The walk does not stop at the age of the oldest job it looks for: a job may be
-//! registered long after Sume created it (a backfill), and the page cap bounds the excess.
+//! jobs are no longer polled one by one: a walk falls due when the key's oldest unsettled job's
+//! own poll does, never sooner than the key's pace allows ([`next_walk`], [`pace_gap`]: the
+//! pages the walk read, at the pace of the reads left today beyond a reserve, to UTC midnight).
+//! Then one instance (under a lease in `sume.key_sweeps`) claims the key's open jobs older than
+//! POLL_AFTER and reads the list page by page until every one of them was seen, the list ends,
+//! or [`page_cap`] pages were read. A job seen with a status is settled by it through the
+//! poll's fold (terminal: closed; in flight: still open). A job not seen is read by itself
+//! afterwards, once its own poll is due: the list's order and paging are not documented, so an
+//! absence never proves anything. The walk does not stop at the age of the oldest job it looks
+//! for: a job may be registered long after Sume created it (a backfill), and the page cap
+//! bounds the excess.
 
 use std::collections::{HashMap, HashSet};
 
@@ -22,7 +25,7 @@ use crate::actors::sweep::schedule::{send_deadline, serve};
 use crate::config::ApiKey;
 use crate::db::{ClaimedJob, DbError, PolledCall};
 use crate::decisions::poll_decision::{PollFold, PollRules};
-use crate::decisions::walk_choice::{page_cap, walk_pays};
+use crate::decisions::walk_choice::{next_walk, pace_gap, page_cap, reserve, walk_pays, Day};
 use crate::sume_api::{Answer, ListAnswer, Reply};
 
 /// The most jobs one walk claims; the rest wait for the next.
@@ -46,8 +49,9 @@ struct Walked {
 }
 
 impl Poll {
-    /// Per key, walks where walking pays and is due; answers the stats and the keys whose
-    /// jobs walks settle (they are not polled one by one).
+    /// Per key, walks where walking pays and a walk is due (the oldest open job's own poll
+    /// is, and the key's pace allows one); answers the stats and the keys whose jobs walks
+    /// settle (they are not polled one by one).
     pub(super) async fn walks(
         &self,
         shutdown: &CancellationToken,
@@ -79,7 +83,9 @@ impl Poll {
                 continue;
             }
             walked_keys.push(key.name.clone());
-            if sweep.due && !shutdown.is_cancelled() {
+            let due = next_walk(load.oldest_poll, sweep.not_before)
+                .is_some_and(|at| at <= sweep.now && !sweep.held);
+            if due && !shutdown.is_cancelled() {
                 stats += self.walk(key, shutdown).await?;
             }
         }
@@ -90,7 +96,7 @@ impl Poll {
     async fn walk(&self, key: &ApiKey, shutdown: &CancellationToken) -> Result<PollStats, DbError> {
         let owner = self.reader.owner();
         let lease = self.config.lease.as_secs_f64();
-        let Some(last_pages) = self
+        let Some((last_pages, at)) = self
             .store
             .key_sweeps_claim(&key.name, owner, lease, &self.clock)
             .await?
@@ -116,8 +122,14 @@ impl Poll {
             .await?;
         stats.list_pages = walked.pages;
         stats.seen_in_list = walked.seen.len();
-        let next = (self.config.poll_max_interval / 2).as_secs_f64();
-        let counts = (walked.useful_pages.max(1) as i32, walked.seen.len() as i32);
+        // The pace counts every page read (a list in an unexpected order costs what it cost);
+        // the next walk's estimate, the pages up to the last that held a job looked for.
+        let now = at + chrono::Duration::from_std(claimed_at.elapsed()).unwrap_or_default();
+        let reads_left = self.reader.reads_left_on(key, now.date_naive());
+        let day = Day::at(now, reads_left, reserve(self.reader.daily_reads()));
+        let next = pace_gap(walked.pages, day).as_secs_f64();
+        let estimate = (walked.pages > 0).then(|| walked.useful_pages.max(1) as i32);
+        let counts = (estimate, walked.seen.len() as i32);
         self.store
             .key_sweeps_done(&key.name, owner, next, counts, &self.clock)
             .await?;
